@@ -1,0 +1,689 @@
+// The Python face of the engine, module `sackli._engine`. It converts types,
+// releases the GIL around engine work, allocates the output `bytes` for the
+// engine to decode into, and maps engine errors onto Python exceptions. No
+// format or read policy lives here: see the engine headers for that.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bag.h"
+#include "errors.h"
+#include "format.h"
+#include "local_file.h"
+#include "read_plan.h"
+#include "record_index.h"
+#include "thread_pool.h"
+#include "view.h"
+#include "writer.h"
+
+namespace py = pybind11;
+
+namespace sackli {
+namespace {
+
+PyObject* g_corruption_error = nullptr;
+
+// Above these sizes a single read or write releases the GIL for its work;
+// below, switching threads would cost more than the work itself.
+constexpr uint64_t kReleaseGilDecodeBytes = 16 * 1024;
+constexpr uint64_t kReleaseGilCopyBytes = 1024 * 1024;
+constexpr uint64_t kReleaseGilEncodeBytes = 4 * 1024;
+// How often a long wait re-takes the GIL to notice Ctrl-C.
+constexpr int64_t kSignalCheckMilliseconds = 100;
+// write_many hands the engine records in batches of about this size.
+constexpr size_t kWriteManyBatchRecords = 4096;
+constexpr size_t kWriteManyBatchBytes = 16 << 20;
+
+void RaiseOsError(int errno_value, const std::string& message,
+                  const std::string& path) {
+  // OSError(errno, message, filename) picks the subclass from errno
+  // (FileNotFoundError, PermissionError, IsADirectoryError, ...).
+  py::object error = py::reinterpret_steal<py::object>(PyObject_CallFunction(
+      PyExc_OSError, "(iss)", errno_value ? errno_value : EIO, message.c_str(),
+      path.c_str()));
+  if (!error) return;  // the call raised; that error stands
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())),
+                  error.ptr());
+}
+
+void TranslateError(std::exception_ptr ptr) {
+  try {
+    std::rethrow_exception(ptr);
+  } catch (const Error& e) {
+    switch (e.kind()) {
+      case ErrorKind::kNotFound:
+        RaiseOsError(e.errno_value() ? e.errno_value() : ENOENT, e.what(),
+                     e.path());
+        return;
+      case ErrorKind::kIo:
+        RaiseOsError(e.errno_value(), e.what(), e.path());
+        return;
+      case ErrorKind::kCorruption:
+        PyErr_SetString(g_corruption_error, e.what());
+        return;
+      case ErrorKind::kOutOfRange:
+        PyErr_SetString(PyExc_IndexError, e.what());
+        return;
+      case ErrorKind::kInvalidArgument:
+      case ErrorKind::kClosed:
+        PyErr_SetString(PyExc_ValueError, e.what());
+        return;
+    }
+  } catch (const std::invalid_argument& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  }
+}
+
+// Re-takes the GIL and raises KeyboardInterrupt (etc.) if a signal arrived.
+void CheckSignals() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+// A `bytes` of `size` uninitialised bytes for the engine to fill.
+PyObject* NewBytes(uint64_t size) {
+  PyObject* bytes =
+      PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+  if (bytes == nullptr) throw py::error_already_set();
+  return bytes;
+}
+
+// A contiguous byte buffer borrowed from a Python object: bytes, str (as
+// UTF-8) or anything with the buffer protocol.
+class BorrowedBytes {
+ public:
+  explicit BorrowedBytes(PyObject* object) {
+    if (PyBytes_Check(object)) {
+      data_ = PyBytes_AS_STRING(object);
+      size_ = static_cast<size_t>(PyBytes_GET_SIZE(object));
+    } else if (PyUnicode_Check(object)) {
+      Py_ssize_t size;
+      data_ = PyUnicode_AsUTF8AndSize(object, &size);
+      if (data_ == nullptr) throw py::error_already_set();
+      size_ = static_cast<size_t>(size);
+    } else if (PyObject_CheckBuffer(object)) {
+      if (PyObject_GetBuffer(object, &buffer_, PyBUF_SIMPLE) != 0) {
+        throw py::error_already_set();
+      }
+      has_buffer_ = true;
+      data_ = static_cast<const char*>(buffer_.buf);
+      size_ = static_cast<size_t>(buffer_.len);
+    } else {
+      throw py::type_error(
+          std::string("a record must be bytes, str or a bytes-like object, "
+                      "not ") +
+          Py_TYPE(object)->tp_name);
+    }
+  }
+  BorrowedBytes(BorrowedBytes&& other) noexcept
+      : data_(other.data_), size_(other.size_), has_buffer_(other.has_buffer_) {
+    buffer_ = other.buffer_;
+    other.has_buffer_ = false;
+  }
+  BorrowedBytes(const BorrowedBytes&) = delete;
+  ~BorrowedBytes() {
+    if (has_buffer_) PyBuffer_Release(&buffer_);
+  }
+  std::string_view view() const { return {data_, size_}; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+  Py_buffer buffer_{};
+  bool has_buffer_ = false;
+};
+
+// --- Reading ---------------------------------------------------------------
+
+struct ReaderCore {
+  std::shared_ptr<const Bag> bag;
+  View view;
+};
+
+bool AllMapped(const Bag& bag) {
+  for (size_t s = 0; s < bag.num_shards(); ++s) {
+    if (bag.shard(s).records().mapped() == nullptr) return false;
+  }
+  return true;
+}
+
+py::bytes ReadRecord(const ReaderCore& core, int64_t index) {
+  const uint64_t g = core.view.Global(core.view.Resolve(index));
+  StoredRecord record;
+  // Mapped sources need no I/O to locate a record: stay on the GIL.
+  if (AllMapped(*core.bag)) {
+    LocateStored(*core.bag, g, record);
+  } else {
+    py::gil_scoped_release release;
+    LocateStored(*core.bag, g, record);
+  }
+  py::bytes out = py::reinterpret_steal<py::bytes>(NewBytes(record.decoded_size));
+  char* dst = PyBytes_AS_STRING(out.ptr());
+  const bool compressed = record.shard->codec().compressed();
+  if (record.decoded_size >=
+      (compressed ? kReleaseGilDecodeBytes : kReleaseGilCopyBytes)) {
+    py::gil_scoped_release release;
+    DecodeStored(record, dst);
+  } else {
+    DecodeStored(record, dst);
+  }
+  return out;
+}
+
+// Reads records with the given global indices into a new list.
+py::list ReadGlobals(const std::shared_ptr<const Bag>& bag,
+                     const std::vector<uint64_t>& globals) {
+  py::list out(globals.size());
+  PyObject* list = out.ptr();
+  {
+    py::gil_scoped_release release;
+    ReadBatch(
+        bag, globals.data(), globals.size(),
+        [list](size_t first, const ReadPlan& plan, char** dst) {
+          py::gil_scoped_acquire gil;
+          for (size_t k = 0; k < plan.size(); ++k) {
+            PyObject* bytes = NewBytes(plan.decoded_size(k));
+            PyList_SET_ITEM(list, static_cast<Py_ssize_t>(first + k), bytes);
+            dst[k] = PyBytes_AS_STRING(bytes);
+          }
+        },
+        &CheckSignals);
+  }
+  return out;
+}
+
+std::vector<uint64_t> ViewRange(const View& view, uint64_t from, uint64_t count) {
+  std::vector<uint64_t> globals(count);
+  for (uint64_t k = 0; k < count; ++k) globals[k] = view.Global(from + k);
+  return globals;
+}
+
+// Python indices (negative allowed) -> global indices. Accepts any sequence
+// or iterable of integers, and integer buffers (numpy arrays of any integer
+// dtype, array.array).
+int64_t ToInt64(PyObject* item, size_t position) {
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(item));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) {
+    ThrowOutOfRange("index " + py::str(index).cast<std::string>() +
+                    " is out of range (at position " + std::to_string(position) +
+                    ")");
+  }
+  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return value;
+}
+
+template <typename T>
+void AppendBufferIndices(const View& view, const py::buffer_info& info,
+                         std::vector<uint64_t>& globals) {
+  const auto* data = static_cast<const char*>(info.ptr);
+  const size_t n = static_cast<size_t>(info.size);
+  globals.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    T value;
+    std::memcpy(&value, data + k * static_cast<size_t>(info.strides[0]), sizeof(T));
+    if constexpr (std::is_unsigned_v<T>) {
+      if (value > static_cast<T>(INT64_MAX)) {
+        ThrowOutOfRange("indices[" + std::to_string(k) + "] = " +
+                        std::to_string(value) + " is out of range");
+      }
+    }
+    int64_t index = static_cast<int64_t>(value);
+    try {
+      globals.push_back(view.Global(view.Resolve(index)));
+    } catch (const Error&) {
+      ThrowOutOfRange("indices[" + std::to_string(k) + "] = " +
+                      std::to_string(index) + " out of range for a reader of " +
+                      std::to_string(view.length) + " records");
+    }
+  }
+}
+
+bool TryBufferIndices(const View& view, PyObject* object,
+                      std::vector<uint64_t>& globals) {
+  if (!PyObject_CheckBuffer(object) || PyBytes_Check(object) ||
+      PyByteArray_Check(object)) {
+    return false;
+  }
+  py::buffer buffer = py::reinterpret_borrow<py::buffer>(object);
+  py::buffer_info info = buffer.request();
+  if (info.ndim != 1) {
+    throw py::value_error("indices must be one-dimensional, not " +
+                          std::to_string(info.ndim) + "-dimensional");
+  }
+  const std::string& f = info.format;
+  const char kind = f.empty() ? '?' : f.back();
+  switch (kind) {
+    case 'b': AppendBufferIndices<int8_t>(view, info, globals); return true;
+    case 'B': AppendBufferIndices<uint8_t>(view, info, globals); return true;
+    case 'h': AppendBufferIndices<int16_t>(view, info, globals); return true;
+    case 'H': AppendBufferIndices<uint16_t>(view, info, globals); return true;
+    case 'i': AppendBufferIndices<int32_t>(view, info, globals); return true;
+    case 'I': AppendBufferIndices<uint32_t>(view, info, globals); return true;
+    case 'l':
+    case 'q': AppendBufferIndices<int64_t>(view, info, globals); return true;
+    case 'L':
+    case 'Q': AppendBufferIndices<uint64_t>(view, info, globals); return true;
+    default:
+      throw py::type_error("indices must be integers, not an array of format '" +
+                           f + "'");
+  }
+}
+
+std::vector<uint64_t> ResolveIndices(const View& view, py::handle indices) {
+  std::vector<uint64_t> globals;
+  PyObject* object = indices.ptr();
+  if (PySlice_Check(object)) {
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(object, &start, &stop, &step) < 0) {
+      throw py::error_already_set();
+    }
+    const Py_ssize_t n = PySlice_AdjustIndices(
+        static_cast<Py_ssize_t>(view.length), &start, &stop, step);
+    const View sliced = view.Slice(start, step, static_cast<uint64_t>(n));
+    return ViewRange(sliced, 0, sliced.length);
+  }
+  if (TryBufferIndices(view, object, globals)) return globals;
+  if (PyUnicode_Check(object) || PyBytes_Check(object)) {
+    throw py::type_error("indices must be integers, not " +
+                         std::string(Py_TYPE(object)->tp_name));
+  }
+  py::object sequence = py::reinterpret_steal<py::object>(
+      PySequence_Fast(object, "indices must be an iterable of integers"));
+  if (!sequence) throw py::error_already_set();
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(sequence.ptr());
+  PyObject** items = PySequence_Fast_ITEMS(sequence.ptr());
+  globals.reserve(static_cast<size_t>(n));
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyObject* item = items[k];
+    const int64_t index = ToInt64(item, static_cast<size_t>(k));
+    const int64_t length = static_cast<int64_t>(view.length);
+    const int64_t j = index < 0 ? index + length : index;
+    if (j < 0 || j >= length) {
+      ThrowOutOfRange("indices[" + std::to_string(k) + "] = " +
+                      std::to_string(index) + " out of range for a reader of " +
+                      std::to_string(view.length) + " records");
+    }
+    globals.push_back(view.Global(static_cast<uint64_t>(j)));
+  }
+  return globals;
+}
+
+// The number of leading entries of `indices` (a list of ints) that are valid
+// indices of the view.
+size_t ValidPrefix(const View& view, const py::list& indices) {
+  const int64_t length = static_cast<int64_t>(view.length);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    PyObject* item = PyList_GET_ITEM(indices.ptr(), static_cast<Py_ssize_t>(k));
+    py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(item));
+    if (!index) {
+      PyErr_Clear();
+      return k;
+    }
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow != 0) return k;
+    const int64_t j = value < 0 ? value + length : value;
+    if (j < 0 || j >= length) return k;
+  }
+  return indices.size();
+}
+
+// A reader index (`r[i]`) as int64: any int-like; IndexError beyond int64.
+int64_t IndexArgument(py::handle index) {
+  PyObject* object = index.ptr();
+  if (!PyLong_Check(object) && !PyIndex_Check(object)) {
+    throw py::type_error(std::string("reader indices must be integers or "
+                                     "slices, not ") +
+                         Py_TYPE(object)->tp_name);
+  }
+  return ToInt64(object, 0);
+}
+
+// A batch read running in the background, for iterators' read-ahead.
+class PendingBatch {
+ public:
+  explicit PendingBatch(std::shared_ptr<PendingRead> pending)
+      : pending_(std::move(pending)) {}
+
+  py::list Result() {
+    for (;;) {
+      bool done;
+      {
+        py::gil_scoped_release release;
+        done = pending_->WaitFor(kSignalCheckMilliseconds);
+      }
+      if (done) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+    const DecodedRecords& records = pending_->Result();
+    const size_t n = records.offsets.empty() ? 0 : records.offsets.size() - 1;
+    py::list out(n);
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t begin = records.offsets[k];
+      PyObject* bytes = PyBytes_FromStringAndSize(
+          records.data.data() + begin,
+          static_cast<Py_ssize_t>(records.offsets[k + 1] - begin));
+      if (bytes == nullptr) throw py::error_already_set();
+      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), bytes);
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<PendingRead> pending_;
+};
+
+// Index of the first record equal to `value` in view indices [from, to), or -1;
+// with `count_all`, the number of such records instead.
+int64_t ScanFor(const ReaderCore& core, std::string_view value, uint64_t from,
+                uint64_t to, bool count_all) {
+  int64_t found = -1;
+  int64_t count = 0;
+  py::gil_scoped_release release;
+  VisitRecords(
+      core.bag, core.view, from, to,
+      [&](uint64_t size) { return size == value.size(); },
+      [&](uint64_t j, const char* data, uint64_t size) {
+        if (std::string_view(data, static_cast<size_t>(size)) != value) return true;
+        ++count;
+        if (count_all) return true;
+        found = static_cast<int64_t>(j);
+        return false;
+      },
+      &CheckSignals);
+  return count_all ? count : found;
+}
+
+// Clamps a Python-style (start, stop) pair of list.index() to [0, length].
+uint64_t ClampBound(int64_t bound, uint64_t length) {
+  const int64_t n = static_cast<int64_t>(length);
+  if (bound < 0) bound = std::max<int64_t>(bound + n, 0);
+  return static_cast<uint64_t>(std::min(bound, n));
+}
+
+// --- Options -----------------------------------------------------------------
+
+CompressionChoice MakeChoice(int mode, int level, const py::bytes& dictionary) {
+  if (mode < 0 || mode > 2) throw py::value_error("unknown compression mode");
+  CompressionChoice choice;
+  choice.mode = static_cast<CompressionChoice::Mode>(mode);
+  choice.level = level;
+  choice.dictionary = dictionary;
+  return choice;
+}
+
+std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
+                                   int compression_mode, int level,
+                                   const py::bytes& dictionary, int layout,
+                                   int placement, int storage,
+                                   size_t max_parallelism, int access,
+                                   int cache) {
+  const CompressionChoice choice = MakeChoice(compression_mode, level, dictionary);
+  py::gil_scoped_release release;
+  const std::vector<Codec> codecs = Codec::ForPaths(paths, choice);
+  std::vector<ShardPath> shards;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    shards.push_back(ShardPath{paths[i], codecs[i]});
+  }
+  BagOptions options;
+  options.layout = static_cast<ShardingLayout>(layout);
+  options.shard.placement = static_cast<LimitsPlacement>(placement);
+  options.shard.storage = static_cast<LimitsStorage>(storage);
+  options.max_parallelism = max_parallelism;
+  return Bag::Open(shards, options,
+                   LocalOpener(static_cast<AccessPattern>(access),
+                               static_cast<CachePolicy>(cache)));
+}
+
+}  // namespace
+}  // namespace sackli
+
+PYBIND11_MODULE(_engine, m) {
+  using namespace sackli;
+  m.doc() = "sackli's C++ engine; use the `sackli` package, not this module.";
+
+  static py::exception<Error> corruption(m, "CorruptionError", PyExc_ValueError);
+  g_corruption_error = corruption.ptr();
+  py::register_exception_translator(&TranslateError);
+
+  py::class_<Bag, std::shared_ptr<Bag>>(m, "Bag")
+      .def_property_readonly("size", &Bag::size)
+      .def_property_readonly("num_shards", &Bag::num_shards)
+      .def_property_readonly("records_bytes", &Bag::records_bytes)
+      .def("shard_sizes", [](const Bag& bag) {
+        std::vector<uint64_t> sizes;
+        for (size_t s = 0; s < bag.num_shards(); ++s) {
+          sizes.push_back(bag.shard(s).num_records());
+        }
+        return sizes;
+      });
+
+  m.def(
+      "open_bag",
+      [](const std::vector<std::string>& paths, int compression_mode, int level,
+         const py::bytes& dictionary, int layout, int placement, int storage,
+         size_t max_parallelism, int access, int cache) {
+        // pybind11 holds Bag as shared_ptr<Bag>; the engine treats it const.
+        return std::const_pointer_cast<Bag>(
+            OpenBag(paths, compression_mode, level, dictionary, layout,
+                    placement, storage, max_parallelism, access, cache));
+      },
+      py::arg("paths"), py::arg("compression_mode"), py::arg("level"),
+      py::arg("dictionary"), py::arg("layout"), py::arg("placement"),
+      py::arg("storage"), py::arg("max_parallelism"), py::arg("access"),
+      py::arg("cache"));
+
+  py::class_<PendingBatch>(m, "PendingBatch")
+      .def("result", &PendingBatch::Result);
+
+  py::class_<ReaderCore>(m, "ReaderCore")
+      .def(py::init([](std::shared_ptr<Bag> bag) {
+        View view{0, 1, bag->size()};
+        return ReaderCore{std::move(bag), view};
+      }))
+      .def(py::init([](std::shared_ptr<Bag> bag, uint64_t start, int64_t step,
+                       uint64_t length) {
+        // A view restored from a pickle: check it against the bag reopened.
+        const int64_t last = static_cast<int64_t>(start) +
+                             (static_cast<int64_t>(length) - 1) * step;
+        if (length > 0 && (start >= bag->size() || last < 0 ||
+                           static_cast<uint64_t>(last) >= bag->size())) {
+          throw py::value_error("the reader view does not fit the bag, which "
+                                "changed since the reader was pickled");
+        }
+        return ReaderCore{std::move(bag), View{start, step, length}};
+      }))
+      .def("__len__", [](const ReaderCore& c) { return c.view.length; })
+      .def_property_readonly("view", [](const ReaderCore& c) {
+        return py::make_tuple(c.view.start, c.view.step, c.view.length);
+      })
+      .def_property_readonly("bag", [](const ReaderCore& c) {
+        return std::const_pointer_cast<Bag>(c.bag);
+      })
+      .def("get",
+           [](const ReaderCore& c, py::handle index) {
+             return ReadRecord(c, IndexArgument(index));
+           })
+      .def("slice",
+           [](const ReaderCore& c, const py::slice& s) {
+             size_t start, stop, step, length;
+             if (!s.compute(c.view.length, &start, &stop, &step, &length)) {
+               throw py::error_already_set();
+             }
+             return ReaderCore{
+                 c.bag, c.view.Slice(static_cast<int64_t>(start),
+                                     static_cast<int64_t>(step), length)};
+           })
+      .def("read_all",
+           [](const ReaderCore& c) {
+             return ReadGlobals(c.bag, ViewRange(c.view, 0, c.view.length));
+           })
+      .def("read_range",
+           [](const ReaderCore& c, int64_t start, int64_t count) {
+             const int64_t n = static_cast<int64_t>(c.view.length);
+             if (start < 0 || count < 0 || start > n || count > n - start) {
+               ThrowOutOfRange("range [" + std::to_string(start) + ", " +
+                               std::to_string(start + count) +
+                               ") out of range for a reader of " +
+                               std::to_string(n) + " records");
+             }
+             return ReadGlobals(c.bag, ViewRange(c.view, static_cast<uint64_t>(start),
+                                                 static_cast<uint64_t>(count)));
+           })
+      .def("read_indices",
+           [](const ReaderCore& c, py::handle indices) {
+             return ReadGlobals(c.bag, ResolveIndices(c.view, indices));
+           })
+      .def("valid_prefix",
+           [](const ReaderCore& c, const py::list& indices) {
+             return ValidPrefix(c.view, indices);
+           })
+      .def("start_read_indices",
+           [](const ReaderCore& c, py::handle indices) {
+             return PendingBatch(
+                 PendingRead::Start(c.bag, ResolveIndices(c.view, indices)));
+           })
+      .def("start_read_range",
+           [](const ReaderCore& c, uint64_t start, uint64_t count) {
+             if (start > c.view.length || count > c.view.length - start) {
+               ThrowOutOfRange("range out of range");
+             }
+             return PendingBatch(
+                 PendingRead::Start(c.bag, ViewRange(c.view, start, count)));
+           })
+      .def("find",
+           [](const ReaderCore& c, const py::bytes& value, int64_t start,
+              std::optional<int64_t> stop) {
+             const uint64_t from = ClampBound(start, c.view.length);
+             const uint64_t to =
+                 stop ? ClampBound(*stop, c.view.length) : c.view.length;
+             const std::string_view v = value;
+             return from < to ? ScanFor(c, v, from, to, false) : int64_t{-1};
+           })
+      .def("count",
+           [](const ReaderCore& c, const py::bytes& value) {
+             return ScanFor(c, value, 0, c.view.length, true);
+           })
+      .def("approximate_bytes_per_record", [](const ReaderCore& c) {
+        const uint64_t n = c.bag->size();
+        return n == 0 ? 0.0
+                      : static_cast<double>(c.bag->records_bytes()) /
+                            static_cast<double>(n);
+      });
+
+  py::class_<RecordIndex>(m, "RecordIndex")
+      .def(py::init([](const ReaderCore& c, bool keep_all) {
+             py::gil_scoped_release release;
+             return new RecordIndex(c.bag, c.view, keep_all, &CheckSignals);
+           }),
+           py::arg("reader"), py::arg("keep_all"))
+      .def("__len__", &RecordIndex::num_unique)
+      .def("first",
+           [](const RecordIndex& index, py::handle record) -> py::object {
+             BorrowedBytes bytes(record.ptr());
+             std::optional<uint64_t> found;
+             {
+               py::gil_scoped_release release;
+               found = index.First(bytes.view());
+             }
+             if (!found) return py::none();
+             return py::int_(*found);
+           })
+      .def("all", [](const RecordIndex& index, py::handle record) {
+        BorrowedBytes bytes(record.ptr());
+        py::gil_scoped_release release;
+        return index.All(bytes.view());
+      });
+
+  py::class_<Writer>(m, "WriterCore")
+      .def(py::init([](const std::string& path, int placement,
+                       int compression_mode, int level,
+                       const py::bytes& dictionary, size_t max_parallelism) {
+             const CompressionChoice choice =
+                 MakeChoice(compression_mode, level, dictionary);
+             WriterOptions options;
+             options.placement = static_cast<LimitsPlacement>(placement);
+             options.codec = Codec::ForPaths({path}, choice)[0];
+             options.max_parallelism = std::max<size_t>(max_parallelism, 1);
+             py::gil_scoped_release release;
+             return new Writer(path, options);
+           }),
+           py::arg("path"), py::arg("placement"), py::arg("compression_mode"),
+           py::arg("level"), py::arg("dictionary"), py::arg("max_parallelism"))
+      .def("write",
+           [](Writer& writer, py::handle record) {
+             BorrowedBytes bytes(record.ptr());
+             if (bytes.view().size() >= kReleaseGilEncodeBytes) {
+               py::gil_scoped_release release;
+               writer.Write(bytes.view());
+             } else {
+               writer.Write(bytes.view());
+             }
+           })
+      .def("write_many",
+           [](Writer& writer, py::iterable records) {
+             std::vector<BorrowedBytes> batch;
+             // Never reallocated: a borrowed buffer is not moved once taken.
+             batch.reserve(kWriteManyBatchRecords);
+             std::vector<py::object> owners;  // keep borrowed objects alive
+             std::vector<std::string_view> views;
+             size_t batch_bytes = 0;
+             auto flush_batch = [&] {
+               views.clear();
+               for (const BorrowedBytes& b : batch) views.push_back(b.view());
+               {
+                 py::gil_scoped_release release;
+                 writer.WriteMany(views);
+               }
+               batch.clear();
+               owners.clear();
+               batch_bytes = 0;
+             };
+             for (py::handle record : records) {
+               owners.push_back(py::reinterpret_borrow<py::object>(record));
+               batch.emplace_back(record.ptr());
+               batch_bytes += batch.back().view().size();
+               if (batch.size() >= kWriteManyBatchRecords ||
+                   batch_bytes >= kWriteManyBatchBytes) {
+                 flush_batch();
+               }
+             }
+             if (!batch.empty()) flush_batch();
+           })
+      .def("flush",
+           [](Writer& writer) {
+             py::gil_scoped_release release;
+             writer.Flush();
+           })
+      .def("close",
+           [](Writer& writer) {
+             py::gil_scoped_release release;
+             writer.Close();
+           })
+      .def_property_readonly("path", &Writer::path)
+      .def_property_readonly("records_written", &Writer::records_written)
+      .def_property_readonly("bytes_written", &Writer::bytes_written)
+      .def_property_readonly("closed", &Writer::closed);
+
+  m.def("recover", [](const std::string& path) {
+    RecoverResult result;
+    {
+      py::gil_scoped_release release;
+      result = RecoverBag(path);
+    }
+    return py::make_tuple(result.records, result.dropped_limits,
+                          result.dropped_bytes);
+  });
+
+  m.def("thread_pool_size", [] { return ThreadPool::Shared().num_threads(); });
+  m.def("limits_path_for", &LimitsPathFor);
+  m.def("has_zstd_suffix", &HasZstdSuffix);
+}

@@ -1,0 +1,45 @@
+// A read-only sequence of bytes with a known size: a local file (mapped or
+// read with pread) or, through the bindings, a remote object. Everything above
+// this interface is storage-agnostic.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace sackli {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+
+  virtual uint64_t size() const = 0;
+  // The path or URL this source reads, for error messages.
+  virtual const std::string& path() const = 0;
+  // The whole content when it is addressable in memory (mmap), else nullptr.
+  virtual const char* mapped() const { return nullptr; }
+  // Reads exactly `length` bytes at `offset` into `dst`. Thread-safe.
+  // Throws sackli::Error (kCorruption for a read past the end).
+  virtual void Read(uint64_t offset, size_t length, char* dst) const = 0;
+  // Ask the storage to prefer `length` bytes from `offset` soon (a hint).
+  virtual void WillNeed(uint64_t /*offset*/, uint64_t /*length*/) const {}
+
+  // A pointer to [offset, offset + length): into the mapping when there is
+  // one, else into `scratch` after reading.
+  const char* View(uint64_t offset, size_t length, std::string& scratch) const {
+    if (const char* base = mapped()) return base + offset;
+    scratch.resize(length);
+    Read(offset, length, scratch.data());
+    return scratch.data();
+  }
+};
+
+// Opens a source by path; the reader uses this seam so that back-ends other
+// than local files can share one reader engine.
+struct SourceOpener {
+  std::function<std::shared_ptr<ByteSource>(const std::string& path)> open;
+  std::function<bool(const std::string& path)> exists;
+};
+
+}  // namespace sackli

@@ -1,0 +1,67 @@
+// Record compression. A record of a .bagz file is one zstd frame carrying its
+// content size; an empty record is zero bytes and never compressed. Contexts
+// are kept per thread and reused; dictionaries are digested once and shared.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sackli {
+
+// A decoding or encoding failure of one record; callers add the file and
+// offset and rethrow it as corruption.
+class CodecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ZstdDictionary;  // digested dictionary, shared across threads
+
+// What the user asked for: detect by suffix, raw, or zstd.
+struct CompressionChoice {
+  enum class Mode { kAutoDetect = 0, kNone = 1, kZstd = 2 };
+  Mode mode = Mode::kAutoDetect;
+  int level = 3;
+  std::string dictionary;
+};
+
+class Codec {
+ public:
+  // Raw records.
+  static Codec None();
+  // zstd frames; `dictionary` may be empty (no dictionary).
+  static Codec Zstd(int level, const std::string& dictionary);
+
+  // The codec for each of `paths` under `choice`: auto-detection looks at
+  // each file's own suffix. The dictionary is digested once for all.
+  static std::vector<Codec> ForPaths(const std::vector<std::string>& paths,
+                                     const CompressionChoice& choice);
+
+  bool compressed() const { return compressed_; }
+  int level() const { return level_; }
+
+  // Decoded size of the encoded record `src[0, n)`: its frame content size.
+  // Returns kUnknownSize when the frame does not carry one. Throws CodecError
+  // for a malformed header or an implausible size.
+  static constexpr uint64_t kUnknownSize = ~uint64_t{0};
+  uint64_t DecodedSize(const char* src, size_t n) const;
+
+  // Decodes `src[0, n)` into exactly `dst_size` bytes at `dst`.
+  void Decode(const char* src, size_t n, char* dst, size_t dst_size) const;
+
+  // Decodes a frame whose size is not in its header.
+  std::string DecodeUnsized(const char* src, size_t n) const;
+
+  // Appends the encoded form of `src[0, n)` to `out`; empty stays empty.
+  void Encode(const char* src, size_t n, std::string& out) const;
+
+ private:
+  bool compressed_ = false;
+  int level_ = 0;
+  std::shared_ptr<const ZstdDictionary> dictionary_;
+};
+
+}  // namespace sackli

@@ -1,0 +1,264 @@
+#include "local_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "errors.h"
+
+namespace sackli {
+namespace {
+
+constexpr uint64_t kDirectAlignment = 4096;
+
+// Owns a file descriptor.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Opens `path` read-only and checks it is a regular file; returns its size.
+int OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    if (errno == EINVAL && (extra_flags & O_DIRECT)) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  path +
+                      ": CachePolicy.DIRECT_IO: the file system refuses "
+                      "O_DIRECT for this file; use CachePolicy.DROP_AFTER_READ",
+                  path);
+    }
+    ThrowOsError(errno, "open", path);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ThrowOsError(err, "stat", path);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    ThrowOsError(EISDIR, "open", path);
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+// Full pread with EINTR/short-read handling; a premature end of file means
+// the file shrank under us, reported as corruption.
+void PreadFully(int fd, uint64_t offset, size_t length, char* dst,
+                const std::string& path) {
+  while (length > 0) {
+    const ssize_t n = ::pread(fd, dst, length, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ThrowOsError(errno, "read", path);
+    }
+    if (n == 0) ThrowCorruption(path, offset, "unexpected end of file");
+    dst += n;
+    offset += static_cast<uint64_t>(n);
+    length -= static_cast<size_t>(n);
+  }
+}
+
+void CheckBounds(uint64_t offset, size_t length, uint64_t size,
+                 const std::string& path) {
+  if (offset > size || length > size - offset) {
+    ThrowCorruption(path, offset,
+                    "read of " + std::to_string(length) +
+                        " bytes past the end of a file of " +
+                        std::to_string(size) + " bytes");
+  }
+}
+
+int FadviseFor(AccessPattern access) {
+  switch (access) {
+    case AccessPattern::kRandom:
+      return POSIX_FADV_RANDOM;
+    case AccessPattern::kSequential:
+      return POSIX_FADV_SEQUENTIAL;
+    case AccessPattern::kSystem:
+      break;
+  }
+  return POSIX_FADV_NORMAL;
+}
+
+class MappedFile final : public ByteSource {
+ public:
+  MappedFile(std::string path, AccessPattern access) : path_(std::move(path)) {
+    Fd fd(OpenRegularFile(path_, 0, &size_));
+    if (size_ == 0) return;  // mmap refuses empty mappings
+    void* base = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (base == MAP_FAILED) ThrowOsError(errno, "mmap", path_);
+    base_ = static_cast<const char*>(base);
+    if (access == AccessPattern::kRandom) {
+      ::madvise(base, size_, MADV_RANDOM);
+    } else if (access == AccessPattern::kSequential) {
+      ::madvise(base, size_, MADV_SEQUENTIAL);
+    }
+  }
+  ~MappedFile() override {
+    if (base_ != nullptr) ::munmap(const_cast<char*>(base_), size_);
+  }
+
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+  // An empty file has no mapping; any non-null pointer serves since no byte
+  // of it is ever read.
+  const char* mapped() const override { return base_ ? base_ : kEmpty; }
+  void Read(uint64_t offset, size_t length, char* dst) const override {
+    CheckBounds(offset, length, size_, path_);
+    if (length > 0) std::memcpy(dst, base_ + offset, length);
+  }
+  void WillNeed(uint64_t offset, uint64_t length) const override {
+    if (base_ == nullptr || offset >= size_) return;
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t start = offset & ~(page - 1);
+    const uint64_t end = std::min<uint64_t>(offset + length, size_);
+    ::madvise(const_cast<char*>(base_) + start, end - start, MADV_WILLNEED);
+  }
+
+ private:
+  static constexpr char kEmpty[1] = {0};
+  std::string path_;
+  uint64_t size_ = 0;
+  const char* base_ = nullptr;
+};
+
+// pread-based file; with `drop_after_read` each read is followed by
+// posix_fadvise(DONTNEED) so large scans do not fill the page cache.
+class PreadFile final : public ByteSource {
+ public:
+  PreadFile(std::string path, AccessPattern access, bool drop_after_read)
+      : path_(std::move(path)), drop_after_read_(drop_after_read) {
+    fd_ = OpenRegularFile(path_, 0, &size_);
+    if (access != AccessPattern::kSystem) {
+      ::posix_fadvise(fd_, 0, 0, FadviseFor(access));
+    }
+  }
+  ~PreadFile() override { ::close(fd_); }
+
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+  void Read(uint64_t offset, size_t length, char* dst) const override {
+    CheckBounds(offset, length, size_, path_);
+    PreadFully(fd_, offset, length, dst, path_);
+    if (drop_after_read_ && length > 0) {
+      ::posix_fadvise(fd_, static_cast<off_t>(offset),
+                      static_cast<off_t>(length), POSIX_FADV_DONTNEED);
+    }
+  }
+  void WillNeed(uint64_t offset, uint64_t length) const override {
+    ::posix_fadvise(fd_, static_cast<off_t>(offset),
+                    static_cast<off_t>(length), POSIX_FADV_WILLNEED);
+  }
+
+ private:
+  std::string path_;
+  bool drop_after_read_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+// O_DIRECT file: every read is widened to aligned boundaries and goes through
+// an aligned bounce buffer, bypassing the page cache entirely.
+class DirectFile final : public ByteSource {
+ public:
+  explicit DirectFile(std::string path) : path_(std::move(path)) {
+    fd_ = OpenRegularFile(path_, O_DIRECT, &size_);
+  }
+  ~DirectFile() override { ::close(fd_); }
+
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+  void Read(uint64_t offset, size_t length, char* dst) const override {
+    CheckBounds(offset, length, size_, path_);
+    if (length == 0) return;
+    const uint64_t start = offset & ~(kDirectAlignment - 1);
+    const uint64_t end =
+        (offset + length + kDirectAlignment - 1) & ~(kDirectAlignment - 1);
+    const size_t span = static_cast<size_t>(end - start);
+    void* raw = nullptr;
+    if (::posix_memalign(&raw, kDirectAlignment, span) != 0) {
+      throw std::bad_alloc();
+    }
+    std::unique_ptr<char, decltype(&std::free)> bounce(static_cast<char*>(raw),
+                                                       &std::free);
+    // The aligned span may run past the end of the file: a short read there
+    // is expected, so read until the bytes we need are in.
+    size_t have = 0;
+    const size_t need = static_cast<size_t>(offset + length - start);
+    while (have < need) {
+      const ssize_t n = ::pread(fd_, bounce.get() + have, span - have,
+                                static_cast<off_t>(start + have));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EINVAL) {
+          throw Error(ErrorKind::kInvalidArgument,
+                      path_ +
+                          ": CachePolicy.DIRECT_IO: the file system refuses "
+                          "aligned O_DIRECT reads; use "
+                          "CachePolicy.DROP_AFTER_READ",
+                      path_);
+        }
+        ThrowOsError(errno, "read", path_);
+      }
+      if (n == 0) ThrowCorruption(path_, start + have, "unexpected end of file");
+      have += static_cast<size_t>(n);
+    }
+    std::memcpy(dst, bounce.get() + (offset - start), length);
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<ByteSource> OpenLocalFile(const std::string& path,
+                                          AccessPattern access,
+                                          CachePolicy cache) {
+  switch (cache) {
+    case CachePolicy::kDropAfterRead:
+      return std::make_shared<PreadFile>(path, access, true);
+    case CachePolicy::kDirectIo:
+      return std::make_shared<DirectFile>(path);
+    case CachePolicy::kSystem:
+      break;
+  }
+  return std::make_shared<MappedFile>(path, access);
+}
+
+bool LocalFileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+SourceOpener LocalOpener(AccessPattern access, CachePolicy cache) {
+  return SourceOpener{
+      [access, cache](const std::string& path) {
+        return OpenLocalFile(path, access, cache);
+      },
+      &LocalFileExists};
+}
+
+}  // namespace sackli

@@ -1,0 +1,438 @@
+#include "read_plan.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <numeric>
+
+#include "errors.h"
+#include "thread_pool.h"
+
+namespace sackli {
+namespace {
+
+// Records of an unmapped source closer than this are read in one request.
+constexpr uint64_t kCoalesceGapBytes = 64 * 1024;
+// A coalesced read stops growing at this size.
+constexpr uint64_t kMaxCoalescedBytes = 8 * 1024 * 1024;
+// Below these amounts of work a batch runs on the calling thread alone: waking
+// helpers would cost more than it saves.
+constexpr uint64_t kParallelCopyBytes = 1024 * 1024;
+constexpr uint64_t kParallelDecodeBytes = 64 * 1024;
+constexpr size_t kParallelPlanRecords = 4096;
+
+// Splits [0, n) into at most `parts` contiguous blocks and runs fn on each.
+void ForBlocks(size_t n, size_t parts, size_t parallelism,
+               const std::function<void(size_t begin, size_t end)>& fn) {
+  parts = std::max<size_t>(1, std::min(parts, n));
+  if (n == 0) return;
+  ThreadPool::Shared().ParallelFor(parts, parallelism, [&](size_t p) {
+    fn(n * p / parts, n * (p + 1) / parts);
+  });
+}
+
+uint64_t DecodedSizeOf(const Shard& shard, uint64_t local, uint64_t begin,
+                       const char* stored, uint64_t length) {
+  try {
+    return shard.codec().DecodedSize(stored, length);
+  } catch (const CodecError& e) {
+    shard.ThrowBadRecord(local, begin, e.what());
+  }
+}
+
+}  // namespace
+
+void ReadOneInto(const Bag& bag, uint64_t g, std::string& out) {
+  ReadOne(bag, g, [&out](uint64_t size) {
+    out.resize(size);
+    return out.data();
+  });
+}
+
+void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
+  const Bag::Location loc = bag.Locate(g);
+  const Shard& shard = bag.shard(loc.shard);
+  uint64_t end;
+  shard.Span(loc.local, &record.begin, &end);
+  record.shard = &shard;
+  record.local = loc.local;
+  record.length = static_cast<size_t>(end - record.begin);
+  record.stored = shard.records().View(record.begin, record.length, record.scratch);
+  record.decoded_size = DecodedSizeOf(shard, loc.local, record.begin,
+                                      record.stored, record.length);
+  if (record.decoded_size == Codec::kUnknownSize) {
+    try {
+      record.unsized = shard.codec().DecodeUnsized(record.stored, record.length);
+    } catch (const CodecError& e) {
+      shard.ThrowBadRecord(loc.local, record.begin, e.what());
+    }
+    record.decoded_size = record.unsized.size();
+  }
+}
+
+void DecodeStored(const StoredRecord& record, char* dst) {
+  if (!record.unsized.empty() || record.decoded_size == 0) {
+    std::copy(record.unsized.begin(), record.unsized.end(), dst);
+    return;
+  }
+  try {
+    record.shard->codec().Decode(record.stored, record.length, dst,
+                                 static_cast<size_t>(record.decoded_size));
+  } catch (const CodecError& e) {
+    record.shard->ThrowBadRecord(record.local, record.begin, e.what());
+  }
+}
+
+void ReadOne(const Bag& bag, uint64_t g,
+             const std::function<char*(uint64_t size)>& allocate) {
+  StoredRecord record;
+  LocateStored(bag, g, record);
+  DecodeStored(record, allocate(record.decoded_size));
+}
+
+ReadPlan::ReadPlan(std::shared_ptr<const Bag> bag, const uint64_t* indices,
+                   size_t n)
+    : bag_(std::move(bag)) {
+  std::vector<uint32_t> order;
+  LocateAndSort(indices, n, order);
+  ResolveSpans(order);
+  FetchStoredBytes(order);
+  ResolveDecodedSizes();
+}
+
+void ReadPlan::LocateAndSort(const uint64_t* indices, size_t n,
+                             std::vector<uint32_t>& order) {
+  entries_.resize(n);
+  bool sorted = true;
+  for (size_t i = 0; i < n; ++i) {
+    const Bag::Location loc = bag_->Locate(indices[i]);
+    entries_[i].shard = loc.shard;
+    entries_[i].local = loc.local;
+    if (i > 0 && sorted) {
+      const Entry& p = entries_[i - 1];
+      sorted = p.shard < loc.shard ||
+               (p.shard == loc.shard && p.local <= loc.local);
+    }
+  }
+  order.resize(n);
+  std::iota(order.begin(), order.end(), 0);
+  if (!sorted) {
+    std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+      const Entry& x = entries_[a];
+      const Entry& y = entries_[b];
+      return x.shard != y.shard ? x.shard < y.shard : x.local < y.local;
+    });
+  }
+}
+
+void ReadPlan::ResolveSpans(const std::vector<uint32_t>& order) {
+  // Runs of neighbouring (or repeated) records of one shard share one read of
+  // their limits.
+  std::vector<size_t> run_starts;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k == 0) {
+      run_starts.push_back(0);
+      continue;
+    }
+    const Entry& p = entries_[order[k - 1]];
+    const Entry& e = entries_[order[k]];
+    if (e.shard != p.shard || e.local > p.local + 1) run_starts.push_back(k);
+  }
+  run_starts.push_back(order.size());
+  const size_t runs = run_starts.size() - 1;
+  const size_t parallelism =
+      order.size() >= kParallelPlanRecords ? bag_->options().max_parallelism : 1;
+  ForBlocks(runs, parallelism * 4, parallelism, [&](size_t r0, size_t r1) {
+    std::vector<uint64_t> ends;
+    for (size_t r = r0; r < r1; ++r) {
+      const Entry& head = entries_[order[run_starts[r]]];
+      const Entry& tail = entries_[order[run_starts[r + 1] - 1]];
+      const uint64_t first = head.local;
+      const uint64_t count = tail.local - first + 1;
+      ends.resize(count);
+      uint64_t begin;
+      bag_->shard(head.shard).Limits(first, count, &begin, ends.data());
+      for (size_t k = run_starts[r]; k < run_starts[r + 1]; ++k) {
+        Entry& e = entries_[order[k]];
+        const uint64_t at = e.local - first;
+        e.begin = at == 0 ? begin : ends[at - 1];
+        e.end = ends[at];
+      }
+    }
+  });
+}
+
+void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
+  struct ByteRun {
+    uint32_t shard;
+    uint64_t begin, end;
+    size_t first, last;  // positions in `order`
+  };
+  std::vector<ByteRun> runs;
+  for (size_t k = 0; k < order.size(); ++k) {
+    Entry& e = entries_[order[k]];
+    const ByteSource& source = bag_->shard(e.shard).records();
+    if (const char* base = source.mapped()) {
+      e.stored = base + e.begin;
+      continue;
+    }
+    if (!runs.empty()) {
+      ByteRun& run = runs.back();
+      if (run.shard == e.shard && e.begin <= run.end + kCoalesceGapBytes &&
+          std::max(e.end, run.end) - run.begin <= kMaxCoalescedBytes) {
+        run.end = std::max(run.end, e.end);
+        run.last = k;
+        continue;
+      }
+    }
+    runs.push_back(ByteRun{e.shard, e.begin, e.end, k, k});
+  }
+  if (runs.empty()) return;
+  buffers_.resize(runs.size());
+  ThreadPool::Shared().ParallelFor(
+      runs.size(), bag_->options().max_parallelism, [&](size_t r) {
+        const ByteRun& run = runs[r];
+        std::string& buffer = buffers_[r];
+        buffer.resize(static_cast<size_t>(run.end - run.begin));
+        bag_->shard(run.shard).records().Read(run.begin, buffer.size(),
+                                               buffer.data());
+        for (size_t k = run.first; k <= run.last; ++k) {
+          Entry& e = entries_[order[k]];
+          e.stored = buffer.data() + (e.begin - run.begin);
+        }
+      });
+}
+
+void ReadPlan::ResolveDecodedSizes() {
+  const size_t n = entries_.size();
+  bool compressed = false;
+  for (size_t s = 0; s < bag_->num_shards(); ++s) {
+    compressed = compressed || bag_->shard(s).codec().compressed();
+  }
+  if (!compressed) {
+    for (Entry& e : entries_) {
+      e.decoded_size = e.end - e.begin;
+      total_decoded_bytes_ += e.decoded_size;
+    }
+    return;
+  }
+  const size_t parallelism =
+      n >= kParallelPlanRecords ? bag_->options().max_parallelism : 1;
+  std::mutex unsized_mutex;
+  ForBlocks(n, parallelism * 4, parallelism, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      Entry& e = entries_[i];
+      const Shard& shard = bag_->shard(e.shard);
+      const uint64_t length = e.end - e.begin;
+      e.decoded_size = DecodedSizeOf(shard, e.local, e.begin, e.stored, length);
+      if (e.decoded_size != Codec::kUnknownSize) continue;
+      // Rare: a frame without its size is decoded now to learn it.
+      std::string decoded;
+      try {
+        decoded = shard.codec().DecodeUnsized(e.stored, length);
+      } catch (const CodecError& error) {
+        shard.ThrowBadRecord(e.local, e.begin, error.what());
+      }
+      e.decoded_size = decoded.size();
+      std::lock_guard<std::mutex> lock(unsized_mutex);
+      e.unsized = static_cast<int64_t>(unsized_.size());
+      unsized_.push_back(std::move(decoded));
+    }
+  });
+  for (const Entry& e : entries_) total_decoded_bytes_ += e.decoded_size;
+}
+
+void ReadPlan::DecodeOne(size_t i, char* dst) const {
+  const Entry& e = entries_[i];
+  if (e.unsized >= 0) {
+    const std::string& decoded = unsized_[static_cast<size_t>(e.unsized)];
+    std::copy(decoded.begin(), decoded.end(), dst);
+    return;
+  }
+  const Shard& shard = bag_->shard(e.shard);
+  try {
+    shard.codec().Decode(e.stored, static_cast<size_t>(e.end - e.begin), dst,
+                         static_cast<size_t>(e.decoded_size));
+  } catch (const CodecError& error) {
+    shard.ThrowBadRecord(e.local, e.begin, error.what());
+  }
+}
+
+void ReadPlan::Fill(char* const* dst) const {
+  const size_t n = entries_.size();
+  bool compressed = false;
+  for (size_t s = 0; s < bag_->num_shards() && !compressed; ++s) {
+    compressed = bag_->shard(s).codec().compressed();
+  }
+  const uint64_t threshold =
+      compressed ? kParallelDecodeBytes : kParallelCopyBytes;
+  const size_t parallelism = total_decoded_bytes_ >= threshold && n > 1
+                                 ? bag_->options().max_parallelism
+                                 : 1;
+  if (parallelism == 1) {
+    for (size_t i = 0; i < n; ++i) DecodeOne(i, dst[i]);
+    return;
+  }
+  // Blocks of about equal decoded bytes, several per thread so that a slow
+  // block does not leave the others idle.
+  const uint64_t per_block =
+      std::max<uint64_t>(1, total_decoded_bytes_ / (parallelism * 8));
+  std::vector<size_t> block_starts{0};
+  uint64_t in_block = 0;
+  for (size_t i = 0; i < n; ++i) {
+    in_block += entries_[i].decoded_size + 64;
+    if (in_block >= per_block && i + 1 < n) {
+      block_starts.push_back(i + 1);
+      in_block = 0;
+    }
+  }
+  block_starts.push_back(n);
+  std::vector<std::exception_ptr> errors(block_starts.size() - 1);
+  ThreadPool::Shared().ParallelFor(
+      block_starts.size() - 1, parallelism, [&](size_t b) {
+        try {
+          for (size_t i = block_starts[b]; i < block_starts[b + 1]; ++i) {
+            DecodeOne(i, dst[i]);
+          }
+        } catch (...) {
+          errors[b] = std::current_exception();
+        }
+      });
+  // The first failing record by position raises, whatever thread saw it.
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+}
+
+size_t RecordsPerChunk(const Bag& bag) {
+  const uint64_t records = std::max<uint64_t>(bag.size(), 1);
+  const uint64_t average = std::max<uint64_t>(bag.records_bytes() / records, 1);
+  const uint64_t wanted = (uint64_t{64} << 20) / average;
+  return static_cast<size_t>(std::clamp<uint64_t>(wanted, 64, 65536));
+}
+
+void ReadBatch(const std::shared_ptr<const Bag>& bag, const uint64_t* indices,
+               size_t n, const AllocateFn& allocate,
+               const std::function<void()>& checkpoint) {
+  const size_t chunk = RecordsPerChunk(*bag);
+  std::vector<char*> dst;
+  for (size_t first = 0; first < n; first += chunk) {
+    const size_t count = std::min(chunk, n - first);
+    ReadPlan plan(bag, indices + first, count);
+    dst.assign(count, nullptr);
+    allocate(first, plan, dst.data());
+    plan.Fill(dst.data());
+    if (checkpoint && first + count < n) checkpoint();
+  }
+}
+
+struct PendingRead::State {
+  std::mutex mutex;
+  std::condition_variable done;
+  bool finished = false;
+  DecodedRecords records;
+  std::exception_ptr error;
+};
+
+std::shared_ptr<PendingRead> PendingRead::Start(std::shared_ptr<const Bag> bag,
+                                                std::vector<uint64_t> indices) {
+  auto pending = std::make_shared<PendingRead>();
+  auto state = std::make_shared<State>();
+  pending->state_ = state;
+  ThreadPool::Shared().Submit([state, bag = std::move(bag),
+                               indices = std::move(indices)] {
+    DecodedRecords records;
+    std::exception_ptr error;
+    try {
+      ReadPlan plan(bag, indices.data(), indices.size());
+      records.offsets.resize(plan.size() + 1);
+      uint64_t offset = 0;
+      for (size_t i = 0; i < plan.size(); ++i) {
+        records.offsets[i] = offset;
+        offset += plan.decoded_size(i);
+      }
+      records.offsets[plan.size()] = offset;
+      records.data.resize(static_cast<size_t>(offset));
+      std::vector<char*> dst(plan.size());
+      for (size_t i = 0; i < plan.size(); ++i) {
+        dst[i] = records.data.data() + records.offsets[i];
+      }
+      plan.Fill(dst.data());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->records = std::move(records);
+      state->error = error;
+      state->finished = true;
+    }
+    state->done.notify_all();
+  });
+  return pending;
+}
+
+bool PendingRead::WaitFor(int64_t milliseconds) {
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  return state_->done.wait_for(lock, std::chrono::milliseconds(milliseconds),
+                               [this] { return state_->finished; });
+}
+
+const DecodedRecords& PendingRead::Result() const {
+  if (state_->error) std::rethrow_exception(state_->error);
+  return state_->records;
+}
+
+void VisitRecords(const std::shared_ptr<const Bag>& bag, const View& view,
+                  uint64_t from, uint64_t to,
+                  const std::function<bool(uint64_t size)>& want,
+                  const std::function<bool(uint64_t j, const char* data,
+                                           uint64_t size)>& visit,
+                  const std::function<void()>& checkpoint) {
+  const size_t chunk = RecordsPerChunk(*bag);
+  std::vector<uint64_t> globals;
+  std::vector<size_t> wanted;
+  std::string arena;
+  std::vector<char*> dst;
+  for (uint64_t first = from; first < to; first += chunk) {
+    const size_t count = static_cast<size_t>(std::min<uint64_t>(chunk, to - first));
+    globals.resize(count);
+    for (size_t k = 0; k < count; ++k) globals[k] = view.Global(first + k);
+    ReadPlan plan(bag, globals.data(), count);
+    wanted.clear();
+    uint64_t bytes = 0;
+    for (size_t k = 0; k < count; ++k) {
+      if (want(plan.decoded_size(k))) {
+        wanted.push_back(k);
+        bytes += plan.decoded_size(k);
+      }
+    }
+    // Decode only the wanted records, each into its place in the arena.
+    arena.resize(static_cast<size_t>(bytes));
+    dst.assign(wanted.size(), nullptr);
+    uint64_t offset = 0;
+    for (size_t w = 0; w < wanted.size(); ++w) {
+      dst[w] = arena.data() + offset;
+      offset += plan.decoded_size(wanted[w]);
+    }
+    const size_t parallelism =
+        bytes >= kParallelDecodeBytes ? bag->options().max_parallelism : 1;
+    std::vector<std::exception_ptr> errors(wanted.size());
+    ThreadPool::Shared().ParallelFor(wanted.size(), parallelism, [&](size_t w) {
+      try {
+        plan.DecodeOne(wanted[w], dst[w]);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+    for (size_t w = 0; w < wanted.size(); ++w) {
+      if (errors[w]) std::rethrow_exception(errors[w]);
+      const size_t k = wanted[w];
+      if (!visit(first + k, dst[w], plan.decoded_size(k))) return;
+    }
+    if (checkpoint && first + count < to) checkpoint();
+  }
+}
+
+}  // namespace sackli

@@ -1,0 +1,139 @@
+// Reading records: one at a time, or in batches that are planned first and
+// then decoded in parallel straight into buffers the caller allocates.
+//
+// A batch is read in two steps so that the caller (the Python bindings) can
+// allocate the output objects between them, holding the GIL only for that:
+//   1. ReadPlan(): maps indices to shards, sorts them, fetches the limits of
+//      each run of neighbouring records at once, reads the bytes of sources
+//      that are not memory-mapped (neighbouring records coalesced into one
+//      read), and learns each record's decoded size.
+//   2. Fill(): copies or decompresses every record into its buffer, on the
+//      shared thread pool.
+// Any failing record raises (the first one, by position); no record is ever
+// returned empty or wrong because a neighbour failed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bag.h"
+#include "view.h"
+
+namespace sackli {
+
+// One record, located and fetched but not yet decoded.
+struct StoredRecord {
+  const Shard* shard = nullptr;
+  uint64_t local = 0;
+  uint64_t begin = 0;             // offset of its stored bytes
+  const char* stored = nullptr;   // its stored bytes
+  size_t length = 0;              // stored length
+  uint64_t decoded_size = 0;
+  std::string scratch;            // holds the bytes of unmapped sources
+  std::string unsized;            // decoded frame that had no size
+};
+
+// Locates global record g and fetches its stored bytes (I/O only for sources
+// that are not memory-mapped), learning its decoded size.
+void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record);
+
+// Decodes a located record into dst (record.decoded_size bytes).
+void DecodeStored(const StoredRecord& record, char* dst);
+
+// Reads global record g into a buffer from `allocate(size)`.
+void ReadOne(const Bag& bag, uint64_t g,
+             const std::function<char*(uint64_t size)>& allocate);
+
+// Reads global record g into `out`.
+void ReadOneInto(const Bag& bag, uint64_t g, std::string& out);
+
+class ReadPlan {
+ public:
+  // Step 1 for records `indices[0, n)` (global indices, any order, duplicates
+  // allowed). Throws kOutOfRange for an index past the end.
+  ReadPlan(std::shared_ptr<const Bag> bag, const uint64_t* indices, size_t n);
+
+  size_t size() const { return entries_.size(); }
+  uint64_t decoded_size(size_t i) const { return entries_[i].decoded_size; }
+  uint64_t total_decoded_bytes() const { return total_decoded_bytes_; }
+
+  // Step 2: decodes record i into dst[i], which holds decoded_size(i) bytes.
+  void Fill(char* const* dst) const;
+
+  // Decodes record i into dst (decoded_size(i) bytes).
+  void DecodeOne(size_t i, char* dst) const;
+
+ private:
+  struct Entry {
+    uint32_t shard;
+    uint64_t local;
+    uint64_t begin;  // stored bytes within the records section
+    uint64_t end;
+    const char* stored = nullptr;  // the stored bytes, in a mapping or buffer
+    uint64_t decoded_size = 0;
+    int64_t unsized = -1;  // index into unsized_ for frames without a size
+  };
+  void LocateAndSort(const uint64_t* indices, size_t n,
+                     std::vector<uint32_t>& order);
+  void ResolveSpans(const std::vector<uint32_t>& order);
+  void FetchStoredBytes(const std::vector<uint32_t>& order);
+  void ResolveDecodedSizes();
+
+  std::shared_ptr<const Bag> bag_;
+  std::vector<Entry> entries_;
+  std::vector<std::string> buffers_;  // coalesced reads of unmapped sources
+  std::vector<std::string> unsized_;  // frames decoded in step 1
+  uint64_t total_decoded_bytes_ = 0;
+};
+
+// Reads records `indices[0, n)` in chunks of bounded size. For each chunk,
+// `allocate(first, plan, dst)` must point dst[k] at plan.decoded_size(k)
+// bytes for record first + k; `checkpoint()` runs between chunks (the
+// bindings use it to notice Ctrl-C) and may throw to stop.
+using AllocateFn =
+    std::function<void(size_t first, const ReadPlan& plan, char** dst)>;
+void ReadBatch(const std::shared_ptr<const Bag>& bag, const uint64_t* indices,
+               size_t n, const AllocateFn& allocate,
+               const std::function<void()>& checkpoint);
+
+// How many records of a bag one chunk of a batch holds: about 64 MiB of
+// stored bytes, between 64 and 65,536 records.
+size_t RecordsPerChunk(const Bag& bag);
+
+// Records decoded by a background task into one buffer: record k is
+// data[offsets[k], offsets[k + 1]).
+struct DecodedRecords {
+  std::string data;
+  std::vector<uint64_t> offsets;
+};
+
+// A batch read running on the thread pool. Dropping it without waiting is
+// safe: the task owns everything it touches.
+class PendingRead {
+ public:
+  static std::shared_ptr<PendingRead> Start(std::shared_ptr<const Bag> bag,
+                                            std::vector<uint64_t> indices);
+  // Waits up to `milliseconds`; true when finished.
+  bool WaitFor(int64_t milliseconds);
+  // After WaitFor() returned true: the records, or the task's error thrown.
+  const DecodedRecords& Result() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// Visits view indices [from, to) in order, a chunk at a time: records whose
+// decoded size passes `want(size)` are decoded (in parallel) and handed to
+// `visit(j, data, size)` in order; `visit` returns false to stop.
+void VisitRecords(const std::shared_ptr<const Bag>& bag, const View& view,
+                  uint64_t from, uint64_t to,
+                  const std::function<bool(uint64_t size)>& want,
+                  const std::function<bool(uint64_t j, const char* data,
+                                           uint64_t size)>& visit,
+                  const std::function<void()>& checkpoint);
+
+}  // namespace sackli

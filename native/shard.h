@@ -1,0 +1,73 @@
+// One bag file: its records, its limits (TAIL or SEPARATE, on disk or in
+// memory) and its codec. Limits are validated where they are used: every
+// span handed out is monotonic and inside the records section.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "byte_source.h"
+#include "codec.h"
+
+namespace sackli {
+
+enum class LimitsPlacement { kTail = 0, kSeparate = 1 };
+enum class LimitsStorage { kOnDisk = 0, kInMemory = 1 };
+
+struct ShardOptions {
+  LimitsPlacement placement = LimitsPlacement::kTail;
+  LimitsStorage storage = LimitsStorage::kOnDisk;
+};
+
+class Shard {
+ public:
+  // Opens `path` (and `limits.<name>` for SEPARATE placement). Throws
+  // kNotFound for a missing file, kCorruption for a malformed one; a TAIL
+  // file that is really an interrupted write says so.
+  static std::unique_ptr<Shard> Open(const std::string& path,
+                                     const Codec& codec,
+                                     const ShardOptions& options,
+                                     const SourceOpener& opener);
+
+  const std::string& path() const { return records_->path(); }
+  uint64_t num_records() const { return num_records_; }
+  // Bytes of the records section (payloads only).
+  uint64_t records_bytes() const { return records_end_; }
+  const ByteSource& records() const { return *records_; }
+  const Codec& codec() const { return codec_; }
+
+  // The end offsets of records [first, first + count) into `ends`, and the
+  // begin offset of record `first` into `*begin`, validated.
+  void Limits(uint64_t first, uint64_t count, uint64_t* begin,
+              uint64_t* ends) const;
+
+  // The byte span [begin, end) of record i, validated.
+  void Span(uint64_t i, uint64_t* begin, uint64_t* end) const {
+    Limits(i, 1, begin, end);
+  }
+
+  // Throws the corruption error for record i, whose stored bytes start at
+  // `offset`, with `what` from the codec.
+  [[noreturn]] void ThrowBadRecord(uint64_t i, uint64_t offset,
+                                   const std::string& what) const;
+
+ private:
+  Shard() = default;
+  void ReadRawLimits(uint64_t first, uint64_t count, uint64_t* out) const;
+  [[noreturn]] void ThrowBadLimit(uint64_t i, uint64_t value,
+                                  const std::string& why) const;
+
+  std::shared_ptr<ByteSource> records_;
+  std::shared_ptr<ByteSource> limits_source_;  // records_ itself for TAIL
+  std::string limits_path_;  // the file holding the limits, for errors
+  uint64_t limits_offset_ = 0;  // where limit 0 is in limits_source_
+  std::vector<uint64_t> limits_in_memory_;
+  bool in_memory_ = false;
+  uint64_t num_records_ = 0;
+  uint64_t records_end_ = 0;
+  Codec codec_;
+};
+
+}  // namespace sackli

@@ -1,0 +1,263 @@
+"""Options of readers and writers: enums, compression choices, option sets.
+
+Every class here is immutable, validated on construction and picklable, so
+options travel with readers into worker processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+from typing import Any, Union
+
+__all__ = [
+    "AccessPattern",
+    "CachePolicy",
+    "Compression",
+    "CompressionAutoDetect",
+    "CompressionNone",
+    "CompressionZstd",
+    "LimitsPlacement",
+    "LimitsStorage",
+    "ReaderOptions",
+    "ShardingLayout",
+    "WriterOptions",
+]
+
+# zstd's level range (ZSTD_minCLevel() .. ZSTD_maxCLevel() of libzstd 1.5).
+_ZSTD_MIN_LEVEL = -(1 << 17)
+_ZSTD_MAX_LEVEL = 22
+# The pool never grows beyond this many threads.
+_MAX_PARALLELISM = 256
+
+
+class ShardingLayout(enum.IntEnum):
+    """How the records of a sharded bag are numbered across its shards."""
+
+    CONCATENATED = 0
+    """Shard 0's records first, then shard 1's, and so on."""
+    INTERLEAVED = 1
+    """Record g is record g // S of shard g % S (S shards)."""
+
+
+class LimitsPlacement(enum.IntEnum):
+    """Where a bag file keeps its limits (the end offset of every record)."""
+
+    TAIL = 0
+    """At the end of the bag file itself."""
+    SEPARATE = 1
+    """In `limits.<name>` beside the bag file."""
+
+
+class LimitsStorage(enum.IntEnum):
+    """Where a reader keeps the limits while it is open."""
+
+    ON_DISK = 0
+    """Read from the file when needed (mapped for local files)."""
+    IN_MEMORY = 1
+    """Loaded once when the reader opens."""
+
+
+class AccessPattern(enum.IntEnum):
+    """A hint to the operating system about how records will be read."""
+
+    SYSTEM = 0
+    """No hint."""
+    RANDOM = 1
+    """Random access: no read-ahead by the kernel."""
+    SEQUENTIAL = 2
+    """Sequential scans: aggressive read-ahead by the kernel."""
+
+
+class CachePolicy(enum.IntEnum):
+    """How local reads use the operating system's page cache."""
+
+    SYSTEM = 0
+    """Memory-map the files; the kernel caches pages as it likes."""
+    DROP_AFTER_READ = 1
+    """Read with pread and tell the kernel to drop what was read."""
+    DIRECT_IO = 2
+    """Bypass the page cache with O_DIRECT (aligned reads); raises ValueError
+    when the file system refuses O_DIRECT."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CompressionAutoDetect:
+    """Compress records of files named `*.bagz` with zstd; others stay raw.
+
+    Detection looks at each file's own name, also within a sharded spec.
+    """
+
+    _mode = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class CompressionNone:
+    """Records are stored raw, whatever the file is called."""
+
+    _mode = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class CompressionZstd:
+    """Every non-empty record is one zstd frame, whatever the file is called.
+
+    Args:
+      level: zstd compression level (used when writing).
+      dictionary: a zstd dictionary (`bytes`, or `str` taken as UTF-8), or
+        empty for none. It is not stored in the file: readers must be given
+        the same one. Frames written with a dictionary carry a checksum, so
+        reading them with the wrong dictionary fails instead of returning
+        wrong bytes.
+    """
+
+    level: int = 3
+    dictionary: bytes = b""
+    _mode = 2
+
+    def __post_init__(self) -> None:
+        if isinstance(self.level, bool) or not isinstance(self.level, int):
+            raise TypeError(f"level must be an int, not {type(self.level).__name__}")
+        if not _ZSTD_MIN_LEVEL <= self.level <= _ZSTD_MAX_LEVEL:
+            raise ValueError(
+                f"zstd level {self.level} is outside [{_ZSTD_MIN_LEVEL}, {_ZSTD_MAX_LEVEL}]"
+            )
+        dictionary = self.dictionary
+        if isinstance(dictionary, str):
+            dictionary = dictionary.encode("utf-8")
+        elif isinstance(dictionary, (bytearray, memoryview)):
+            dictionary = bytes(dictionary)
+        elif not isinstance(dictionary, bytes):
+            raise TypeError(
+                f"dictionary must be bytes or str, not {type(dictionary).__name__}"
+            )
+        object.__setattr__(self, "dictionary", dictionary)
+
+    def __repr__(self) -> str:
+        shown = f", dictionary=<{len(self.dictionary)} bytes>" if self.dictionary else ""
+        return f"CompressionZstd(level={self.level}{shown})"
+
+
+Compression = Union[CompressionAutoDetect, CompressionNone, CompressionZstd]
+_COMPRESSIONS = (CompressionAutoDetect, CompressionNone, CompressionZstd)
+
+
+def _check_enum(name: str, value: Any, enum_type: type[enum.IntEnum]) -> enum.IntEnum:
+    if isinstance(value, enum_type):
+        return value
+    if isinstance(value, str) and value in enum_type.__members__:
+        return enum_type[value]
+    raise TypeError(
+        f"{name} must be a {enum_type.__name__} "
+        f"({', '.join(enum_type.__members__)}), not {value!r}"
+    )
+
+
+def _check_compression(value: Any) -> Compression:
+    if not isinstance(value, _COMPRESSIONS):
+        raise TypeError(
+            "compression must be CompressionAutoDetect(), CompressionNone() or "
+            f"CompressionZstd(...), not {value!r}"
+        )
+    return value
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be {bound}, not {value}")
+    return value
+
+
+def _default_parallelism() -> int:
+    return max(1, min(os.cpu_count() or 1, 32))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReaderOptions:
+    """How a `Reader` opens and reads a bag. Available as `Reader.Options`.
+
+    Args:
+      sharding_layout: how records are numbered across shards.
+      limits_placement: where the files keep their limits.
+      compression: how records are stored; by default by each file's suffix.
+      limits_storage: read limits from the file when needed, or load them once.
+      max_parallelism: threads one batch read may use (the caller included).
+      access_pattern: a hint to the OS about the access pattern.
+      cache_policy: how reads use the page cache.
+      read_ahead_bytes: how far iterators read ahead in the background
+        (0: no background read-ahead).
+    """
+
+    sharding_layout: ShardingLayout = ShardingLayout.CONCATENATED
+    limits_placement: LimitsPlacement = LimitsPlacement.TAIL
+    compression: Compression = dataclasses.field(default_factory=CompressionAutoDetect)
+    limits_storage: LimitsStorage = LimitsStorage.ON_DISK
+    max_parallelism: int = dataclasses.field(default_factory=_default_parallelism)
+    access_pattern: AccessPattern = AccessPattern.SYSTEM
+    cache_policy: CachePolicy = CachePolicy.SYSTEM
+    read_ahead_bytes: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_("sharding_layout", _check_enum("sharding_layout", self.sharding_layout, ShardingLayout))
+        set_("limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
+        set_("compression", _check_compression(self.compression))
+        set_("limits_storage", _check_enum("limits_storage", self.limits_storage, LimitsStorage))
+        set_("max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
+        set_("access_pattern", _check_enum("access_pattern", self.access_pattern, AccessPattern))
+        set_("cache_policy", _check_enum("cache_policy", self.cache_policy, CachePolicy))
+        set_("read_ahead_bytes", _check_int("read_ahead_bytes", self.read_ahead_bytes, 0))
+
+
+@dataclasses.dataclass(frozen=True)
+class WriterOptions:
+    """How a `Writer` writes a bag file. Available as `Writer.Options`.
+
+    Args:
+      limits_placement: TAIL appends the limits to the file on close;
+        SEPARATE leaves them in `limits.<name>` beside it.
+      compression: how records are stored; by default zstd level 3 for files
+        named `*.bagz`, raw otherwise.
+      max_parallelism: threads `write_many` may compress on.
+    """
+
+    limits_placement: LimitsPlacement = LimitsPlacement.TAIL
+    compression: Compression = dataclasses.field(default_factory=CompressionAutoDetect)
+    max_parallelism: int = dataclasses.field(default_factory=_default_parallelism)
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_("limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
+        set_("compression", _check_compression(self.compression))
+        set_("max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
+
+
+def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) -> Any:
+    """`options` (or the defaults) with `overrides` applied, validated."""
+    if options is None:
+        options = options_type()
+    elif not isinstance(options, options_type):
+        raise TypeError(
+            f"options must be a {options_type.__qualname__}, not {type(options).__name__}"
+        )
+    if not overrides:
+        return options
+    fields = {f.name for f in dataclasses.fields(options_type)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise TypeError(
+            f"unknown option(s) {', '.join(unknown)}; "
+            f"{options_type.__qualname__} has {', '.join(sorted(fields))}"
+        )
+    return dataclasses.replace(options, **overrides)
+
+
+def engine_compression(compression: Compression) -> tuple[int, int, bytes]:
+    """(mode, level, dictionary) as the engine takes them."""
+    if isinstance(compression, CompressionZstd):
+        return compression._mode, compression.level, compression.dictionary
+    return compression._mode, 3, b""

@@ -1,0 +1,103 @@
+"""Iterators that read ahead: batches are decoded on the engine's thread pool
+while the caller consumes the previous one.
+
+Records come out of `itertools.chain` over lists, so producing one record is
+a C-level step; Python code runs once per batch.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from typing import Any, Callable, Iterable, Iterator
+
+__all__ = ["iterate_indices", "iterate_range"]
+
+# The first batch is small so the first record arrives quickly; batches then
+# double up to the full size.
+_FIRST_BATCH = 16
+# Batches decoded ahead of the one being consumed.
+_BATCHES_AHEAD = 1
+
+
+def _batch_sizes(full: int) -> Iterator[int]:
+    size = min(_FIRST_BATCH, full)
+    while True:
+        yield size
+        size = min(size * 2, full)
+
+
+def iterate_range(core: Any, start: int, stop: int, batch: int, read_ahead: bool) -> Iterator[bytes]:
+    """Records [start, stop) of a reader core, in order."""
+
+    def batches() -> Iterator[list[bytes]]:
+        sizes = _batch_sizes(batch)
+        position = start
+        if not read_ahead:
+            while position < stop:
+                n = min(next(sizes), stop - position)
+                yield core.read_range(position, n)
+                position += n
+            return
+        pending: collections.deque = collections.deque()
+        while position < stop or pending:
+            while position < stop and len(pending) <= _BATCHES_AHEAD:
+                n = min(next(sizes), stop - position)
+                pending.append(core.start_read_range(position, n))
+                position += n
+            yield pending.popleft().result()
+
+    return itertools.chain.from_iterable(batches())
+
+
+def _bad_index_error(core: Any, value: Any) -> Exception:
+    try:
+        index = value.__index__()
+    except (AttributeError, TypeError):
+        return TypeError(f"indices must be integers, not {type(value).__name__}")
+    return IndexError(f"index {index} out of range for a reader of {len(core)} records")
+
+
+def iterate_indices(core: Any, indices: Iterable[Any], batch: int) -> Iterator[bytes]:
+    """Records at `indices` (any iterable, pulled lazily) of a reader core.
+
+    An exception raised by the iterable, or a bad index, surfaces at the
+    `next()` that would have returned the record at that position.
+    """
+    source = iter(indices)
+    take_next: Callable[[], Any] = source.__next__
+
+    def pull(n: int) -> tuple[list[Any], BaseException | None, bool]:
+        """Up to n indices; the error that stopped early; whether exhausted."""
+        chunk: list[Any] = []
+        append = chunk.append
+        try:
+            for _ in range(n):
+                append(take_next())
+        except StopIteration:
+            return chunk, None, True
+        except Exception as error:  # surfaces in order, at its position
+            return chunk, error, True
+        return chunk, None, False
+
+    def batches() -> Iterator[list[bytes]]:
+        sizes = _batch_sizes(batch)
+        pending: collections.deque = collections.deque()
+        exhausted = False
+        while pending or not exhausted:
+            while not exhausted and len(pending) <= _BATCHES_AHEAD:
+                chunk, error, exhausted = pull(next(sizes))
+                valid = core.valid_prefix(chunk)
+                if valid < len(chunk):
+                    error = _bad_index_error(core, chunk[valid])
+                    del chunk[valid:]
+                    exhausted = True
+                read = core.start_read_indices(chunk) if chunk else None
+                pending.append((read, error))
+            read, error = pending.popleft()
+            if read is not None:
+                yield read.result()
+            if error is not None:
+                raise error
+
+    return itertools.chain.from_iterable(batches())

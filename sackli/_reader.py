@@ -1,0 +1,283 @@
+"""`Reader`: random access to the records of a bag (one file or many shards)."""
+
+from __future__ import annotations
+
+import collections.abc
+import os
+from typing import Any, Iterable, Iterator, Sequence, overload
+
+from . import _engine
+from ._options import ReaderOptions, engine_compression, with_overrides
+from ._read_ahead import iterate_indices, iterate_range
+from ._shard_spec import expand_file_spec
+
+__all__ = ["Reader"]
+
+# Bounds of a read-ahead batch, in records.
+_MIN_BATCH = 16
+_MAX_BATCH = 65536
+
+
+class _ClosedCore:
+    """Stands in for the engine core of a closed reader: every use raises."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise ValueError("I/O operation on a closed sackli.Reader")
+
+    def __len__(self) -> int:
+        raise ValueError("I/O operation on a closed sackli.Reader")
+
+
+_CLOSED = _ClosedCore()
+
+
+def _open_core(paths: list[str], options: ReaderOptions) -> Any:
+    mode, level, dictionary = engine_compression(options.compression)
+    bag = _engine.open_bag(
+        paths,
+        compression_mode=mode,
+        level=level,
+        dictionary=dictionary,
+        layout=int(options.sharding_layout),
+        placement=int(options.limits_placement),
+        storage=int(options.limits_storage),
+        max_parallelism=options.max_parallelism,
+        access=int(options.access_pattern),
+        cache=int(options.cache_policy),
+    )
+    return _engine.ReaderCore(bag)
+
+
+def _restore_reader(
+    file_spec: str, options: ReaderOptions, paths: list[str], view: tuple[int, int, int]
+) -> "Reader":
+    """Unpickles a Reader: reopens its files and re-applies its view."""
+    reader = Reader.__new__(Reader)
+    core = _open_core(paths, options)
+    start, step, length = view
+    if (start, step, length) != (0, 1, len(core)):
+        core = _engine.ReaderCore(core.bag, start, step, length)
+    reader._init(file_spec, options, paths, core)
+    return reader
+
+
+def _as_value(value: Any) -> bytes | None:
+    """`value` as bytes when it can equal a record, else None."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return None
+
+
+class Reader(collections.abc.Sequence):
+    """Opens a bag, one file or a set of shards, for random access.
+
+    A Reader is an immutable sequence of `bytes`: `len(r)`, `r[i]` (negative
+    indices too), `r[a:b:c]` (a Reader view sharing the open files, in O(1)),
+    iteration with background read-ahead, and batch reads that run in
+    parallel with the GIL released. It is safe to share across threads and
+    can be pickled (the copy reopens the files).
+
+    Args:
+      file_spec: a path (`str` or `os.PathLike`), `name@N.ext`, `name@*.ext`,
+        or a comma-separated list of those; each may start with `posix:`.
+      options: a `Reader.Options`; keyword arguments override its fields,
+        e.g. `Reader("x@4.bagz", sharding_layout=ShardingLayout.INTERLEAVED)`.
+
+    Raises:
+      FileNotFoundError: a file or shard does not exist.
+      sackli.CorruptionError: a file is not a valid bag.
+      ValueError / TypeError: a malformed spec or option.
+
+    Example:
+      >>> with sackli.Reader("data@8.bagz") as reader:
+      ...     first, last = reader[0], reader[-1]
+      ...     batch = reader.read_indices([5, 3, 5])
+    """
+
+    Options = ReaderOptions
+
+    def __init__(
+        self,
+        file_spec: str | os.PathLike[str],
+        options: ReaderOptions | None = None,
+        **option_overrides: Any,
+    ) -> None:
+        spec = os.fspath(file_spec)
+        if not isinstance(spec, str):
+            raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(spec).__name__}")
+        resolved = with_overrides(ReaderOptions, options, option_overrides)
+        paths = expand_file_spec(spec)
+        self._init(spec, resolved, paths, _open_core(paths, resolved))
+
+    def _init(self, file_spec: str, options: ReaderOptions, paths: list[str], core: Any) -> None:
+        self._file_spec = file_spec
+        self._options = options
+        self._paths = paths
+        self._core = core
+
+    def _view(self, core: Any) -> "Reader":
+        view = Reader.__new__(Reader)
+        view._init(self._file_spec, self._options, self._paths, core)
+        return view
+
+    # --- Properties -------------------------------------------------------
+
+    @property
+    def options(self) -> ReaderOptions:
+        """The options the reader was opened with."""
+        return self._options
+
+    @property
+    def file_spec(self) -> str:
+        """The file spec the reader was opened with."""
+        return self._file_spec
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` was called on this reader."""
+        return self._core is _CLOSED
+
+    # --- Sequence ---------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> "Reader": ...
+
+    def __getitem__(self, index: Any) -> Any:
+        """`r[i]`: the record at i (negative counts from the end; IndexError
+        outside the range). `r[a:b:c]`: a Reader view of those records."""
+        if isinstance(index, slice):
+            return self._view(self._core.slice(index))
+        return self._core.get(index)
+
+    def __iter__(self) -> Iterator[bytes]:
+        """Iterates over all records, reading ahead in the background."""
+        return iterate_range(
+            self._core, 0, len(self._core), self._batch_records(),
+            read_ahead=self._options.read_ahead_bytes > 0,
+        )
+
+    def __reversed__(self) -> Iterator[bytes]:
+        """Iterates over all records from last to first."""
+        return iter(self[::-1])
+
+    def __contains__(self, value: object) -> bool:
+        """Whether some record equals `value` (a scan in parallel batches)."""
+        record = _as_value(value)
+        return record is not None and self._core.find(record, 0, None) >= 0
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        """The index of the first record equal to `value` in [start, stop).
+
+        `start` and `stop` are indices as for `list.index`. Raises ValueError
+        when there is none.
+        """
+        record = _as_value(value)
+        if record is not None:
+            found = self._core.find(record, start, stop)
+            if found >= 0:
+                return found
+        raise ValueError("value is not in the sackli.Reader")
+
+    def count(self, value: Any) -> int:
+        """The number of records equal to `value`."""
+        record = _as_value(value)
+        return 0 if record is None else self._core.count(record)
+
+    # --- Batch reads ------------------------------------------------------
+
+    def read(self) -> list[bytes]:
+        """All records of this reader (or view), read in parallel."""
+        return self._core.read_all()
+
+    def read_range(self, start: int, num_records: int) -> list[bytes]:
+        """Records [start, start + num_records); IndexError outside the reader."""
+        return self._core.read_range(start, num_records)
+
+    def read_range_iter(
+        self, start: int, num_records: int, read_ahead: int | None = None
+    ) -> Iterator[bytes]:
+        """Iterates over records [start, start + num_records), reading ahead.
+
+        `read_ahead` is how many records a background batch holds (default:
+        about `options.read_ahead_bytes` worth).
+        """
+        if start < 0 or num_records < 0 or start + num_records > len(self._core):
+            raise IndexError(
+                f"range [{start}, {start + num_records}) out of range for a reader "
+                f"of {len(self._core)} records"
+            )
+        batch = self._batch_records() if read_ahead is None else max(1, read_ahead)
+        return iterate_range(
+            self._core, start, start + num_records, batch,
+            read_ahead=self._options.read_ahead_bytes > 0 or read_ahead is not None,
+        )
+
+    def read_indices(self, indices: Sequence[int] | slice | Any) -> list[bytes]:
+        """The records at `indices`, in order (duplicates allowed).
+
+        `indices`: a list, tuple, range, slice, or one-dimensional numpy array
+        of any integer dtype; negative indices count from the end.
+        """
+        return self._core.read_indices(indices)
+
+    def read_indices_iter(
+        self, indices: Iterable[int], read_ahead: int | None = None
+    ) -> Iterator[bytes]:
+        """Iterates over the records at `indices`, any iterable (infinite
+        generators too), reading ahead in parallel.
+
+        Indices are pulled lazily, a batch ahead. An exception raised by the
+        iterable, or a bad index, surfaces at the `next()` of its position.
+        """
+        batch = self._batch_records() if read_ahead is None else max(1, read_ahead)
+        return iterate_indices(self._core, indices, batch)
+
+    def approximate_bytes_per_record(self) -> float:
+        """Stored (possibly compressed) bytes per record of the whole bag.
+
+        Exact for the bag as opened; for a view it is the bag's figure.
+        """
+        return self._core.approximate_bytes_per_record()
+
+    def _batch_records(self) -> int:
+        per_record = max(self._core.approximate_bytes_per_record(), 1.0)
+        wanted = int(self._options.read_ahead_bytes / per_record)
+        return max(_MIN_BATCH, min(_MAX_BATCH, wanted))
+
+    # --- Life cycle -------------------------------------------------------
+
+    def close(self) -> None:
+        """Releases this reader's hold on the files; further use raises
+        ValueError. Files close once no reader or view uses them."""
+        self._core = _CLOSED
+
+    def __enter__(self) -> "Reader":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.closed:
+            raise ValueError("cannot pickle a closed sackli.Reader")
+        return (_restore_reader, (self._file_spec, self._options, self._paths, self._core.view))
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return f"<closed sackli.Reader({self._file_spec!r})>"
+        start, step, length = self._core.view
+        size = self._core.bag.size
+        text = f"sackli.Reader({self._file_spec!r})"
+        if (start, step, length) != (0, 1, size):
+            stop = start + step * length
+            stop_text = "" if stop < 0 else str(stop)
+            text += f"[{start}:{stop_text}:{step}]"
+        shards = self._core.bag.num_shards
+        return f"<{text}: {length} records, {shards} shard{'s' if shards != 1 else ''}>"

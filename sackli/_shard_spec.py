@@ -1,0 +1,124 @@
+"""File specs: which files a reader opens.
+
+A spec is a comma-separated list of entries. An entry is a path (optionally
+prefixed `posix:`), `name@N.ext` (N shards named `name-00000-of-0000N.ext`
+...), or `name@*.ext` (the one shard set of that name found on disk). See
+docs/format.md, "Shard specs".
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+
+__all__ = ["expand_file_spec", "shard_name", "strip_local_prefix"]
+
+_MAX_SHARDS = 99999
+_LOCAL_PREFIX = "posix:"
+_SCHEME = re.compile(r"^/?([a-zA-Z][a-zA-Z0-9+.-]*):/")
+
+
+def shard_name(base: str, index: int, count: int, suffix: str) -> str:
+    """`name-00003-of-00008.ext`: the file name of one shard of a set."""
+    return f"{base}-{index:05d}-of-{count:05d}{suffix}"
+
+
+def strip_local_prefix(path: str) -> str:
+    """A local path without its optional `posix:` prefix.
+
+    Raises ValueError for URLs of storage this build cannot reach.
+    """
+    if path.startswith(_LOCAL_PREFIX):
+        return path[len(_LOCAL_PREFIX):]
+    scheme = _SCHEME.match(path)
+    if scheme:
+        raise ValueError(
+            f"{path}: '{scheme.group(1)}:' paths are not supported; sackli "
+            "reads and writes local files (plain paths or 'posix:' paths)"
+        )
+    return path
+
+
+def _split_shard_entry(entry: str) -> tuple[str, str, str] | None:
+    """(base, count, suffix) of `base@count suffix`, or None for a plain path.
+
+    The `@` that counts is the first one after the last `/`.
+    """
+    at = entry.find("@", entry.rfind("/") + 1)
+    if at < 0:
+        return None
+    match = re.fullmatch(r"(\d+|\*)(.*)", entry[at + 1:], re.DOTALL)
+    if match is None:
+        raise ValueError(
+            f"{entry!r}: a sharded entry must look like 'name@N.ext' "
+            "(N from 1 to 99999) or 'name@*.ext'"
+        )
+    return entry[:at], match.group(1), match.group(2)
+
+
+def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:
+    """The shards of the one set `base-?????-of-?????suffix` on disk."""
+    folder = os.path.dirname(base)
+    prefix = os.path.basename(base)
+    try:
+        names = os.listdir(folder or ".")
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            errno.ENOENT, f"{entry}: the folder does not exist", folder
+        ) from None
+    pattern = re.compile(re.escape(prefix) + r"-(\d{5})-of-(\d{5})" + re.escape(suffix))
+    sets: dict[int, set[int]] = {}
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match:
+            sets.setdefault(int(match.group(2)), set()).add(int(match.group(1)))
+    if not sets:
+        raise FileNotFoundError(errno.ENOENT, f"{entry}: no shards match", entry)
+    if len(sets) > 1:
+        counts = ", ".join(str(c) for c in sorted(sets))
+        raise ValueError(
+            f"{entry!r} is ambiguous: shard sets of {counts} shards exist; "
+            "name the count instead of '*'"
+        )
+    (count, present), = sets.items()
+    missing = [i for i in range(count) if i not in present]
+    if missing:
+        path = shard_name(base, missing[0], count, suffix)
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"{entry}: shard {missing[0]} of {count} is missing "
+            f"({len(missing)} missing in all)",
+            path,
+        )
+    return [shard_name(base, i, count, suffix) for i in range(count)]
+
+
+def expand_file_spec(file_spec: str) -> list[str]:
+    """The files of `file_spec`, in spec order.
+
+    Raises ValueError for a malformed spec, FileNotFoundError when `name@*`
+    finds no complete shard set.
+    """
+    if not isinstance(file_spec, str):
+        raise TypeError(f"file_spec must be a str or os.PathLike, not {type(file_spec).__name__}")
+    if not file_spec:
+        raise ValueError("file_spec is empty")
+    paths: list[str] = []
+    for raw_entry in file_spec.split(","):
+        if not raw_entry:
+            raise ValueError(f"{file_spec!r} has an empty entry")
+        entry = strip_local_prefix(raw_entry)
+        sharded = _split_shard_entry(entry)
+        if sharded is None:
+            paths.append(entry)
+            continue
+        base, count, suffix = sharded
+        if count == "*":
+            paths.extend(_find_shard_set(base, suffix, raw_entry))
+            continue
+        n = int(count)
+        if not 1 <= n <= _MAX_SHARDS:
+            raise ValueError(f"{raw_entry!r}: the shard count must be 1 to {_MAX_SHARDS}, not {n}")
+        paths.extend(shard_name(base, i, n, suffix) for i in range(n))
+    return paths

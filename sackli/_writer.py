@@ -1,0 +1,122 @@
+"""`Writer`: writes one bag file."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable
+
+from . import _engine
+from ._options import WriterOptions, engine_compression, with_overrides
+from ._shard_spec import strip_local_prefix
+
+__all__ = ["Writer"]
+
+Record = Any  # bytes, str (written as UTF-8), bytearray, memoryview, any buffer
+
+
+class Writer:
+    """Writes records to one bag file.
+
+    While writing, limits go to `limits.<name>` beside the file; `flush()`
+    makes everything written so far readable with SEPARATE placement, and an
+    interrupted write can be completed with `sackli.recover`. On `close()`,
+    TAIL placement (the default) appends the limits to the file and deletes
+    `limits.<name>`. Thread-safe; use it as a context manager.
+
+    Args:
+      path: the file to create (truncated if it exists). Its folder must exist.
+      options: a `Writer.Options`; keyword arguments override its fields.
+
+    Raises:
+      FileNotFoundError: the folder does not exist.
+      IsADirectoryError: `path` is a directory.
+
+    Example:
+      >>> with sackli.Writer("out.bagz") as writer:
+      ...     writer.write(b"first")
+      ...     writer.write_many([b"second", "third"])
+    """
+
+    Options = WriterOptions
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        options: WriterOptions | None = None,
+        **option_overrides: Any,
+    ) -> None:
+        spec = os.fspath(path)
+        if not isinstance(spec, str):
+            raise TypeError(f"path must be a str or os.PathLike[str], not {type(spec).__name__}")
+        self._options = with_overrides(WriterOptions, options, option_overrides)
+        self._path = strip_local_prefix(spec)
+        mode, level, dictionary = engine_compression(self._options.compression)
+        self._core = _engine.WriterCore(
+            self._path,
+            placement=int(self._options.limits_placement),
+            compression_mode=mode,
+            level=level,
+            dictionary=dictionary,
+            max_parallelism=self._options.max_parallelism,
+        )
+
+    @property
+    def path(self) -> str:
+        """The file being written."""
+        return self._path
+
+    @property
+    def options(self) -> WriterOptions:
+        """The options the writer was opened with."""
+        return self._options
+
+    @property
+    def records_written(self) -> int:
+        """Records written so far."""
+        return self._core.records_written
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes of stored (possibly compressed) records written so far."""
+        return self._core.bytes_written
+
+    @property
+    def closed(self) -> bool:
+        """Whether the writer is closed."""
+        return self._core.closed
+
+    def write(self, record: Record) -> None:
+        """Appends one record: bytes, str (UTF-8) or any bytes-like object.
+
+        Raises ValueError after `close()`.
+        """
+        self._core.write(record)
+
+    def write_many(self, records: Iterable[Record]) -> None:
+        """Appends records in order, compressing batches in parallel."""
+        self._core.write_many(records)
+
+    def flush(self) -> None:
+        """Hands everything written so far to the operating system.
+
+        Afterwards a Reader with `limits_placement=SEPARATE` sees every record
+        written so far. It does not fsync.
+        """
+        self._core.flush()
+
+    def close(self) -> None:
+        """Finishes the file (appending the limits for TAIL). Idempotent."""
+        self._core.close()
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a sackli.Writer cannot be pickled; open one per process")
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.records_written} records"
+        return f"<sackli.Writer({self._path!r}): {state}>"

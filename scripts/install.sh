@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what sackli needs to build and test: the system zstd library (via
+# apt when it is missing) and the package with its test extras, into the
+# Python given by $PYTHON (default: python3, e.g. an activated venv's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+
+have_zstd() {
+  { command -v pkg-config >/dev/null && pkg-config --exists libzstd; } || [ -f /usr/include/zstd.h ]
+}
+
+if ! have_zstd || ! command -v pkg-config >/dev/null; then
+  if command -v apt-get >/dev/null; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "== installing libzstd-dev and pkg-config with apt-get"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libzstd-dev pkg-config >/dev/null
+  elif ! have_zstd; then
+    echo "sackli needs the zstd library and headers: install libzstd-dev (Debian/Ubuntu)," >&2
+    echo "libzstd-devel (Fedora) or zstd (Homebrew), then run this again." >&2
+    exit 1
+  fi
+fi
+
+echo "== building and installing sackli[test] into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
+"$PYTHON" -m pip install --quiet --disable-pip-version-check ".[test]"

@@ -1,0 +1,83 @@
+"""Shared fixtures: the bagz golden files, and running code in a subprocess
+(so that a crash fails one test instead of killing the test runner)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+DATA = pathlib.Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def golden_dir() -> pathlib.Path:
+    """The folder of files written by bagz 0.3.8 (copied from shared/testdata)."""
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def golden_manifest() -> dict:
+    """MANIFEST.json of the golden files, with hex records decoded to bytes."""
+    manifest = json.loads((DATA / "MANIFEST.json").read_text())
+    sets = {name: [bytes.fromhex(h) for h in hexes] for name, hexes in manifest["record_sets"].items()}
+    for entry in manifest["files"].values():
+        if "records" in entry:
+            entry["expected"] = sets[entry["records"]]
+        elif "records_hex" in entry:
+            entry["expected"] = [bytes.fromhex(h) for h in entry["records_hex"]]
+    return manifest
+
+
+class SubprocessResult:
+    def __init__(self, completed: subprocess.CompletedProcess):
+        self.returncode = completed.returncode
+        self.stdout = completed.stdout
+        self.stderr = completed.stderr
+
+    def outcome(self) -> dict:
+        """The JSON object the snippet printed last (see run_python)."""
+        assert self.returncode == 0, (
+            f"subprocess died with code {self.returncode}\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+        )
+        return json.loads(self.stdout.strip().splitlines()[-1])
+
+
+_PRELUDE = '''
+import json, sys, traceback
+def report(fn):
+    """Runs fn() and prints {"ok": repr} or {"error": type name, "message", "mro"}."""
+    try:
+        value = fn()
+    except BaseException as e:
+        print(json.dumps({"error": type(e).__name__, "message": str(e),
+                          "mro": [c.__name__ for c in type(e).__mro__]}))
+    else:
+        print(json.dumps({"ok": repr(value)}))
+'''
+
+
+@pytest.fixture
+def run_python(tmp_path):
+    """run_python(code, timeout=60) runs `code` in a fresh interpreter with
+    cwd=tmp_path. The code may call report(fn) to print fn's outcome as JSON;
+    SubprocessResult.outcome() parses it and fails the test if the process
+    crashed (e.g. a segfault) instead of raising."""
+
+    def run(code: str, timeout: float = 60) -> SubprocessResult:
+        completed = subprocess.run(
+            [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        )
+        return SubprocessResult(completed)
+
+    return run
