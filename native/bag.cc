@@ -35,6 +35,8 @@ std::shared_ptr<const Bag> Bag::Open(const std::vector<ShardPath>& paths,
     bag->starts_.push_back(bag->size_);
     bag->size_ += shard->num_records();
     bag->records_bytes_ += shard->records_bytes();
+    bag->all_mapped_ = bag->all_mapped_ && shard->records().mapped() != nullptr;
+    bag->any_compressed_ = bag->any_compressed_ || shard->codec().compressed();
   }
   bag->starts_.push_back(bag->size_);
 

@@ -43,6 +43,10 @@ class Bag {
   const BagOptions& options() const { return options_; }
   // Bytes of all records sections together (stored, i.e. compressed, size).
   uint64_t records_bytes() const { return records_bytes_; }
+  // True when every shard is memory-mapped: locating a record needs no I/O.
+  bool all_mapped() const { return all_mapped_; }
+  // True when some shard's records are compressed.
+  bool any_compressed() const { return any_compressed_; }
 
   struct Location {
     uint32_t shard;
@@ -58,6 +62,8 @@ class Bag {
   BagOptions options_;
   uint64_t size_ = 0;
   uint64_t records_bytes_ = 0;
+  bool all_mapped_ = true;
+  bool any_compressed_ = false;
 };
 
 }  // namespace sackli

@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -79,9 +81,62 @@ void TranslateError(std::exception_ptr ptr) {
   }
 }
 
+// Whether the interpreter has begun to shut down.
+bool InterpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// Taking the GIL while the interpreter shuts down ends the thread with
+// pthread_exit, whose forced unwind cannot pass C++ destructors and aborts
+// the process. A (daemon) thread that would do so parks instead: the process
+// is exiting anyway, as CPython 3.14 itself does with such threads.
+// The finalizing thread itself (the main thread) must go on: objects' __del__
+// may still call into the engine while it tears the interpreter down.
+unsigned long g_main_thread_ident = 0;
+
+void ParkIfFinalizing() {
+  if (!InterpreterFinalizing()) return;
+  if (PyThread_get_thread_ident() == g_main_thread_ident) return;
+  for (;;) ::pause();
+}
+
+// Releases the GIL for engine work; re-takes it when done (see above).
+class ReleaseGil {
+ public:
+  ReleaseGil() : state_(PyEval_SaveThread()) {}
+  ~ReleaseGil() {
+    ParkIfFinalizing();
+    PyEval_RestoreThread(state_);
+  }
+  ReleaseGil(const ReleaseGil&) = delete;
+  ReleaseGil& operator=(const ReleaseGil&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+// Takes the GIL inside engine work that runs under ReleaseGil (callbacks).
+class AcquireGil {
+ public:
+  AcquireGil() {
+    ParkIfFinalizing();
+    state_ = PyGILState_Ensure();
+  }
+  ~AcquireGil() { PyGILState_Release(state_); }
+  AcquireGil(const AcquireGil&) = delete;
+  AcquireGil& operator=(const AcquireGil&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
 // Re-takes the GIL and raises KeyboardInterrupt (etc.) if a signal arrived.
 void CheckSignals() {
-  py::gil_scoped_acquire gil;
+  AcquireGil gil;
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
 }
 
@@ -145,21 +200,14 @@ struct ReaderCore {
   View view;
 };
 
-bool AllMapped(const Bag& bag) {
-  for (size_t s = 0; s < bag.num_shards(); ++s) {
-    if (bag.shard(s).records().mapped() == nullptr) return false;
-  }
-  return true;
-}
-
 py::bytes ReadRecord(const ReaderCore& core, int64_t index) {
   const uint64_t g = core.view.Global(core.view.Resolve(index));
   StoredRecord record;
   // Mapped sources need no I/O to locate a record: stay on the GIL.
-  if (AllMapped(*core.bag)) {
+  if (core.bag->all_mapped()) {
     LocateStored(*core.bag, g, record);
   } else {
-    py::gil_scoped_release release;
+    ReleaseGil release;
     LocateStored(*core.bag, g, record);
   }
   py::bytes out = py::reinterpret_steal<py::bytes>(NewBytes(record.decoded_size));
@@ -167,7 +215,7 @@ py::bytes ReadRecord(const ReaderCore& core, int64_t index) {
   const bool compressed = record.shard->codec().compressed();
   if (record.decoded_size >=
       (compressed ? kReleaseGilDecodeBytes : kReleaseGilCopyBytes)) {
-    py::gil_scoped_release release;
+    ReleaseGil release;
     DecodeStored(record, dst);
   } else {
     DecodeStored(record, dst);
@@ -181,11 +229,11 @@ py::list ReadGlobals(const std::shared_ptr<const Bag>& bag,
   py::list out(globals.size());
   PyObject* list = out.ptr();
   {
-    py::gil_scoped_release release;
+    ReleaseGil release;
     ReadBatch(
         bag, globals.data(), globals.size(),
         [list](size_t first, const ReadPlan& plan, char** dst) {
-          py::gil_scoped_acquire gil;
+          AcquireGil gil;
           for (size_t k = 0; k < plan.size(); ++k) {
             PyObject* bytes = NewBytes(plan.decoded_size(k));
             PyList_SET_ITEM(list, static_cast<Py_ssize_t>(first + k), bytes);
@@ -357,7 +405,7 @@ class PendingBatch {
     for (;;) {
       bool done;
       {
-        py::gil_scoped_release release;
+        ReleaseGil release;
         done = pending_->WaitFor(kSignalCheckMilliseconds);
       }
       if (done) break;
@@ -387,7 +435,7 @@ int64_t ScanFor(const ReaderCore& core, std::string_view value, uint64_t from,
                 uint64_t to, bool count_all) {
   int64_t found = -1;
   int64_t count = 0;
-  py::gil_scoped_release release;
+  ReleaseGil release;
   VisitRecords(
       core.bag, core.view, from, to,
       [&](uint64_t size) { return size == value.size(); },
@@ -427,7 +475,7 @@ std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
                                    size_t max_parallelism, int access,
                                    int cache) {
   const CompressionChoice choice = MakeChoice(compression_mode, level, dictionary);
-  py::gil_scoped_release release;
+  ReleaseGil release;
   const std::vector<Codec> codecs = Codec::ForPaths(paths, choice);
   std::vector<ShardPath> shards;
   for (size_t i = 0; i < paths.size(); ++i) {
@@ -449,6 +497,11 @@ std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
 PYBIND11_MODULE(_engine, m) {
   using namespace sackli;
   m.doc() = "sackli's C++ engine; use the `sackli` package, not this module.";
+
+  g_main_thread_ident = py::module_::import("threading")
+                            .attr("main_thread")()
+                            .attr("ident")
+                            .cast<unsigned long>();
 
   static py::exception<Error> corruption(m, "CorruptionError", PyExc_ValueError);
   g_corruption_error = corruption.ptr();
@@ -581,7 +634,7 @@ PYBIND11_MODULE(_engine, m) {
 
   py::class_<RecordIndex>(m, "RecordIndex")
       .def(py::init([](const ReaderCore& c, bool keep_all) {
-             py::gil_scoped_release release;
+             ReleaseGil release;
              return new RecordIndex(c.bag, c.view, keep_all, &CheckSignals);
            }),
            py::arg("reader"), py::arg("keep_all"))
@@ -591,7 +644,7 @@ PYBIND11_MODULE(_engine, m) {
              BorrowedBytes bytes(record.ptr());
              std::optional<uint64_t> found;
              {
-               py::gil_scoped_release release;
+               ReleaseGil release;
                found = index.First(bytes.view());
              }
              if (!found) return py::none();
@@ -599,7 +652,7 @@ PYBIND11_MODULE(_engine, m) {
            })
       .def("all", [](const RecordIndex& index, py::handle record) {
         BorrowedBytes bytes(record.ptr());
-        py::gil_scoped_release release;
+        ReleaseGil release;
         return index.All(bytes.view());
       });
 
@@ -613,7 +666,7 @@ PYBIND11_MODULE(_engine, m) {
              options.placement = static_cast<LimitsPlacement>(placement);
              options.codec = Codec::ForPaths({path}, choice)[0];
              options.max_parallelism = std::max<size_t>(max_parallelism, 1);
-             py::gil_scoped_release release;
+             ReleaseGil release;
              return new Writer(path, options);
            }),
            py::arg("path"), py::arg("placement"), py::arg("compression_mode"),
@@ -622,7 +675,7 @@ PYBIND11_MODULE(_engine, m) {
            [](Writer& writer, py::handle record) {
              BorrowedBytes bytes(record.ptr());
              if (bytes.view().size() >= kReleaseGilEncodeBytes) {
-               py::gil_scoped_release release;
+               ReleaseGil release;
                writer.Write(bytes.view());
              } else {
                writer.Write(bytes.view());
@@ -640,7 +693,7 @@ PYBIND11_MODULE(_engine, m) {
                views.clear();
                for (const BorrowedBytes& b : batch) views.push_back(b.view());
                {
-                 py::gil_scoped_release release;
+                 ReleaseGil release;
                  writer.WriteMany(views);
                }
                batch.clear();
@@ -660,12 +713,12 @@ PYBIND11_MODULE(_engine, m) {
            })
       .def("flush",
            [](Writer& writer) {
-             py::gil_scoped_release release;
+             ReleaseGil release;
              writer.Flush();
            })
       .def("close",
            [](Writer& writer) {
-             py::gil_scoped_release release;
+             ReleaseGil release;
              writer.Close();
            })
       .def_property_readonly("path", &Writer::path)
@@ -676,7 +729,7 @@ PYBIND11_MODULE(_engine, m) {
   m.def("recover", [](const std::string& path) {
     RecoverResult result;
     {
-      py::gil_scoped_release release;
+      ReleaseGil release;
       result = RecoverBag(path);
     }
     return py::make_tuple(result.records, result.dropped_limits,

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "errors.h"
+#include "posix_io.h"
 
 namespace sackli {
 namespace {
@@ -59,23 +60,6 @@ int OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
   }
   *size = static_cast<uint64_t>(st.st_size);
   return fd;
-}
-
-// Full pread with EINTR/short-read handling; a premature end of file means
-// the file shrank under us, reported as corruption.
-void PreadFully(int fd, uint64_t offset, size_t length, char* dst,
-                const std::string& path) {
-  while (length > 0) {
-    const ssize_t n = ::pread(fd, dst, length, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ThrowOsError(errno, "read", path);
-    }
-    if (n == 0) ThrowCorruption(path, offset, "unexpected end of file");
-    dst += n;
-    offset += static_cast<uint64_t>(n);
-    length -= static_cast<size_t>(n);
-  }
 }
 
 void CheckBounds(uint64_t offset, size_t length, uint64_t size,

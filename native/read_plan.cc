@@ -206,11 +206,7 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
 
 void ReadPlan::ResolveDecodedSizes() {
   const size_t n = entries_.size();
-  bool compressed = false;
-  for (size_t s = 0; s < bag_->num_shards(); ++s) {
-    compressed = compressed || bag_->shard(s).codec().compressed();
-  }
-  if (!compressed) {
+  if (!bag_->any_compressed()) {
     for (Entry& e : entries_) {
       e.decoded_size = e.end - e.begin;
       total_decoded_bytes_ += e.decoded_size;
@@ -261,12 +257,8 @@ void ReadPlan::DecodeOne(size_t i, char* dst) const {
 
 void ReadPlan::Fill(char* const* dst) const {
   const size_t n = entries_.size();
-  bool compressed = false;
-  for (size_t s = 0; s < bag_->num_shards() && !compressed; ++s) {
-    compressed = bag_->shard(s).codec().compressed();
-  }
   const uint64_t threshold =
-      compressed ? kParallelDecodeBytes : kParallelCopyBytes;
+      bag_->any_compressed() ? kParallelDecodeBytes : kParallelCopyBytes;
   const size_t parallelism = total_decoded_bytes_ >= threshold && n > 1
                                  ? bag_->options().max_parallelism
                                  : 1;

@@ -236,10 +236,17 @@ class WriterOptions:
         set_("max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
 
 
+# Default option sets, built once: they are immutable, and validating a new
+# one costs more than opening a small bag.
+_DEFAULTS: dict[type, Any] = {}
+
+
 def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) -> Any:
     """`options` (or the defaults) with `overrides` applied, validated."""
     if options is None:
-        options = options_type()
+        options = _DEFAULTS.get(options_type)
+        if options is None:
+            options = _DEFAULTS[options_type] = options_type()
     elif not isinstance(options, options_type):
         raise TypeError(
             f"options must be a {options_type.__qualname__}, not {type(options).__name__}"

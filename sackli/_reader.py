@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc
+import operator
 import os
 from typing import Any, Iterable, Iterator, Sequence, overload
 
@@ -59,6 +60,17 @@ def _restore_reader(
         core = _engine.ReaderCore(core.bag, start, step, length)
     reader._init(file_spec, options, paths, core)
     return reader
+
+
+def _checked_range(start: Any, num_records: Any, length: int) -> tuple[int, int]:
+    """(start, num_records) as ints; IndexError unless inside [0, length]."""
+    start, num_records = operator.index(start), operator.index(num_records)
+    if start < 0 or num_records < 0 or start + num_records > length:
+        raise IndexError(
+            f"range [{start}, {start + num_records}) out of range for a reader "
+            f"of {length} records"
+        )
+    return start, num_records
 
 
 def _as_value(value: Any) -> bytes | None:
@@ -198,6 +210,7 @@ class Reader(collections.abc.Sequence):
 
     def read_range(self, start: int, num_records: int) -> list[bytes]:
         """Records [start, start + num_records); IndexError outside the reader."""
+        start, num_records = _checked_range(start, num_records, len(self._core))
         return self._core.read_range(start, num_records)
 
     def read_range_iter(
@@ -208,11 +221,7 @@ class Reader(collections.abc.Sequence):
         `read_ahead` is how many records a background batch holds (default:
         about `options.read_ahead_bytes` worth).
         """
-        if start < 0 or num_records < 0 or start + num_records > len(self._core):
-            raise IndexError(
-                f"range [{start}, {start + num_records}) out of range for a reader "
-                f"of {len(self._core)} records"
-            )
+        start, num_records = _checked_range(start, num_records, len(self._core))
         batch = self._batch_records() if read_ahead is None else max(1, read_ahead)
         return iterate_range(
             self._core, start, start + num_records, batch,

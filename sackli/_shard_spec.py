@@ -43,18 +43,20 @@ def strip_local_prefix(path: str) -> str:
 def _split_shard_entry(entry: str) -> tuple[str, str, str] | None:
     """(base, count, suffix) of `base@count suffix`, or None for a plain path.
 
-    The `@` that counts is the first one after the last `/`.
+    The `@` that counts is the first one after the last `/`. As in bagz, an
+    `@` followed by neither a shard count (1 to 99999) nor `*` is part of a
+    literal file name (`user@host.log`, `x@0.bag`).
     """
     at = entry.find("@", entry.rfind("/") + 1)
     if at < 0:
         return None
     match = re.fullmatch(r"(\d+|\*)(.*)", entry[at + 1:], re.DOTALL)
     if match is None:
-        raise ValueError(
-            f"{entry!r}: a sharded entry must look like 'name@N.ext' "
-            "(N from 1 to 99999) or 'name@*.ext'"
-        )
-    return entry[:at], match.group(1), match.group(2)
+        return None
+    count = match.group(1)
+    if count != "*" and not 1 <= int(count) <= _MAX_SHARDS:
+        return None
+    return entry[:at], count, match.group(2)
 
 
 def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:
@@ -97,8 +99,8 @@ def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:
 def expand_file_spec(file_spec: str) -> list[str]:
     """The files of `file_spec`, in spec order.
 
-    Raises ValueError for a malformed spec, FileNotFoundError when `name@*`
-    finds no complete shard set.
+    Raises ValueError for a malformed spec or an ambiguous `name@*`,
+    FileNotFoundError when `name@*` finds no complete shard set.
     """
     if not isinstance(file_spec, str):
         raise TypeError(f"file_spec must be a str or os.PathLike, not {type(file_spec).__name__}")
@@ -118,7 +120,5 @@ def expand_file_spec(file_spec: str) -> list[str]:
             paths.extend(_find_shard_set(base, suffix, raw_entry))
             continue
         n = int(count)
-        if not 1 <= n <= _MAX_SHARDS:
-            raise ValueError(f"{raw_entry!r}: the shard count must be 1 to {_MAX_SHARDS}, not {n}")
         paths.extend(shard_name(base, i, n, suffix) for i in range(n))
     return paths

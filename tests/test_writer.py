@@ -1,0 +1,411 @@
+"""The Writer API: record types, batches, flush visibility, counters, life
+cycle, placements, explicit compression and dictionaries, and interrupted
+writes completed by `sackli.recover`."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import pickle
+import random
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+import sackli
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+SUFFIXES = pytest.mark.parametrize("suffix", [".bag", ".bagz"])
+PLACEMENTS = pytest.mark.parametrize("placement", ["TAIL", "SEPARATE"])
+
+
+def limits_bytes(records: list[bytes]) -> bytes:
+    """The u64 limits of raw records."""
+    ends, total = [], 0
+    for record in records:
+        total += len(record)
+        ends.append(total)
+    return struct.pack(f"<{len(ends)}Q", *ends)
+
+
+def limits_path(path: pathlib.Path) -> pathlib.Path:
+    return path.with_name("limits." + path.name)
+
+
+# --- Record types --------------------------------------------------------------
+
+RECORD_VALUES = [
+    (b"bytes", b"bytes"),
+    (b"", b""),
+    ("h\u00e9llo \u4e16\u754c", "h\u00e9llo \u4e16\u754c".encode("utf-8")),
+    ("", b""),
+    (bytearray(b"bytearray"), b"bytearray"),
+    (memoryview(b"0123456789")[2:6], b"2345"),
+    (np.arange(250, 256, dtype=np.uint8), bytes(range(250, 256))),
+    (np.zeros(0, dtype=np.uint8), b""),
+    (np.frombuffer(b"abcdefgh", dtype=np.uint8)[3:], b"defgh"),
+]
+
+
+@SUFFIXES
+@pytest.mark.parametrize("method", ["write", "write_many_list", "write_many_generator"])
+def test_record_types(tmp_path, suffix, method):
+    path = tmp_path / ("types" + suffix)
+    values = [value for value, _ in RECORD_VALUES]
+    expected = [record for _, record in RECORD_VALUES]
+    with sackli.Writer(path) as writer:
+        if method == "write":
+            for value in values:
+                writer.write(value)
+        elif method == "write_many_list":
+            writer.write_many(values)
+        else:
+            writer.write_many(value for value in values)
+        assert writer.records_written == len(expected)
+    assert sackli.Reader(path).read() == expected
+
+
+@pytest.mark.parametrize("bad", [1, None, 1.5, [b"a"], object()], ids=repr)
+def test_bad_record_types(tmp_path, bad):
+    path = tmp_path / "bad.bag"
+    with sackli.Writer(path) as writer:
+        writer.write(b"kept")
+        with pytest.raises(TypeError):
+            writer.write(bad)
+        assert writer.records_written == 1
+        with pytest.raises(TypeError):
+            writer.write_many([bad])
+        assert writer.records_written == 1
+        writer.write(b"after")
+    assert sackli.Reader(path).read() == [b"kept", b"after"]
+
+
+@SUFFIXES
+def test_write_many_in_many_batches(tmp_path, suffix):
+    rng = random.Random(5)
+    records = [rng.randbytes(rng.randrange(0, 64)) for _ in range(25_000)]
+    path = tmp_path / ("many" + suffix)
+    with sackli.Writer(path) as writer:
+        writer.write(b"first")
+        writer.write_many(iter(records[:12_345]))
+        writer.write(b"middle")
+        writer.write_many(records[12_345:])
+        writer.write_many([])
+        writer.write_many(r for r in [])
+        assert writer.records_written == len(records) + 2
+    expected = [b"first"] + records[:12_345] + [b"middle"] + records[12_345:]
+    assert sackli.Reader(path).read() == expected
+
+
+# --- Flush, counters, life cycle --------------------------------------------------
+
+
+@SUFFIXES
+@PLACEMENTS
+def test_flush_makes_records_readable(tmp_path, suffix, placement):
+    path = tmp_path / ("flushed" + suffix)
+    records = [b"rec%d" % i * (i % 4) for i in range(200)]
+    writer = sackli.Writer(path, limits_placement=placement)
+    writer.write_many(records[:3])
+    writer.flush()
+    early = sackli.Reader(path, limits_placement="SEPARATE")
+    assert early.read() == records[:3]
+    # While the writer is open, the file is an interrupted write for a TAIL reader.
+    with pytest.raises(sackli.CorruptionError, match="recover"):
+        sackli.Reader(path)
+    writer.write_many(records[3:])
+    writer.flush()
+    assert os.path.getsize(path) == writer.bytes_written
+    assert sackli.Reader(path, limits_placement="SEPARATE").read() == records
+    assert early.read() == records[:3]  # an open reader keeps what it saw
+    writer.close()
+    assert sackli.Reader(path, limits_placement=placement).read() == records
+
+
+@SUFFIXES
+@PLACEMENTS
+def test_counters(tmp_path, suffix, placement):
+    path = tmp_path / ("count" + suffix)
+    records = [b"", b"a", b"bb" * 100, b"", "\u00e9".encode(), bytes(70_000)]
+    with sackli.Writer(path, limits_placement=placement) as writer:
+        assert (writer.records_written, writer.bytes_written) == (0, 0)
+        for i, record in enumerate(records):
+            writer.write(record)
+            assert writer.records_written == i + 1
+            if suffix == ".bag":
+                assert writer.bytes_written == sum(map(len, records[: i + 1]))
+        written = writer.bytes_written
+    assert (writer.records_written, writer.bytes_written) == (len(records), written)
+    size = os.path.getsize(path)
+    assert written == (size - 8 * len(records) if placement == "TAIL" else size)
+    if suffix == ".bagz":
+        assert written < sum(map(len, records))  # compressed
+    assert sackli.Reader(path, limits_placement=placement).approximate_bytes_per_record() == written / len(records)
+
+
+def test_life_cycle(tmp_path):
+    path = tmp_path / "life.bag"
+    with sackli.Writer(path) as writer:
+        assert writer.closed is False
+        assert writer.path == str(path)
+        writer.write(b"x")
+        assert repr(str(path)) in repr(writer) and "1 records" in repr(writer)
+    assert writer.closed is True
+    writer.close()
+    writer.close()
+    assert "closed" in repr(writer)
+    for use in (lambda: writer.write(b"y"), lambda: writer.write_many([b"y"]), lambda: writer.write("y")):
+        with pytest.raises(ValueError):
+            use()
+    assert writer.records_written == 1
+    assert sackli.Reader(path).read() == [b"x"]
+    with pytest.raises(TypeError):
+        pickle.dumps(writer)
+
+
+def test_path_forms(tmp_path):
+    for i, spec in enumerate([tmp_path / "a.bag", str(tmp_path / "b.bag"), "posix:" + str(tmp_path / "c.bag")]):
+        with sackli.Writer(spec) as writer:
+            writer.write(b"%d" % i)
+        assert writer.path == str(spec).removeprefix("posix:")
+        assert sackli.Reader(spec).read() == [b"%d" % i]
+
+
+def test_relative_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with sackli.Writer("rel.bag") as writer:
+        writer.write(b"r")
+    assert sackli.Reader(tmp_path / "rel.bag").read() == [b"r"]
+
+
+def test_bad_paths(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing"):
+        sackli.Writer(tmp_path / "missing" / "x.bag")
+    (tmp_path / "folder.bag").mkdir()
+    with pytest.raises(IsADirectoryError):
+        sackli.Writer(tmp_path / "folder.bag")
+    with pytest.raises(TypeError):
+        sackli.Writer(os.fsencode(tmp_path / "bytes.bag"))
+
+
+@pytest.mark.parametrize(
+    "overrides, error",
+    [
+        ({"sharding_layout": "CONCATENATED"}, TypeError),
+        ({"limits_placement": "MIDDLE"}, TypeError),
+        ({"compression": None}, TypeError),
+        ({"max_parallelism": 0}, ValueError),
+        ({"options": sackli.Reader.Options()}, TypeError),
+    ],
+    ids=str,
+)
+def test_bad_writer_options(tmp_path, overrides, error):
+    with pytest.raises(error):
+        sackli.Writer(tmp_path / "x.bag", **overrides)
+    assert not (tmp_path / "x.bag").exists()
+
+
+def test_truncates_existing_file(tmp_path):
+    path = tmp_path / "again.bag"
+    for records in ([b"one", b"two", b"three"], [b"4"]):
+        with sackli.Writer(path) as writer:
+            writer.write_many(records)
+        assert sackli.Reader(path).read() == records
+
+
+# --- Placement and compression -----------------------------------------------------
+
+
+@SUFFIXES
+@PLACEMENTS
+@pytest.mark.parametrize("records", [[], [b""], [b"abc", b"", b"de"]], ids=str)
+def test_placement_files(tmp_path, suffix, placement, records):
+    path = tmp_path / ("placed" + suffix)
+    with sackli.Writer(path, sackli.Writer.Options(limits_placement=placement)) as writer:
+        writer.write_many(records)
+        assert limits_path(path).exists()  # both placements keep limits aside while writing
+    assert writer.options.limits_placement == sackli.LimitsPlacement[placement]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [path.name] + ([limits_path(path).name] if placement == "SEPARATE" else [])
+    )
+    if suffix == ".bag":
+        data = path.read_bytes()
+        if placement == "SEPARATE":
+            assert data == b"".join(records)
+            assert limits_path(path).read_bytes() == limits_bytes(records)
+        else:
+            assert data == b"".join(records) + limits_bytes(records)
+    assert sackli.Reader(path, limits_placement=placement).read() == records
+
+
+@PLACEMENTS
+def test_compression_none_on_bagz(tmp_path, placement):
+    records = [b"plain", b"", b"text record"]
+    path = tmp_path / "raw.bagz"
+    with sackli.Writer(path, compression=sackli.CompressionNone(), limits_placement=placement) as writer:
+        writer.write_many(records)
+    tail = limits_bytes(records) if placement == "TAIL" else b""
+    assert path.read_bytes() == b"".join(records) + tail
+    assert sackli.Reader(path, compression=sackli.CompressionNone(), limits_placement=placement).read() == records
+    with pytest.raises(sackli.CorruptionError):
+        sackli.Reader(path, limits_placement=placement).read()
+
+
+@pytest.mark.parametrize("level", [1, 3, 19])
+def test_compression_zstd_on_bag(tmp_path, level):
+    records = [b"zstd in a .bag " * 20, b"", b"x", bytes(5000)]
+    path = tmp_path / "frames.bag"
+    with sackli.Writer(path, compression=sackli.CompressionZstd(level=level)) as writer:
+        writer.write_many(records)
+    assert sackli.Reader(path, compression=sackli.CompressionZstd()).read() == records
+    frames = sackli.Reader(path).read()  # raw by suffix: the stored frames
+    assert [bool(f) for f in frames] == [bool(r) for r in records]
+    assert all(f.startswith(ZSTD_MAGIC) for f in frames if f)
+    assert len(frames[0]) < len(records[0]) and len(frames[3]) < len(records[3])
+
+
+def _json_records(count: int, seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    return [
+        json.dumps({"id": i, "user": "user%d" % rng.randrange(1000), "tags": ["alpha", "beta", "gamma"][: i % 3 + 1],
+                    "score": round(rng.random(), 4)}).encode()
+        for i in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def trained_dictionary(tmp_path_factory) -> bytes:
+    folder = tmp_path_factory.mktemp("samples")
+    for i, sample in enumerate(_json_records(600, 1)):
+        (folder / f"s{i}.json").write_bytes(sample)
+    out = folder / "dictionary"
+    subprocess.run(
+        ["zstd", "--train", "-q", "--maxdict=2048", *map(str, sorted(folder.glob("s*.json"))), "-o", str(out)],
+        check=True, capture_output=True,
+    )
+    dictionary = out.read_bytes()
+    assert dictionary[:4] == b"\x37\xa4\x30\xec"  # a real (trained) zstd dictionary
+    return dictionary
+
+
+@SUFFIXES
+@pytest.mark.parametrize("kind", ["trained", "raw_content"])
+def test_zstd_dictionary_round_trip(tmp_path, trained_dictionary, suffix, kind):
+    dictionary = trained_dictionary if kind == "trained" else b"".join(_json_records(20, 2))
+    records = _json_records(300, 3) + [b""]
+    path = tmp_path / ("dict" + suffix)
+    compression = sackli.CompressionZstd(level=7, dictionary=dictionary)
+    with sackli.Writer(path, compression=compression) as writer:
+        writer.write_many(records)
+    assert sackli.Reader(path, compression=compression).read() == records
+    assert sackli.Reader(path, compression=sackli.CompressionZstd(dictionary=dictionary)).read() == records
+    # The dictionary helps: smaller than without one.
+    plain = tmp_path / ("plain" + suffix)
+    with sackli.Writer(plain, compression=sackli.CompressionZstd(level=7)) as writer:
+        writer.write_many(records)
+    assert os.path.getsize(path) < os.path.getsize(plain)
+    # Frames carry a checksum (descriptor bit 2), so a wrong dictionary fails.
+    frames = sackli.Reader(path, compression=sackli.CompressionNone()).read()
+    assert all(f.startswith(ZSTD_MAGIC) and f[4] & 0x04 for f in frames if f)
+    wrong = sackli.CompressionZstd(dictionary=b"".join(_json_records(20, 99)))
+    for bad in (wrong, sackli.CompressionZstd()):
+        with pytest.raises(sackli.CorruptionError):
+            sackli.Reader(path, compression=bad).read()
+
+
+# --- Interrupted writes and recovery --------------------------------------------
+
+INTERRUPTED_RECORDS = [b"rec%d|" % i * (i % 5) for i in range(1, 151)]  # the first is not empty
+
+
+def interrupt(run_python, name: str, records: list[bytes]) -> None:
+    """Writes `records` to `name` (in run_python's folder), flushes, and dies
+    without closing the writer."""
+    result = run_python(
+        f"""
+        import os, sackli
+        writer = sackli.Writer({name!r})
+        writer.write_many({records!r})
+        writer.flush()
+        os._exit(0)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+
+
+DAMAGE = {
+    # name: (damage(path), dropped_limits, dropped_bytes)
+    "none": (lambda path: None, 0, 0),
+    "junk_after_records": (lambda path: path.open("ab").write(b"J" * 13), 0, 13),
+    "limit_beyond_file": (
+        lambda path: limits_path(path).open("ab").write(struct.pack("<Q", path.stat().st_size + 100)), 1, 0
+    ),
+    "decreasing_limit": (lambda path: limits_path(path).open("ab").write(struct.pack("<Q", 1)), 1, 0),
+    "partial_limit_entry": (lambda path: limits_path(path).open("ab").write(b"\x01\x02\x03"), 0, 0),
+}
+
+
+@SUFFIXES
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+@pytest.mark.parametrize("count", [0, 1, 150])
+def test_interrupted_write_and_recover(tmp_path, run_python, suffix, damage, count):
+    name = "cut" + suffix
+    path = tmp_path / name
+    records = INTERRUPTED_RECORDS[:count]
+    interrupt(run_python, name, records)
+    assert limits_path(path).exists()
+    damage_fn, dropped_limits, dropped_bytes = DAMAGE[damage]
+    damage_fn(path)
+    # Also a 0-byte file (no record bytes yet) with limits.<name> beside it is
+    # an interrupted write, not an empty bag.
+    with pytest.raises(sackli.CorruptionError, match="recover") as caught:
+        sackli.Reader(path)
+    assert isinstance(caught.value, ValueError)
+    assert name in str(caught.value)
+
+    report = sackli.recover(path)
+    assert report == sackli.RecoveryReport(records=count, dropped_limits=dropped_limits, dropped_bytes=dropped_bytes)
+    assert (report.records, report.dropped_limits, report.dropped_bytes) == (count, dropped_limits, dropped_bytes)
+    assert not limits_path(path).exists()
+    assert sackli.Reader(path).read() == records
+    # The result is exactly what an uninterrupted write produces.
+    complete = tmp_path / ("complete" + suffix)
+    with sackli.Writer(complete) as writer:
+        writer.write_many(records)
+    assert path.read_bytes() == complete.read_bytes()
+
+
+def test_recover_accepts_posix_and_pathlike(tmp_path, run_python):
+    interrupt(run_python, "p.bag", [b"a", b"b"])
+    assert sackli.recover("posix:" + str(tmp_path / "p.bag")) == (2, 0, 0)
+    assert sackli.Reader(tmp_path / "p.bag").read() == [b"a", b"b"]
+
+
+def test_recover_without_limits_file(tmp_path):
+    path = tmp_path / "whole.bag"
+    with sackli.Writer(path) as writer:
+        writer.write(b"complete")
+    before = path.read_bytes()
+    with pytest.raises(FileNotFoundError):
+        sackli.recover(path)
+    assert path.read_bytes() == before
+    with pytest.raises(FileNotFoundError):
+        sackli.recover(tmp_path / "absent.bag")
+
+
+@SUFFIXES
+def test_stale_limits_file_beside_complete_bag(tmp_path, suffix):
+    # A crash between appending the limits and deleting limits.<name>: the tail
+    # parses, so the bag is complete and the leftover is ignored.
+    path = tmp_path / ("stale" + suffix)
+    records = [b"one", b"", b"three"]
+    with sackli.Writer(path, limits_placement="SEPARATE") as writer:
+        writer.write_many(records)
+    leftover = limits_path(path).read_bytes()
+    with sackli.Writer(path) as writer:
+        writer.write_many(records)
+    limits_path(path).write_bytes(leftover)
+    assert sackli.Reader(path).read() == records
