@@ -180,7 +180,12 @@ class Reader(collections.abc.Sequence):
         return iter(self[::-1])
 
     def __contains__(self, value: object) -> bool:
-        """Whether some record equals `value` (a scan in parallel batches)."""
+        """Whether some record equals `value` (a scan in parallel batches).
+
+        Scans (`in`, `index`, `count`) decode only records whose size, from
+        the limits or the zstd frame header, equals len(value); a corrupt
+        record is reported by a scan only when its size matches.
+        """
         record = _as_value(value)
         return record is not None and self._core.find(record, 0, None) >= 0
 

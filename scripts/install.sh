@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what sackli needs to build and test: the system zstd library (via
-# apt when it is missing) and the package with its test extras, into the
-# Python given by $PYTHON (default: python3, e.g. an activated venv's).
+# Installs what sackli needs to build and test: the system zstd library and
+# the zstd command (the tests train dictionaries with it), via apt when
+# missing, then the package with its test extras, into the Python given by
+# $PYTHON (default: python3, e.g. an activated venv's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -10,13 +11,13 @@ have_zstd() {
   { command -v pkg-config >/dev/null && pkg-config --exists libzstd; } || [ -f /usr/include/zstd.h ]
 }
 
-if ! have_zstd || ! command -v pkg-config >/dev/null; then
+if ! have_zstd || ! command -v pkg-config >/dev/null || ! command -v zstd >/dev/null; then
   if command -v apt-get >/dev/null; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    echo "== installing libzstd-dev and pkg-config with apt-get"
+    echo "== installing libzstd-dev, zstd and pkg-config with apt-get"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libzstd-dev pkg-config >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libzstd-dev zstd pkg-config >/dev/null
   elif ! have_zstd; then
     echo "sackli needs the zstd library and headers: install libzstd-dev (Debian/Ubuntu)," >&2
     echo "libzstd-devel (Fedora) or zstd (Homebrew), then run this again." >&2
