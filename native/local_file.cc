@@ -12,6 +12,21 @@
 #include "errors.h"
 #include "posix_io.h"
 
+// Linux has both; elsewhere (e.g. macOS) the hints become no-ops and
+// DIRECT_IO reports that it is unavailable.
+#ifndef O_DIRECT
+#define SACKLI_NO_O_DIRECT 1
+#define O_DIRECT 0
+#endif
+#ifndef POSIX_FADV_NORMAL
+#define posix_fadvise(fd, offset, length, advice) 0
+#define POSIX_FADV_NORMAL 0
+#define POSIX_FADV_RANDOM 0
+#define POSIX_FADV_SEQUENTIAL 0
+#define POSIX_FADV_WILLNEED 0
+#define POSIX_FADV_DONTNEED 0
+#endif
+
 namespace sackli {
 namespace {
 
@@ -134,7 +149,7 @@ class PreadFile final : public ByteSource {
       : path_(std::move(path)), drop_after_read_(drop_after_read) {
     fd_ = OpenRegularFile(path_, 0, &size_);
     if (access != AccessPattern::kSystem) {
-      ::posix_fadvise(fd_, 0, 0, FadviseFor(access));
+      posix_fadvise(fd_, 0, 0, FadviseFor(access));
     }
   }
   ~PreadFile() override { ::close(fd_); }
@@ -145,12 +160,12 @@ class PreadFile final : public ByteSource {
     CheckBounds(offset, length, size_, path_);
     PreadFully(fd_, offset, length, dst, path_);
     if (drop_after_read_ && length > 0) {
-      ::posix_fadvise(fd_, static_cast<off_t>(offset),
+      posix_fadvise(fd_, static_cast<off_t>(offset),
                       static_cast<off_t>(length), POSIX_FADV_DONTNEED);
     }
   }
   void WillNeed(uint64_t offset, uint64_t length) const override {
-    ::posix_fadvise(fd_, static_cast<off_t>(offset),
+    posix_fadvise(fd_, static_cast<off_t>(offset),
                     static_cast<off_t>(length), POSIX_FADV_WILLNEED);
   }
 
@@ -166,6 +181,12 @@ class PreadFile final : public ByteSource {
 class DirectFile final : public ByteSource {
  public:
   explicit DirectFile(std::string path) : path_(std::move(path)) {
+#ifdef SACKLI_NO_O_DIRECT
+    throw Error(ErrorKind::kInvalidArgument,
+                path_ + ": CachePolicy.DIRECT_IO needs O_DIRECT, which this "
+                        "platform lacks; use CachePolicy.DROP_AFTER_READ",
+                path_);
+#endif
     fd_ = OpenRegularFile(path_, O_DIRECT, &size_);
   }
   ~DirectFile() override { ::close(fd_); }
