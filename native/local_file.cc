@@ -50,8 +50,10 @@ class Fd {
 // Opens `path` read-only and checks it is a regular file; returns its size.
 int OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
   int fd;
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected
+  // below like every other non-regular file. Regular files ignore the flag.
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_flags);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     if (errno == EINVAL && (extra_flags & O_DIRECT)) {
@@ -72,6 +74,13 @@ int OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
     ThrowOsError(EISDIR, "open", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(ErrorKind::kInvalidArgument,
+                path + ": not a regular file (a bag must be a file, not a "
+                       "FIFO, socket or device)",
+                path);
   }
   *size = static_cast<uint64_t>(st.st_size);
   return fd;

@@ -660,3 +660,14 @@ def test_pickled_reader_in_pool(bag_path, method):
         got = pool.starmap(sackli.Reader.read_indices, [(reader, [5, -1, 5]), (reader[::-1], list(range(0, N, 50)))])
         assert got == [[RECORDS[5], RECORDS[-1], RECORDS[5]], RECORDS[::-1][::50]]
         assert pool.starmap(operator.getitem, [(reader, i) for i in range(-5, 5)]) == [RECORDS[i] for i in range(-5, 5)]
+
+
+def test_non_regular_files_are_refused_without_blocking(tmp_path):
+    """A FIFO would block open() until a writer came; sackli refuses it at once."""
+    fifo = tmp_path / "pipe.bag"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file") as raised:
+        sackli.Reader(fifo)
+    assert str(fifo) in str(raised.value)
+    with pytest.raises(ValueError, match="not a regular file"):
+        sackli.Reader("/dev/null")
