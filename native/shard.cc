@@ -14,7 +14,8 @@ namespace {
                   " exists beside it: the bag was written with "
                   "LimitsPlacement.SEPARATE, or its write was interrupted. "
                   "Open it with limits_placement=LimitsPlacement.SEPARATE, or "
-                  "turn it into a complete bag with sackli.recover(path).",
+                  "turn it into a complete bag with sackli.recover(path) (from a "
+                  "shell: sackli recover PATH).",
               path);
 }
 

@@ -1,0 +1,58 @@
+"""The `sackli` command line: inspect, print, verify, recover and convert bags.
+
+`main(argv)` parses the arguments, runs one subcommand and returns the exit
+status: 0 on success, 1 when the subcommand fails or finds problems, 2 for
+wrong arguments. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable, Sequence
+
+import sackli
+
+from ._commands import build_parser
+from ._endpoints import ParquetNotAvailable
+from ._errors import error_message
+
+__all__ = ["main"]
+
+_PROGRAM = "sackli"
+# 128 + SIGPIPE: what a shell reports for a process whose reader went away.
+_BROKEN_PIPE_STATUS = 141
+_INTERRUPTED_STATUS = 130
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"{_PROGRAM}: error: {message}", file=sys.stderr)
+    return status
+
+
+def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Runs a subcommand, turning expected failures into one line on stderr."""
+    try:
+        status = command(args)
+        sys.stdout.flush()  # a broken pipe must surface here, not at exit
+        return status
+    except BrokenPipeError:
+        # The reader of our output went away (`| head`): stop quietly. Point
+        # stdout at devnull so the interpreter's final flush cannot fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return _BROKEN_PIPE_STATUS
+    except KeyboardInterrupt:
+        return _fail("interrupted", _INTERRUPTED_STATUS)
+    except ParquetNotAvailable as error:
+        return _fail(str(error), 2)
+    except (sackli.CorruptionError, ValueError, OSError, IndexError, TypeError) as error:
+        return _fail(error_message(error), 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the `sackli` command line with `argv` (default: sys.argv[1:])."""
+    parser = build_parser(_PROGRAM)
+    args = parser.parse_args(argv)
+    return _run(args.command, args)

@@ -1,0 +1,138 @@
+"""The argument parser: every subcommand, its options and its example."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from typing import Any, Callable, Sequence
+
+import sackli
+
+from . import _convert, _demo, _inspect, _print, _recover, _verify
+from ._reading import add_spec_argument, reader_options_parser
+
+_DESCRIPTION = "Inspect, print, verify, recover and convert Bagz record files."
+_EPILOG = """\
+examples:
+  sackli demo                          # see everything work on a sample dataset
+  sackli info data@*.bagz
+  sackli cat data.bagz --range 10:20 --format json
+  sackli convert data.bag data@16.bagz --level 9
+"""
+
+
+def _add(
+    subparsers: Any,
+    name: str,
+    command: Callable[[argparse.Namespace], int],
+    summary: str,
+    example: str,
+    parents: Sequence[argparse.ArgumentParser] = (),
+    details: str = "",
+) -> argparse.ArgumentParser:
+    """Adds a subcommand whose --help ends with an example."""
+    parser = subparsers.add_parser(
+        name, help=summary, description=f"{summary} {details}".strip(), parents=list(parents),
+        epilog="example:\n" + textwrap.indent(example.strip(), "  "),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(command=command)
+    return parser
+
+
+def build_parser(program: str) -> argparse.ArgumentParser:
+    """The `sackli` parser with all its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog=program, description=_DESCRIPTION, epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {sackli.__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    reading = [reader_options_parser()]
+
+    info = _add(subparsers, "info", _inspect.info,
+                "Summarise a bag: shards, records, bytes, compression, record sizes.",
+                "sackli info 'train@*.bagz' --json", reading)
+    add_spec_argument(info)
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+
+    count = _add(subparsers, "count", _inspect.count, "Print the number of records.",
+                 "sackli count train@4.bagz", reading)
+    add_spec_argument(count)
+
+    head = _add(subparsers, "head", _print.head, "Print the first records.",
+                "sackli head train.bagz -n 3 --format json", reading)
+    add_spec_argument(head)
+    head.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10)")
+    _print.add_format_argument(head)
+
+    cat = _add(subparsers, "cat", _print.cat, "Print all records, a range, or chosen indices.",
+               "sackli cat train.bagz --range 100:200 --format hex\n"
+               "sackli cat train.bagz --indices 5,3,-1 --format raw > records.bin", reading)
+    add_spec_argument(cat)
+    selection = cat.add_mutually_exclusive_group()
+    selection.add_argument("--range", metavar="A:B",
+                           help="records A (inclusive) to B (exclusive); either may be "
+                                "omitted, negatives count from the end (write --range=-3: so the "
+                                "minus is not taken for an option)")
+    selection.add_argument("--indices", metavar="I,J,...", help="these records, in this order")
+    _print.add_format_argument(cat)
+
+    get = _add(subparsers, "get", _print.get, "Print the record at one index.",
+               "sackli get train.bagz -1 --format raw > last.bin", reading)
+    add_spec_argument(get)
+    get.add_argument("index", type=int, metavar="INDEX",
+                     help="the record's index; negative counts from the end")
+    _print.add_format_argument(get)
+
+    verify = _add(subparsers, "verify", _verify.verify,
+                  "Check every limit and decode every record.",
+                  "sackli verify 'train@*.bagz' --fail-fast", reading,
+                  "Each problem is printed with its file, record index and byte offset; "
+                  "the exit status is 1 if there is any.")
+    add_spec_argument(verify)
+    verify.add_argument("--fail-fast", action="store_true", help="stop at the first problem")
+
+    recover = _add(subparsers, "recover", _recover.recover,
+                   "Complete an interrupted write into a valid bag.",
+                   "sackli recover train-00003-of-00016.bagz", (),
+                   "An interrupted write leaves the records file and limits.<name> beside it; "
+                   "this keeps every record whose limit was written, appends the limits "
+                   "(TAIL) and reports how many records were saved.")
+    recover.add_argument("path", metavar="PATH", help="the bag file whose write was interrupted")
+
+    convert = _add(
+        subparsers, "convert", _convert.convert,
+        "Recompress, reshard, or import/export TFRecord, JSON Lines and text.",
+        "sackli convert train.bag train.bagz --level 9\n"
+        "sackli convert 'in@*.bagz' out@16.bagz\n"
+        "sackli convert in.bagz 'out@*.bagz' --max-shard-bytes 100000000\n"
+        "sackli convert data.tfrecord data.bagz\n"
+        "sackli convert data.bagz data.jsonl",
+        [reader_options_parser(dictionary_flag="--source-dictionary")],
+        "Formats follow the file names: .bag (raw) and .bagz (zstd) bags, TFRecord "
+        "(.tfrecord, .tfrecords, .gz for gzip), JSON Lines (.jsonl, .ndjson; a line is a "
+        'JSON string, {"base64": ...}, or any other JSON value kept as its text) and text '
+        "(.txt, one record per line). Parquet (.parquet) needs the Arrow bridge, not yet "
+        "available. Records stream in bounded memory; a progress bar shows on a terminal.",
+    )
+    convert.add_argument("src", metavar="SRC", help="source: a bag spec, or TFRecord, JSON "
+                         "Lines or text files (a path or a shard spec)")
+    convert.add_argument("dst", metavar="DST", help="destination: a path, name@N.ext (N "
+                         "shards) or name@*.ext (with --max-shard-bytes)")
+    output = convert.add_argument_group("output options")
+    output.add_argument("--level", type=int, help="zstd level for .bagz (default 3)")
+    output.add_argument("--dictionary", metavar="FILE",
+                        help="zstd dictionary to compress .bagz records with")
+    output.add_argument("--output-limits-placement", choices=list(sackli.LimitsPlacement.__members__),
+                        default="TAIL", help="limits placement of the output bag (default TAIL)")
+    output.add_argument("--max-shard-bytes", type=int, metavar="BYTES",
+                        help="with DST name@*.ext: start a new shard before one would exceed "
+                             "BYTES (records counted at their uncompressed size)")
+
+    demo = _add(subparsers, "demo", _demo.demo,
+                "Write a small sample dataset and show the main features working.",
+                "sackli demo --dir /tmp/sackli-demo")
+    demo.add_argument("--dir", metavar="DIR",
+                      help="where to write the sample (default: a temporary folder, removed after)")
+    return parser

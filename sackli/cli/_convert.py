@@ -1,0 +1,205 @@
+"""`sackli convert`: stream records from one format or sharding to another.
+
+Destinations: a single file; `name@N.ext`, N shards holding contiguous runs
+of records as even as possible; or `name@*.ext` with --max-shard-bytes, as
+many shards as needed, written under temporary names and renamed to
+`name-0000i-of-0000N.ext` once N is known. Memory stays bounded: records move
+in batches from reader to writer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Iterator
+
+from .._shard_spec import _split_shard_entry, shard_name
+from ._endpoints import (
+    BAG, RECORD_OVERHEAD, Source, check_output_options, files_of, format_of, open_writer,
+    remove_quietly,
+)
+
+
+class _RecordStream:
+    """Batches of records, taken out in pieces of any size."""
+
+    def __init__(self, batches: Iterator[list[bytes]]) -> None:
+        self._batches = batches
+        self._pending: list[bytes] = []
+        self._offset = 0
+
+    def _fill(self) -> bool:
+        while self._offset >= len(self._pending):
+            batch = next(self._batches, None)
+            if batch is None:
+                return False
+            self._pending, self._offset = batch, 0
+        return True
+
+    def exhausted(self) -> bool:
+        """Whether every record has been taken."""
+        return not self._fill()
+
+    def take(self, max_records: int | None = None) -> list[bytes]:
+        """Up to `max_records` records (no more than one batch); [] at the end."""
+        if not self._fill():
+            return []
+        end = len(self._pending) if max_records is None else min(
+            len(self._pending), self._offset + max_records)
+        taken = self._pending[self._offset:end]
+        self._offset = end
+        return taken
+
+    def take_within(self, budget: int, overhead: int, at_least_one: bool) -> list[bytes]:
+        """Records whose sizes plus `overhead` each add up to at most `budget`
+        (one record in any case when `at_least_one`)."""
+        if not self._fill():
+            return []
+        end = self._offset
+        while end < len(self._pending):
+            cost = len(self._pending[end]) + overhead
+            if cost > budget and not (at_least_one and end == self._offset):
+                break
+            budget -= cost
+            end += 1
+        taken = self._pending[self._offset:end]
+        self._offset = end
+        return taken
+
+
+def _progress(total: int | None) -> Any:
+    """A progress bar on stderr when it is a terminal; otherwise silent."""
+    from tqdm import tqdm  # only convert needs it
+
+    return tqdm(total=total, unit=" records", unit_scale=True, file=sys.stderr,
+                disable=not sys.stderr.isatty(), leave=False)
+
+
+def even_split(total: int, shards: int) -> list[int]:
+    """Record counts of `shards` contiguous runs of `total` records, as even
+    as possible (they differ by at most one, larger first)."""
+    base, extra = divmod(total, shards)
+    return [base + (1 if shard < extra else 0) for shard in range(shards)]
+
+
+class _Conversion:
+    """One run of `convert`: the stream, the writers and the files written
+    (deleted again if the run fails)."""
+
+    def __init__(self, source: Source, kind: str, args: argparse.Namespace, progress: Any) -> None:
+        self.kind = kind
+        self.args = args
+        self.progress = progress
+        self.stream = _RecordStream(source.batches())
+        self.created: list[str] = []
+        self.records = 0
+
+    def _open(self, path: str) -> Any:
+        self.created.extend(files_of(self.kind, path))
+        return open_writer(self.kind, path, self.args)
+
+    def _write(self, writer: Any, records: list[bytes]) -> None:
+        writer.write_many(records)
+        self.records += len(records)
+        self.progress.update(len(records))
+
+    def write_counted(self, paths: list[str], counts: list[int | None]) -> None:
+        """Writes `counts[i]` records (None: all that remain) to `paths[i]`."""
+        for path, count in zip(paths, counts):
+            writer = self._open(path)
+            try:
+                remaining = count
+                while remaining is None or remaining > 0:
+                    records = self.stream.take(remaining)
+                    if not records:
+                        break
+                    self._write(writer, records)
+                    remaining = None if remaining is None else remaining - len(records)
+            finally:
+                writer.close()
+
+    def write_by_size(self, temp_path: str, max_bytes: int) -> int:
+        """Writes shards of at most about `max_bytes` each, to temp_path with
+        `{index}` filled in; returns the number of shards."""
+        overhead = RECORD_OVERHEAD[self.kind]
+        shards = 0
+        more = True  # at least one shard, even for an empty source
+        while more:
+            writer = self._open(temp_path.format(index=shards))
+            shards += 1
+            try:
+                while True:
+                    used = writer.bytes_written + (8 * writer.records_written if self.kind == BAG else 0)
+                    records = self.stream.take_within(
+                        max_bytes - used, overhead, at_least_one=writer.records_written == 0)
+                    if not records:
+                        break
+                    self._write(writer, records)
+            finally:
+                writer.close()
+            more = not self.stream.exhausted()
+        return shards
+
+
+def _check_distinct(source: Source, outputs: list[str]) -> None:
+    sources = {os.path.realpath(path) for path in source.paths()}
+    for path in outputs:
+        if os.path.realpath(path) in sources:
+            raise ValueError(f"{path} is both source and destination; write elsewhere")
+
+
+def _rename_all(kind: str, temp_paths: list[str], final_paths: list[str]) -> None:
+    """Moves each written file (and a bag's limits file) to its final name."""
+    for temp, final in zip(temp_paths, final_paths):
+        for temp_file, final_file in zip(files_of(kind, temp), files_of(kind, final)):
+            if os.path.exists(temp_file):
+                os.replace(temp_file, final_file)
+
+
+def _write_by_size(run: _Conversion, base: str, suffix: str, max_bytes: int) -> list[str]:
+    """Writes `base@*suffix` shards of about `max_bytes`; returns their paths."""
+    temp = f"{base}-{{index:05d}}-of-pending{suffix}"
+    shards = run.write_by_size(temp, max_bytes)
+    paths = [shard_name(base, i, shards, suffix) for i in range(shards)]
+    _rename_all(run.kind, [temp.format(index=i) for i in range(shards)], paths)
+    return paths
+
+
+def convert(args: argparse.Namespace) -> int:
+    """Converts SRC to DST; prints what it wrote."""
+    source = Source(args.src, format_of(args.src), args)
+    if "," in args.dst:
+        raise ValueError(f"{args.dst}: the destination must be one path or one shard spec")
+    kind = format_of(args.dst)
+    check_output_options(kind, args.dst, args)
+    sharded = _split_shard_entry(args.dst)
+    by_size = sharded is not None and sharded[1] == "*"
+    if by_size != (args.max_shard_bytes is not None):
+        raise ValueError("use --max-shard-bytes with a name@*.ext destination, and only then")
+    if by_size and args.max_shard_bytes <= 0:
+        raise ValueError(f"--max-shard-bytes must be > 0, not {args.max_shard_bytes}")
+
+    paths: list[str] = [args.dst]
+    counts: list[int | None] = [None]
+    if sharded is not None and not by_size:
+        base, count, suffix = sharded
+        paths = [shard_name(base, i, int(count), suffix) for i in range(int(count))]
+        counts = list(even_split(source.count(), int(count)))
+    _check_distinct(source, [] if by_size else paths)
+
+    total = None if None in counts or by_size else sum(c for c in counts if c is not None)
+    with _progress(total) as progress:
+        run = _Conversion(source, kind, args, progress)
+        try:
+            if by_size:
+                assert sharded is not None
+                paths = _write_by_size(run, sharded[0], sharded[2], args.max_shard_bytes)
+            else:
+                run.write_counted(paths, counts)
+        except BaseException:
+            remove_quietly(run.created)
+            raise
+    shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
+    print(f"converted {run.records} records from {args.src} to {shown}")
+    return 0

@@ -1,0 +1,155 @@
+"""The ends of `sackli convert`: which format a name stands for, reading a
+source as batches of records, and opening a writer for one output file."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import os
+from typing import Any, Callable, Iterable, Iterator
+
+import sackli
+
+from .. import formats
+from .._shard_spec import expand_file_spec
+from ._reading import iter_batches, open_reader, read_file
+
+BAG, TFRECORD, JSON_LINES, TEXT, PARQUET = "bag", "tfrecord", "jsonl", "text", "parquet"
+
+_SUFFIXES = {
+    ".bagz": BAG, ".bag": BAG,
+    ".tfrecord": TFRECORD, ".tfrecords": TFRECORD,
+    ".tfrecord.gz": TFRECORD, ".tfrecords.gz": TFRECORD,
+    ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".jsonl.gz": JSON_LINES,
+    ".txt": TEXT, ".txt.gz": TEXT,
+    ".parquet": PARQUET,
+}
+_SUFFIXES_LONGEST_FIRST = sorted(_SUFFIXES.items(), key=lambda item: -len(item[0]))
+_BATCH_BYTES = 4 << 20
+_DEFAULT_LEVEL = 3
+_BATCH_RECORDS = 16384
+# Bytes a record costs beyond its payload, by format (for --max-shard-bytes).
+RECORD_OVERHEAD = {BAG: 8, TFRECORD: 16, JSON_LINES: 3, TEXT: 1}
+
+
+class ParquetNotAvailable(Exception):
+    """Parquet conversion waits for the Arrow bridge."""
+
+
+def format_of(spec: str) -> str:
+    """The format a file spec names, from the suffix of each entry.
+
+    Raises ValueError when a suffix is unknown or entries disagree, and
+    ParquetNotAvailable for Parquet.
+    """
+    found = set()
+    for entry in spec.split(","):
+        kind = next((kind for suffix, kind in _SUFFIXES_LONGEST_FIRST if entry.endswith(suffix)),
+                    None)
+        if kind is None:
+            known = ", ".join(sorted(_SUFFIXES))
+            raise ValueError(f"{entry}: cannot tell the format from the name (known: {known})")
+        found.add(kind)
+    if PARQUET in found:
+        raise ParquetNotAvailable(
+            "Parquet conversion needs the Arrow bridge, which is not yet available")
+    if len(found) > 1:
+        raise ValueError(f"{spec}: entries of different formats ({', '.join(sorted(found))})")
+    return found.pop()
+
+
+def batched(records: Iterable[bytes]) -> Iterator[list[bytes]]:
+    """Records grouped into lists of bounded size (count and bytes)."""
+    iterator = iter(records)
+    while True:
+        batch: list[bytes] = []
+        size = 0
+        for record in itertools.islice(iterator, _BATCH_RECORDS):
+            batch.append(record)
+            size += len(record)
+            if size >= _BATCH_BYTES:
+                break
+        if not batch:
+            return
+        yield batch
+
+
+_FILE_READERS: dict[str, Callable[[str], Iterator[bytes]]] = {
+    TFRECORD: formats.read_tfrecords,
+    JSON_LINES: formats.read_json_lines,
+    TEXT: formats.read_text_lines,
+}
+
+
+@dataclasses.dataclass
+class Source:
+    """A source to convert: its format and how to stream its records."""
+
+    spec: str
+    kind: str
+    args: argparse.Namespace
+
+    def batches(self) -> Iterator[list[bytes]]:
+        """All records, in bounded-memory batches, in spec order."""
+        if self.kind == BAG:
+            return iter_batches(open_reader(self.spec, self.args))
+        read = _FILE_READERS[self.kind]
+        paths = expand_file_spec(self.spec)
+        return batched(itertools.chain.from_iterable(read(path) for path in paths))
+
+    def count(self) -> int:
+        """The number of records (for other formats than bags: one pass)."""
+        if self.kind == BAG:
+            return len(open_reader(self.spec, self.args))
+        return sum(len(batch) for batch in self.batches())
+
+    def paths(self) -> list[str]:
+        """The files the source reads."""
+        return expand_file_spec(self.spec)
+
+
+def _bag_writer_options(path: str, args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {"limits_placement": args.output_limits_placement}
+    if path.endswith(".bagz"):
+        dictionary = read_file(args.dictionary) if args.dictionary else b""
+        options["compression"] = sackli.CompressionZstd(level=_DEFAULT_LEVEL if args.level is None else args.level,
+                                                dictionary=dictionary)
+    else:
+        options["compression"] = sackli.CompressionNone()
+    return options
+
+
+def check_output_options(kind: str, spec: str, args: argparse.Namespace) -> None:
+    """Refuses output options that mean nothing for the destination."""
+    compressed = kind == BAG and spec.endswith(".bagz")
+    if not compressed and (args.level is not None or args.dictionary):
+        raise ValueError("--level and --dictionary apply to .bagz destinations only")
+    if kind != BAG and args.output_limits_placement != "TAIL":
+        raise ValueError("--output-limits-placement applies to bag destinations only")
+
+
+def open_writer(kind: str, path: str, args: argparse.Namespace) -> Any:
+    """A writer (write_many, records_written, bytes_written, close) for one file."""
+    if kind == BAG:
+        return sackli.Writer(path, **_bag_writer_options(path, args))
+    writer_type = {TFRECORD: formats.TFRecordWriter, JSON_LINES: formats.JsonLinesWriter,
+                   TEXT: formats.TextLinesWriter}[kind]
+    return writer_type(path)
+
+
+def files_of(kind: str, path: str) -> list[str]:
+    """The files a writer of `kind` creates for `path` (a bag may leave
+    `limits.<name>` beside it)."""
+    if kind == BAG:
+        return [path, sackli._engine.limits_path_for(path)]
+    return [path]
+
+
+def remove_quietly(paths: Iterable[str]) -> None:
+    """Deletes files that exist, ignoring those that do not."""
+    for path in paths:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,128 @@
+"""`sackli info` and `sackli count`: what a bag holds."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+from typing import Any
+
+from .._shard_spec import expand_file_spec
+from ._reading import iter_batches, open_reader
+
+_HISTOGRAM_BAR = 40
+
+
+def count(args: argparse.Namespace) -> int:
+    """Prints the number of records."""
+    print(len(open_reader(args.spec, args)))
+    return 0
+
+
+def _size_bucket(size: int) -> tuple[int, int]:
+    """The power-of-two bucket [low, high] holding `size`: 0, 1, 2-3, 4-7..."""
+    if size == 0:
+        return 0, 0
+    low = 1 << (size.bit_length() - 1)
+    return low, 2 * low - 1
+
+
+def _median(sizes: collections.Counter[int], total: int) -> float:
+    """The median of a multiset of sizes given as counts."""
+    middle = [(total - 1) // 2, total // 2]
+    found: list[int] = []
+    seen = 0
+    for size in sorted(sizes):
+        seen += sizes[size]
+        while middle and middle[0] < seen:
+            middle.pop(0)
+            found.append(size)
+    return sum(found) / 2
+
+
+def _compression(paths: list[str], args: argparse.Namespace) -> str:
+    if args.read_dictionary:
+        return "zstd with dictionary"
+    kinds = collections.Counter("zstd" if path.endswith(".bagz") else "none" for path in paths)
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    return "mixed (" + ", ".join(f"{kind}: {n} files" for kind, n in sorted(kinds.items())) + ")"
+
+
+def describe(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Everything `info` reports about a bag, as JSON-ready values.
+
+    Record sizes are decoded sizes, so every record is read (in parallel,
+    in bounded-memory batches).
+    """
+    reader = open_reader(spec, args)
+    bag = reader._core.bag  # shard sizes and stored bytes: the engine knows them
+    sizes: collections.Counter[int] = collections.Counter()
+    for batch in iter_batches(reader):
+        sizes.update(map(len, batch))
+    histogram: collections.Counter[tuple[int, int]] = collections.Counter()
+    for size, n in sizes.items():
+        histogram[_size_bucket(size)] += n
+    paths = expand_file_spec(spec)
+    return {
+        "spec": spec,
+        "shards": [{"path": p, "records": n} for p, n in zip(paths, bag.shard_sizes())],
+        "records": len(reader),
+        "payload_bytes": bag.records_bytes,
+        "limits_bytes": 8 * len(reader),
+        "compression": _compression(paths, args),
+        "limits_placement": args.limits_placement,
+        "layout": args.layout,
+        "record_size": {
+            "min": min(sizes, default=0),
+            "median": _median(sizes, len(reader)) if sizes else 0,
+            "max": max(sizes, default=0),
+        },
+        "size_histogram": [
+            {"min": low, "max": high, "count": histogram[low, high]}
+            for low, high in sorted(histogram)
+        ],
+    }
+
+
+def _format_median(median: float) -> str:
+    return str(int(median)) if median == int(median) else f"{median:.1f}"
+
+
+def _print_text(facts: dict[str, Any]) -> None:
+    shard_sizes = ", ".join(str(shard["records"]) for shard in facts["shards"])
+    size = facts["record_size"]
+    rows = [
+        ("spec", facts["spec"]),
+        ("shards", f"{len(facts['shards'])} (records per shard: {shard_sizes})"),
+        ("records", facts["records"]),
+        ("payload bytes", f"{facts['payload_bytes']} (as stored)"),
+        ("limits bytes", facts["limits_bytes"]),
+        ("compression", facts["compression"]),
+        ("limits placement", facts["limits_placement"]),
+        ("layout", facts["layout"]),
+        ("record size", f"min {size['min']}, median {_format_median(size['median'])}, "
+                        f"max {size['max']} (bytes, decoded)"),
+    ]
+    for name, value in rows:
+        print(f"{name + ':':<18}{value}")
+    buckets = facts["size_histogram"]
+    if not buckets:
+        return
+    print("size histogram:")
+    most = max(bucket["count"] for bucket in buckets)
+    for bucket in buckets:
+        low, high = bucket["min"], bucket["max"]
+        label = f"{low}" if low == high else f"{low}-{high}"
+        bar = "#" * max(1, round(_HISTOGRAM_BAR * bucket["count"] / most))
+        print(f"  {label:>13} B  {bucket['count']:>10}  {bar}")
+
+
+def info(args: argparse.Namespace) -> int:
+    """Prints a summary of a bag (`--json`: one JSON object)."""
+    facts = describe(args.spec, args)
+    if args.json:
+        print(json.dumps(facts, indent=2))
+    else:
+        _print_text(facts)
+    return 0

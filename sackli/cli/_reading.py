@@ -1,0 +1,81 @@
+"""What every reading subcommand shares: the reader options on the command
+line (one argparse parent parser) and opening a Reader from them."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Iterator
+
+import sackli
+
+# A batch read holds about this many bytes, so memory stays bounded.
+_BATCH_BYTES = 4 << 20
+_MAX_BATCH_RECORDS = 65536
+
+
+def reader_options_parser(dictionary_flag: str = "--dictionary") -> argparse.ArgumentParser:
+    """A parent parser with the options that say how to read a bag.
+
+    `dictionary_flag` names the zstd dictionary option (convert reads with
+    `--source-dictionary`, since its `--dictionary` is for the output).
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group("reading options")
+    group.add_argument(
+        "--limits-placement", choices=list(sackli.LimitsPlacement.__members__), default="TAIL",
+        help="where the bag keeps its limits: at the end of each file (TAIL, default) "
+        "or in limits.<name> beside it (SEPARATE)",
+    )
+    group.add_argument(
+        "--layout", choices=list(sackli.ShardingLayout.__members__), default="CONCATENATED",
+        help="how records are numbered across shards (default CONCATENATED)",
+    )
+    group.add_argument(
+        dictionary_flag, dest="read_dictionary", metavar="FILE",
+        help="zstd dictionary the .bagz records were compressed with",
+    )
+    return parser
+
+
+def reader_options(args: argparse.Namespace, sharded: bool = True) -> dict[str, Any]:
+    """Reader keyword options from parsed arguments (`sharded=False` leaves
+    out the layout, for opening one shard on its own)."""
+    options: dict[str, Any] = {"limits_placement": args.limits_placement}
+    if sharded:
+        options["sharding_layout"] = args.layout
+    if args.read_dictionary:
+        options["compression"] = sackli.CompressionZstd(dictionary=read_file(args.read_dictionary))
+    return options
+
+
+def open_reader(spec: str, args: argparse.Namespace) -> sackli.Reader:
+    """The bag `spec` opened with the reading options in `args`."""
+    return sackli.Reader(spec, **reader_options(args))
+
+
+def read_file(path: str) -> bytes:
+    """The bytes of a small file given on the command line."""
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def batch_records(reader: sackli.Reader) -> int:
+    """How many records of `reader` one bounded-memory batch holds."""
+    per_record = max(reader.approximate_bytes_per_record(), 1.0)
+    return max(1, min(_MAX_BATCH_RECORDS, int(_BATCH_BYTES / per_record)))
+
+
+def iter_batches(reader: sackli.Reader) -> Iterator[list[bytes]]:
+    """All records of `reader` (or a view) as lists of bounded size, each
+    decoded in parallel by the engine."""
+    step = batch_records(reader)
+    for start in range(0, len(reader), step):
+        yield reader.read_range(start, min(step, len(reader) - start))
+
+
+def add_spec_argument(parser: argparse.ArgumentParser) -> None:
+    """The SPEC positional argument every reading subcommand takes."""
+    parser.add_argument(
+        "spec", metavar="SPEC",
+        help="a bag: a file, name@N.ext, name@*.ext, or a comma-separated list",
+    )

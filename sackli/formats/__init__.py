@@ -1,0 +1,23 @@
+"""Record file formats other than Bagz, read and written as streams of records.
+
+Each module turns one format into an iterator of `bytes` records (reading)
+and a writer with `write_many` / `close` (writing), so the command line, the
+Beam and the Arrow bridges share one implementation:
+
+- `tfrecord`: TFRecord files (length, masked CRC32C of the length, data,
+  masked CRC32C of the data), optionally gzip-compressed (`*.gz`).
+- `lines`: JSON Lines (one JSON value per line) and newline-delimited text.
+"""
+
+from .lines import JsonLinesWriter, TextLinesWriter, read_json_lines, read_text_lines
+from .tfrecord import TFRecordWriter, masked_crc32c, read_tfrecords
+
+__all__ = [
+    "JsonLinesWriter",
+    "TFRecordWriter",
+    "TextLinesWriter",
+    "masked_crc32c",
+    "read_json_lines",
+    "read_text_lines",
+    "read_tfrecords",
+]

@@ -1,0 +1,404 @@
+"""The `sackli` console script, run as a real subprocess."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import struct
+import subprocess
+import sys
+
+import pytest
+
+import sackli
+
+
+def _load_spec_module():
+    path = pathlib.Path(__file__).with_name("tfrecord_spec.py")
+    spec = importlib.util.spec_from_file_location("tfrecord_spec", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The TFRecord spec in plain Python (tests are not importable as a package).
+tfrecord_spec = _load_spec_module()
+
+RECORDS = [b"alpha", b"", b"caf\xc3\xa9", b"line\nbreak", b"\xff\xfe"]
+
+
+def sackli_cli(*args: str, cwd, module: bool = False) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "sackli"] if module else ["sackli"]
+    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, timeout=60)
+
+
+def ok(*args: str, cwd) -> bytes:
+    result = sackli_cli(*args, cwd=cwd)
+    assert (result.returncode, result.stderr) == (0, b""), result.stderr.decode()
+    return result.stdout
+
+
+def fails(*args: str, cwd, status: int = 1) -> str:
+    """Runs a failing command; returns its one stderr line."""
+    result = sackli_cli(*args, cwd=cwd)
+    assert result.returncode == status
+    lines = result.stderr.decode().splitlines()
+    assert "Traceback" not in result.stderr.decode()
+    return lines[-1]
+
+
+def write_bag(path, records, **options) -> None:
+    with sackli.Writer(path, **options) as writer:
+        writer.write_many(records)
+
+
+@pytest.fixture
+def bag(tmp_path):
+    write_bag(tmp_path / "small.bagz", RECORDS)
+    return tmp_path
+
+
+def test_crc32c_check_value() -> None:
+    assert tfrecord_spec.crc32c(b"123456789") == 0xE3069283
+
+
+# --- help and arguments -----------------------------------------------------------
+
+def test_help_lists_every_command(tmp_path) -> None:
+    text = ok("--help", cwd=tmp_path).decode()
+    for command in ["info", "count", "head", "cat", "get", "verify", "recover", "convert", "demo"]:
+        assert f"\n    {command} " in text
+        sub = ok(command, "--help", cwd=tmp_path).decode()
+        assert "example:\n  sackli " + command in sub
+
+
+def test_python_dash_m_runs_the_same_cli(bag) -> None:
+    result = sackli_cli("count", "small.bagz", cwd=bag, module=True)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"5\n", b"")
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "line"),
+    [
+        (["count", "missing.bag"], 1,
+         "sackli: error: missing.bag: open: No such file or directory"),
+        (["get", "small.bagz", "5"], 1,
+         "sackli: error: index 5 out of range for a reader of 5 records"),
+        (["cat", "small.bagz", "--range", "1-2"], 1,
+         "sackli: error: --range '1-2' is not A:B (e.g. 10:20, :5 or -3:)"),
+        (["cat", "small.bagz", "--indices", "1,x"], 1,
+         "sackli: error: --indices '1,x' is not a comma-separated list of integers"),
+        (["head", "small.bagz", "-n", "-1"], 1, "sackli: error: -n must be >= 0, not -1"),
+        (["count", "."], 1, "sackli: error: .: open: Is a directory"),
+        (["convert", "small.bagz", "out.parquet"], 2,
+         "sackli: error: Parquet conversion needs the Arrow bridge, which is not yet available"),
+        (["convert", "in.parquet", "out.bag"], 2,
+         "sackli: error: Parquet conversion needs the Arrow bridge, which is not yet available"),
+        (["convert", "small.bagz", "out.csv"], 1,
+         "sackli: error: out.csv: cannot tell the format from the name (known: .bag, .bagz, "
+         ".jsonl, .jsonl.gz, .ndjson, .parquet, .tfrecord, .tfrecord.gz, .tfrecords, "
+         ".tfrecords.gz, .txt, .txt.gz)"),
+        (["convert", "small.bagz", "small.bagz"], 1,
+         "sackli: error: small.bagz is both source and destination; write elsewhere"),
+        (["convert", "small.bagz", "out.bag", "--level", "9"], 1,
+         "sackli: error: --level and --dictionary apply to .bagz destinations only"),
+        (["convert", "small.bagz", "out@*.bag"], 1,
+         "sackli: error: use --max-shard-bytes with a name@*.ext destination, and only then"),
+        (["recover", "small.bagz"], 1,
+         "sackli: error: small.bagz: nothing to recover: limits.small.bagz does not exist "
+         "(the bag is complete, or its limits are lost)"),
+        (["frobnicate"], 2, None),
+        (["get", "small.bagz", "x"], 2, "sackli get: error: argument INDEX: invalid int value: 'x'"),
+    ],
+)
+def test_errors_are_one_line(bag, args, status, line) -> None:
+    got = fails(*args, cwd=bag, status=status)
+    if line is not None:
+        assert got == line
+    assert not (bag / "out.bag").exists()
+
+
+# --- printing ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["cat", "small.bagz"], b"alpha\n\ncaf\xc3\xa9\nline\\nbreak\n\\xff\\xfe\n"),
+        (["cat", "small.bagz", "--format", "raw"], b"alphacaf\xc3\xa9line\nbreak\xff\xfe"),
+        (["cat", "small.bagz", "--format", "hex"], b"616c706861\n\n636166c3a9\n6c696e650a627265616b\nfffe\n"),
+        (["cat", "small.bagz", "--format", "json"],
+         b'"alpha"\n""\n"caf\xc3\xa9"\n"line\\nbreak"\n{"base64": "//4="}\n'),
+        (["cat", "small.bagz", "--range=-2:"], b"line\\nbreak\n\\xff\\xfe\n"),
+        (["cat", "small.bagz", "--range", ":1"], b"alpha\n"),
+        (["cat", "small.bagz", "--indices", "2,0,2"], b"caf\xc3\xa9\nalpha\ncaf\xc3\xa9\n"),
+        (["head", "small.bagz", "-n", "2", "--format", "json"], b'"alpha"\n""\n'),
+        (["head", "small.bagz"], b"alpha\n\ncaf\xc3\xa9\nline\\nbreak\n\\xff\\xfe\n"),
+        (["get", "small.bagz", "-1", "--format", "raw"], b"\xff\xfe"),
+        (["get", "small.bagz", "0"], b"alpha\n"),
+        (["count", "small.bagz"], b"5\n"),
+    ],
+)
+def test_printing(bag, args, expected) -> None:
+    assert ok(*args, cwd=bag) == expected
+
+
+def test_reading_options_apply_to_every_reader(tmp_path) -> None:
+    for shard in range(2):
+        write_bag(tmp_path / f"s-{shard:05d}-of-00002.bag", [b"%d:%d" % (shard, i) for i in range(2)],
+                  limits_placement=sackli.LimitsPlacement.SEPARATE)
+    options = ["--limits-placement", "SEPARATE", "--layout", "INTERLEAVED"]
+    assert ok("cat", "s@2.bag", *options, cwd=tmp_path) == b"0:0\n1:0\n0:1\n1:1\n"
+    assert ok("count", "s@*.bag", *options, cwd=tmp_path) == b"4\n"
+    assert ok("get", "s@2.bag", "1", *options, cwd=tmp_path) == b"1:0\n"
+    assert ok("verify", "s@2.bag", *options, cwd=tmp_path) == b"verify: OK, 4 records in 2 shard(s)\n"
+
+
+def test_dictionary_option(tmp_path) -> None:
+    dictionary = b"a shared zstd dictionary of raw content " * 20
+    (tmp_path / "dict").write_bytes(dictionary)
+    lines = b"zstd dictionary of raw content a shared\nof raw content a shared zstd dictionary\n"
+    (tmp_path / "in.txt").write_bytes(lines)
+    ok("convert", "in.txt", "d.bagz", "--dictionary", "dict", cwd=tmp_path)
+    assert ok("cat", "d.bagz", "--dictionary", "dict", cwd=tmp_path) == lines
+    assert fails("cat", "d.bagz", cwd=tmp_path).startswith("sackli: error: d.bagz: record 0")
+
+
+def test_broken_pipe_ends_quietly(tmp_path) -> None:
+    write_bag(tmp_path / "big.bag", (b"%08d" % i for i in range(300_000)))
+    cat = subprocess.Popen(["sackli", "cat", "big.bag", "--format", "raw"], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    head = subprocess.run(["head", "-c", "10"], stdin=cat.stdout, capture_output=True)
+    cat.stdout.close()
+    assert cat.wait(timeout=60) == 141  # 128 + SIGPIPE, as a shell reports it
+    assert cat.stderr.read() == b""
+    assert head.stdout == b"0000000000"
+
+
+# --- info ---------------------------------------------------------------------
+
+def test_info_text_and_json(bag) -> None:
+    text = ok("info", "small.bagz", cwd=bag).decode()
+    payload = os.path.getsize(bag / "small.bagz") - 8 * 5
+    assert text.splitlines() == [
+        "spec:             small.bagz",
+        "shards:           1 (records per shard: 5)",
+        "records:          5",
+        f"payload bytes:    {payload} (as stored)",
+        "limits bytes:     40",
+        "compression:      zstd",
+        "limits placement: TAIL",
+        "layout:           CONCATENATED",
+        "record size:      min 0, median 5, max 10 (bytes, decoded)",
+        "size histogram:",
+        "              0 B           1  ####################",
+        "            2-3 B           1  ####################",
+        "            4-7 B           2  ########################################",
+        "           8-15 B           1  ####################",
+    ]
+    facts = json.loads(ok("info", "small.bagz", "--json", cwd=bag))
+    assert facts["record_size"] == {"min": 0, "median": 5, "max": 10}
+    assert facts["shards"] == [{"path": "small.bagz", "records": 5}]
+    assert (facts["records"], facts["payload_bytes"], facts["limits_bytes"]) == (5, payload, 40)
+    assert facts["size_histogram"][0] == {"min": 0, "max": 0, "count": 1}
+
+
+def test_info_of_mixed_shards(tmp_path) -> None:
+    write_bag(tmp_path / "a.bag", [b"xy", b"xyzw"])
+    write_bag(tmp_path / "b.bagz", [])
+    facts = json.loads(ok("info", "a.bag,b.bagz", "--json", cwd=tmp_path))
+    assert facts["compression"] == "mixed (none: 1 files, zstd: 1 files)"
+    assert facts["record_size"] == {"min": 2, "median": 3.0, "max": 4}
+    assert facts["payload_bytes"] == 6
+
+
+# --- verify and recover -------------------------------------------------------------
+
+def test_verify_clean(bag) -> None:
+    assert ok("verify", "small.bagz", cwd=bag) == b"verify: OK, 5 records in 1 shard(s)\n"
+
+
+def _corrupt_set(folder):
+    """concat@3.bag: shard 0 fine, shard 1 with non-monotonic limits at record 1 and a
+    bad zstd... (raw bag: limits only), shard 2 truncated."""
+    for shard in range(3):
+        write_bag(folder / f"c-{shard:05d}-of-00003.bag", [b"abc", b"de", b"fghij"])
+    shard1 = folder / "c-00001-of-00003.bag"
+    data = shard1.read_bytes()
+    shard1.write_bytes(data[:10] + struct.pack("<QQQ", 3, 1, 10))  # limit 1 < limit 0
+    shard2 = folder / "c-00002-of-00003.bag"
+    shard2.write_bytes(shard2.read_bytes()[:-3])
+    return folder
+
+
+def test_verify_reports_every_problem(tmp_path) -> None:
+    result = sackli_cli("verify", "c@3.bag", cwd=_corrupt_set(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr == b""
+    assert result.stdout.decode().splitlines() == [
+        "global index 4 (shard 1, record 1): c-00001-of-00003.bag: limit of record 1 is 1, "
+        "smaller than the previous limit 3 (10 bytes) (byte offset 18)",
+        "shard 2 cannot be opened: c-00002-of-00003.bag: the last 8 bytes do not point at a "
+        "limits section (not a bag with TAIL limits, or truncated) (byte offset 23)",
+        "verify: 2 problem(s) in c@3.bag",
+    ]
+
+
+def test_verify_fail_fast(tmp_path) -> None:
+    result = sackli_cli("verify", "c@3.bag", "--fail-fast", cwd=_corrupt_set(tmp_path))
+    assert result.returncode == 1
+    assert result.stdout.decode().splitlines()[1:] == ["verify: stopped at the first problem (--fail-fast)"]
+
+
+def test_verify_finds_each_bad_record_in_a_large_compressed_bag(tmp_path) -> None:
+    write_bag(tmp_path / "z.bagz", (b"record %d" % i for i in range(10_000)))
+    path = tmp_path / "z.bagz"
+    reader = sackli.Reader(path)
+    sizes = [len(f) for f in sackli.Reader(path, compression=sackli.CompressionNone()).read_range(0, 10)]
+    reader.close()
+    offset_of_7 = sum(sizes[:7])
+    data = bytearray(path.read_bytes())
+    data[0:4] = b"XXXX"  # record 0: not a zstd frame
+    data[offset_of_7 : offset_of_7 + 4] = b"YYYY"  # record 7
+    path.write_bytes(bytes(data))
+    lines = sackli_cli("verify", "z.bagz", cwd=tmp_path).stdout.decode().splitlines()
+    assert lines == [
+        "global index 0 (shard 0, record 0): z.bagz: record 0 is corrupt: not a zstd frame (byte offset 0)",
+        f"global index 7 (shard 0, record 7): z.bagz: record 7 is corrupt: not a zstd frame "
+        f"(byte offset {offset_of_7})",
+        "verify: 2 problem(s) in z.bagz",
+    ]
+
+
+def _interrupted(folder, records: int, torn_bytes: bytes) -> None:
+    """Kills a writer before close(): it leaves the records and limits.<name>,
+    plus `torn_bytes` of a record whose limit was never written."""
+    code = f"""
+import os, sackli
+writer = sackli.Writer("log.bagz")
+writer.write_many(b"entry %d" % i for i in range({records}))
+writer.flush()
+with open("log.bagz", "ab") as file:
+    file.write({torn_bytes!r})
+os._exit(0)
+"""
+    subprocess.run([sys.executable, "-c", code], cwd=folder, check=True, timeout=60)
+
+
+def test_recover_an_interrupted_write(tmp_path) -> None:
+    _interrupted(tmp_path, 50, torn_bytes=b"half a frame")
+    assert fails("count", "log.bagz", cwd=tmp_path).startswith(
+        "sackli: error: log.bagz: not a complete bag with TAIL limits, and limits.log.bagz exists")
+    verify = sackli_cli("verify", "log.bagz", cwd=tmp_path)
+    assert verify.returncode == 1
+    assert ok("recover", "log.bagz", cwd=tmp_path) == (
+        b"log.bagz: recovered 50 record(s); dropped 0 invalid limit(s) and 12 trailing byte(s)\n")
+    assert ok("verify", "log.bagz", cwd=tmp_path) == b"verify: OK, 50 records in 1 shard(s)\n"
+    assert ok("get", "log.bagz", "49", cwd=tmp_path) == b"entry 49\n"
+    assert not (tmp_path / "limits.log.bagz").exists()
+
+
+# --- convert --------------------------------------------------------------------------
+
+def test_convert_reads_a_hand_built_tfrecord(tmp_path) -> None:
+    records = [b"", b"x", bytes(range(256)), b"y" * 70_000]
+    (tmp_path / "in.tfrecord").write_bytes(tfrecord_spec.write(records))
+    assert ok("convert", "in.tfrecord", "out.bagz", cwd=tmp_path) == (
+        b"converted 4 records from in.tfrecord to out.bagz\n")
+    assert sackli.Reader(tmp_path / "out.bagz").read() == records
+
+
+def test_convert_rejects_a_tfrecord_with_a_bad_crc(tmp_path) -> None:
+    data = bytearray(tfrecord_spec.write([b"hello", b"world"]))
+    data[-5] ^= 1  # last byte of "world"
+    (tmp_path / "in.tfrecord").write_bytes(bytes(data))
+    assert fails("convert", "in.tfrecord", "out.bag", cwd=tmp_path) == (
+        "sackli: error: in.tfrecord: bad TFRecord data CRC32C (byte offset 33)")
+    assert not (tmp_path / "out.bag").exists()
+    assert not (tmp_path / "limits.out.bag").exists()
+
+
+def test_convert_writes_a_tfrecord_by_the_spec(bag) -> None:
+    ok("convert", "small.bagz", "out.tfrecord", cwd=bag)
+    assert tfrecord_spec.read((bag / "out.tfrecord").read_bytes()) == RECORDS
+    ok("convert", "small.bagz", "out.tfrecord.gz", cwd=bag)
+    ok("convert", "out.tfrecord.gz", "back.bag", cwd=bag)
+    assert sackli.Reader(bag / "back.bag").read() == RECORDS
+
+
+def test_convert_json_lines_and_text_round_trip(bag) -> None:
+    ok("convert", "small.bagz", "out.jsonl", cwd=bag)
+    assert (bag / "out.jsonl").read_bytes() == (
+        b'"alpha"\n""\n"caf\xc3\xa9"\n"line\\nbreak"\n{"base64": "//4="}\n')
+    ok("convert", "out.jsonl", "back.bagz", cwd=bag)
+    assert sackli.Reader(bag / "back.bagz").read() == RECORDS
+    assert fails("convert", "small.bagz", "out.txt", cwd=bag) == (
+        "sackli: error: out.txt: record 3 contains a newline and cannot be written as one "
+        "line of text; use .jsonl or .tfrecord")
+    assert not (bag / "out.txt").exists()
+    (bag / "lines.txt").write_bytes(b"first\n\nthird\n")
+    ok("convert", "lines.txt", "lines.bag", cwd=bag)
+    assert sackli.Reader(bag / "lines.bag").read() == [b"first", b"", b"third"]
+
+
+def test_convert_recompresses_and_changes_placement(tmp_path) -> None:
+    records = [b"%d" % i * 50 for i in range(1000)]
+    write_bag(tmp_path / "in.bag", records)
+    ok("convert", "in.bag", "out.bagz", "--level", "19", "--output-limits-placement", "SEPARATE",
+       cwd=tmp_path)
+    assert (tmp_path / "limits.out.bagz").stat().st_size == 8000
+    out = sackli.Reader(tmp_path / "out.bagz", limits_placement="SEPARATE")
+    assert out.read() == records
+    ok("convert", "out.bagz", "back.bag", "--limits-placement", "SEPARATE", cwd=tmp_path)
+    assert (tmp_path / "back.bag").read_bytes() == (tmp_path / "in.bag").read_bytes()
+
+
+def test_convert_reshards_into_n_even_runs(tmp_path) -> None:
+    for shard, size in enumerate([4, 0, 6]):
+        write_bag(tmp_path / f"in-{shard:05d}-of-00003.bagz", [b"%d:%d" % (shard, i) for i in range(size)])
+    assert ok("convert", "in@*.bagz", "out@4.bag", cwd=tmp_path) == (
+        b"converted 10 records from in@*.bagz to 4 shards, out-00000-of-00004.bag ... "
+        b"out-00003-of-00004.bag\n")
+    sizes = [len(sackli.Reader(tmp_path / f"out-{s:05d}-of-00004.bag")) for s in range(4)]
+    assert sizes == [3, 3, 2, 2]
+    assert sackli.Reader(tmp_path / "out@4.bag").read() == sackli.Reader(tmp_path / "in@3.bagz").read()
+
+
+def test_convert_reshards_by_size(tmp_path) -> None:
+    records = [b"r" * 100] * 95
+    write_bag(tmp_path / "in.bag", records)
+    # 100 bytes + 8 of limits per record: 9 records fit in 1000 bytes.
+    ok("convert", "in.bag", "out@*.bag", "--max-shard-bytes", "1000", cwd=tmp_path)
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out"))
+    assert names == [f"out-{s:05d}-of-00011.bag" for s in range(11)]
+    sizes = [len(sackli.Reader(tmp_path / name)) for name in names]
+    assert sizes == [9] * 10 + [5]
+    assert all((tmp_path / name).stat().st_size <= 1000 for name in names)
+    assert sackli.Reader(tmp_path / "out@*.bag").read() == records
+
+
+def test_convert_empty_source_by_size_makes_one_empty_shard(tmp_path) -> None:
+    write_bag(tmp_path / "in.bag", [])
+    ok("convert", "in.bag", "out@*.bagz", "--max-shard-bytes", "100", cwd=tmp_path)
+    assert (tmp_path / "out-00000-of-00001.bagz").stat().st_size == 0
+
+
+def test_convert_failure_from_a_corrupt_source_leaves_nothing(tmp_path) -> None:
+    _corrupt_set(tmp_path)
+    line = fails("convert", "c-00000-of-00003.bag,c-00001-of-00003.bag", "out@*.bagz", "--max-shard-bytes", "1000", cwd=tmp_path)
+    assert line.startswith("sackli: error: c-00001-of-00003.bag: limit of record 1 is 1")
+    assert [p.name for p in tmp_path.iterdir() if "out" in p.name] == []
+
+
+# --- demo ---------------------------------------------------------------------------
+
+def test_demo_runs(tmp_path) -> None:
+    result = sackli_cli("demo", "--dir", "d", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    assert "converted 2000 records from animals.jsonl to 4 shards" in out
+    assert ("global index 500 (shard 1, record 0): zoo-00001-of-00004.bagz: record 0 is corrupt: "
+            "not a zstd frame (byte offset 0)") in out
+    assert "log.bag: recovered 100 record(s)\n" in out
+    assert out.endswith("That was sackli. Try `sackli COMMAND --help` for each command's options.\n")

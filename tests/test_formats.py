@@ -1,0 +1,104 @@
+"""sackli.formats: TFRecord and line formats, checked against their specs."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+
+import pytest
+
+import sackli
+from sackli import formats
+from sackli.formats import tfrecord
+
+# TFRecord bytes of [b"", b"a", b"hello world"], computed with the plain-Python
+# spec implementation in tests/tfrecord_spec.py (entries: u64 length, masked
+# CRC-32C of the length, data, masked CRC-32C of the data).
+SPEC_VECTOR = bytes.fromhex(
+    "0000000000000000" "29039807" "" "d8ea82a2"
+    "0100000000000000" "0175de41" "61" "786ee428"
+    "0b00000000000000" "8615f504" "68656c6c6f20776f726c64" "007ed86d"
+)
+SPEC_RECORDS = [b"", b"a", b"hello world"]
+
+
+RECORDS = [b"", b"a", b"hello world", bytes(range(256)) * 3]
+
+
+def test_crc32c_check_value() -> None:
+    assert tfrecord.crc32c(b"123456789") == 0xE3069283
+    assert formats.masked_crc32c(b"123456789") == 0xC78AB0E5
+
+
+def _tfrecord(records: list[bytes]) -> bytes:
+    """TFRecord bytes written with the (checked) masked CRC of sackli.formats."""
+    out = b""
+    for record in records:
+        length = struct.pack("<Q", len(record))
+        out += length + struct.pack("<I", formats.masked_crc32c(length)) + record
+        out += struct.pack("<I", formats.masked_crc32c(record))
+    return out
+
+
+def test_writer_matches_spec_bytes(tmp_path) -> None:
+    path = tmp_path / "x.tfrecord"
+    with formats.TFRecordWriter(path) as writer:
+        writer.write_many(SPEC_RECORDS)
+    assert path.read_bytes() == SPEC_VECTOR
+    assert writer.records_written == 3
+    assert _tfrecord(SPEC_RECORDS) == SPEC_VECTOR
+
+
+def test_reader_reads_spec_file_and_gzip(tmp_path) -> None:
+    (tmp_path / "x.tfrecord").write_bytes(_tfrecord(RECORDS))
+    (tmp_path / "x.tfrecord.gz").write_bytes(gzip.compress(_tfrecord(RECORDS)))
+    (tmp_path / "vector.tfrecord").write_bytes(SPEC_VECTOR)
+    assert list(formats.read_tfrecords(tmp_path / "vector.tfrecord")) == SPEC_RECORDS
+    assert list(formats.read_tfrecords(tmp_path / "x.tfrecord")) == RECORDS
+    assert list(formats.read_tfrecords(tmp_path / "x.tfrecord.gz")) == RECORDS
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda data: data[:-2], "truncated TFRecord file: a CRC needs 4 bytes, 2 left (byte offset 45)"),
+        (lambda data: data[:5], "truncated TFRecord header: 5 of 12 bytes (byte offset 0)"),
+        (lambda data: data[:12] + b"X" + data[13:], "bad TFRecord data CRC32C (byte offset 12)"),
+        (lambda data: b"\x02" + data[1:], "bad TFRecord length CRC32C (byte offset 0)"),
+    ],
+)
+def test_reader_reports_corruption(tmp_path, damage, message) -> None:
+    path = tmp_path / "x.tfrecord"
+    path.write_bytes(damage(_tfrecord([b"hello", b"world, again"])))
+    with pytest.raises(sackli.CorruptionError) as caught:
+        list(formats.read_tfrecords(path))
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_json_lines_round_trip(tmp_path) -> None:
+    records = [b"plain", "caf\u00e9\n".encode(), b"\xff\x00bin", b""]
+    path = tmp_path / "x.jsonl"
+    with formats.JsonLinesWriter(path) as writer:
+        writer.write_many(records)
+    assert path.read_text(encoding="utf-8") == '"plain"\n"café\\n"\n{"base64": "/wBiaW4="}\n""\n'
+    assert list(formats.read_json_lines(path)) == records
+
+
+def test_json_lines_keeps_other_values_as_text(tmp_path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n  [1, 2] \n7\n')
+    assert list(formats.read_json_lines(path)) == [b'{"a": 1}', b"[1, 2]", b"7"]
+    path.write_bytes(b'"ok"\n{broken\n')
+    with pytest.raises(sackli.CorruptionError, match=r"x\.jsonl: line 2 is not a JSON Lines record"):
+        list(formats.read_json_lines(path))
+
+
+def test_text_lines(tmp_path) -> None:
+    path = tmp_path / "x.txt"
+    with formats.TextLinesWriter(path) as writer:
+        writer.write_many([b"one", b"", b"three"])
+        with pytest.raises(ValueError, match="record 3 contains a newline"):
+            writer.write(b"bad\nrecord")
+    assert path.read_bytes() == b"one\n\nthree\n"
+    path.write_bytes(b"a\nb")  # no final newline
+    assert list(formats.read_text_lines(path)) == [b"a", b"b"]
