@@ -268,6 +268,17 @@ int64_t ToInt64(PyObject* item, size_t position) {
   return value;
 }
 
+// The global index of `indices[k] == index`; IndexError naming the position.
+uint64_t GlobalAt(const View& view, int64_t index, size_t k) {
+  uint64_t j;
+  if (!view.TryResolve(index, &j)) {
+    ThrowOutOfRange("indices[" + std::to_string(k) + "] = " +
+                    std::to_string(index) + " out of range for a reader of " +
+                    std::to_string(view.length) + " records");
+  }
+  return view.Global(j);
+}
+
 template <typename T>
 void AppendBufferIndices(const View& view, const py::buffer_info& info,
                          std::vector<uint64_t>& globals) {
@@ -283,14 +294,7 @@ void AppendBufferIndices(const View& view, const py::buffer_info& info,
                         std::to_string(value) + " is out of range");
       }
     }
-    int64_t index = static_cast<int64_t>(value);
-    try {
-      globals.push_back(view.Global(view.Resolve(index)));
-    } catch (const Error&) {
-      ThrowOutOfRange("indices[" + std::to_string(k) + "] = " +
-                      std::to_string(index) + " out of range for a reader of " +
-                      std::to_string(view.length) + " records");
-    }
+    globals.push_back(GlobalAt(view, static_cast<int64_t>(value), k));
   }
 }
 
@@ -350,16 +354,8 @@ std::vector<uint64_t> ResolveIndices(const View& view, py::handle indices) {
   PyObject** items = PySequence_Fast_ITEMS(sequence.ptr());
   globals.reserve(static_cast<size_t>(n));
   for (Py_ssize_t k = 0; k < n; ++k) {
-    PyObject* item = items[k];
-    const int64_t index = ToInt64(item, static_cast<size_t>(k));
-    const int64_t length = static_cast<int64_t>(view.length);
-    const int64_t j = index < 0 ? index + length : index;
-    if (j < 0 || j >= length) {
-      ThrowOutOfRange("indices[" + std::to_string(k) + "] = " +
-                      std::to_string(index) + " out of range for a reader of " +
-                      std::to_string(view.length) + " records");
-    }
-    globals.push_back(view.Global(static_cast<uint64_t>(j)));
+    const size_t position = static_cast<size_t>(k);
+    globals.push_back(GlobalAt(view, ToInt64(items[k], position), position));
   }
   return globals;
 }
@@ -367,7 +363,6 @@ std::vector<uint64_t> ResolveIndices(const View& view, py::handle indices) {
 // The number of leading entries of `indices` (a list of ints) that are valid
 // indices of the view.
 size_t ValidPrefix(const View& view, const py::list& indices) {
-  const int64_t length = static_cast<int64_t>(view.length);
   for (size_t k = 0; k < indices.size(); ++k) {
     PyObject* item = PyList_GET_ITEM(indices.ptr(), static_cast<Py_ssize_t>(k));
     py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(item));
@@ -377,9 +372,8 @@ size_t ValidPrefix(const View& view, const py::list& indices) {
     }
     int overflow = 0;
     const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-    if (overflow != 0) return k;
-    const int64_t j = value < 0 ? value + length : value;
-    if (j < 0 || j >= length) return k;
+    uint64_t j;
+    if (overflow != 0 || !view.TryResolve(value, &j)) return k;
   }
   return indices.size();
 }

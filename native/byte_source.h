@@ -22,8 +22,6 @@ class ByteSource {
   // Reads exactly `length` bytes at `offset` into `dst`. Thread-safe.
   // Throws sackli::Error (kCorruption for a read past the end).
   virtual void Read(uint64_t offset, size_t length, char* dst) const = 0;
-  // Ask the storage to prefer `length` bytes from `offset` soon (a hint).
-  virtual void WillNeed(uint64_t /*offset*/, uint64_t /*length*/) const {}
 
   // A pointer to [offset, offset + length): into the mapping when there is
   // one, else into `scratch` after reading.

@@ -23,7 +23,6 @@
 #define POSIX_FADV_NORMAL 0
 #define POSIX_FADV_RANDOM 0
 #define POSIX_FADV_SEQUENTIAL 0
-#define POSIX_FADV_WILLNEED 0
 #define POSIX_FADV_DONTNEED 0
 #endif
 
@@ -135,13 +134,6 @@ class MappedFile final : public ByteSource {
     CheckBounds(offset, length, size_, path_);
     if (length > 0) std::memcpy(dst, base_ + offset, length);
   }
-  void WillNeed(uint64_t offset, uint64_t length) const override {
-    if (base_ == nullptr || offset >= size_) return;
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t start = offset & ~(page - 1);
-    const uint64_t end = std::min<uint64_t>(offset + length, size_);
-    ::madvise(const_cast<char*>(base_) + start, end - start, MADV_WILLNEED);
-  }
 
  private:
   static constexpr char kEmpty[1] = {0};
@@ -172,10 +164,6 @@ class PreadFile final : public ByteSource {
       posix_fadvise(fd_, static_cast<off_t>(offset),
                       static_cast<off_t>(length), POSIX_FADV_DONTNEED);
     }
-  }
-  void WillNeed(uint64_t offset, uint64_t length) const override {
-    posix_fadvise(fd_, static_cast<off_t>(offset),
-                    static_cast<off_t>(length), POSIX_FADV_WILLNEED);
   }
 
  private:

@@ -43,12 +43,6 @@ uint64_t DecodedSizeOf(const Shard& shard, uint64_t local, uint64_t begin,
 
 }  // namespace
 
-void ReadOneInto(const Bag& bag, uint64_t g, std::string& out) {
-  ReadOne(bag, g, [&out](uint64_t size) {
-    out.resize(size);
-    return out.data();
-  });
-}
 
 void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
   const Bag::Location loc = bag.Locate(g);
@@ -84,11 +78,11 @@ void DecodeStored(const StoredRecord& record, char* dst) {
   }
 }
 
-void ReadOne(const Bag& bag, uint64_t g,
-             const std::function<char*(uint64_t size)>& allocate) {
+void ReadOneInto(const Bag& bag, uint64_t g, std::string& out) {
   StoredRecord record;
   LocateStored(bag, g, record);
-  DecodeStored(record, allocate(record.decoded_size));
+  out.resize(static_cast<size_t>(record.decoded_size));
+  DecodeStored(record, out.data());
 }
 
 ReadPlan::ReadPlan(std::shared_ptr<const Bag> bag, const uint64_t* indices,

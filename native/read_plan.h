@@ -43,10 +43,6 @@ void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record);
 // Decodes a located record into dst (record.decoded_size bytes).
 void DecodeStored(const StoredRecord& record, char* dst);
 
-// Reads global record g into a buffer from `allocate(size)`.
-void ReadOne(const Bag& bag, uint64_t g,
-             const std::function<char*(uint64_t size)>& allocate);
-
 // Reads global record g into `out`.
 void ReadOneInto(const Bag& bag, uint64_t g, std::string& out);
 

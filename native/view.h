@@ -20,16 +20,25 @@ struct View {
                                  static_cast<int64_t>(j) * step);
   }
 
-  // Python-style index (negative counts from the end) -> view index.
-  uint64_t Resolve(int64_t i) const {
+  // Python-style index (negative counts from the end) -> view index in *j;
+  // false when it is outside the view.
+  bool TryResolve(int64_t i, uint64_t* j) const {
     const int64_t n = static_cast<int64_t>(length);
-    const int64_t j = i < 0 ? i + n : i;
-    if (j < 0 || j >= n) {
+    const int64_t wrapped = i < 0 ? i + n : i;
+    if (wrapped < 0 || wrapped >= n) return false;
+    *j = static_cast<uint64_t>(wrapped);
+    return true;
+  }
+
+  // Like TryResolve, but throws kOutOfRange.
+  uint64_t Resolve(int64_t i) const {
+    uint64_t j;
+    if (!TryResolve(i, &j)) {
       ThrowOutOfRange("index " + std::to_string(i) +
                       " out of range for a reader of " +
                       std::to_string(length) + " records");
     }
-    return static_cast<uint64_t>(j);
+    return j;
   }
 
   // The view of view indices start, start + step, ... (`length` of them),
