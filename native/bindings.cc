@@ -389,22 +389,53 @@ int64_t IndexArgument(py::handle index) {
   return ToInt64(object, 0);
 }
 
+// Read-only memory the engine owns (decoded records, a mapped file region or
+// their offsets), lent to Python through the buffer protocol: pyarrow and
+// numpy wrap it without a copy, and `owner` keeps the memory alive for as
+// long as any of them holds the buffer.
+struct EngineBuffer {
+  std::shared_ptr<const void> owner;
+  const void* data = nullptr;
+  size_t items = 0;
+  bool int64_items = false;  // int64 offsets ("q") rather than bytes ("B")
+
+  py::buffer_info Info() const {
+    const size_t itemsize = int64_items ? sizeof(int64_t) : 1;
+    return py::buffer_info(const_cast<void*>(data),
+                           static_cast<py::ssize_t>(itemsize),
+                           int64_items ? "q" : "B", 1,
+                           {static_cast<py::ssize_t>(items)},
+                           {static_cast<py::ssize_t>(itemsize)},
+                           /*readonly=*/true);
+  }
+};
+
+// (data, offsets) of records laid out back to back: record k is
+// data[offsets[k], offsets[k + 1]). Offsets are uint64 in the engine and
+// lent as int64 (they never reach 2**63).
+py::tuple PackedBuffers(std::shared_ptr<const void> owner, const char* data,
+                        size_t data_size, const std::vector<uint64_t>& offsets) {
+  static_assert(sizeof(uint64_t) == sizeof(int64_t));
+  return py::make_tuple(EngineBuffer{owner, data, data_size, false},
+                        EngineBuffer{owner, offsets.data(), offsets.size(), true});
+}
+
 // A batch read running in the background, for iterators' read-ahead.
 class PendingBatch {
  public:
   explicit PendingBatch(std::shared_ptr<PendingRead> pending)
       : pending_(std::move(pending)) {}
 
+  // The records as (data, offsets) buffers, without a Python object each.
+  py::tuple Packed() {
+    Wait();
+    const DecodedRecords& records = pending_->Result();
+    return PackedBuffers(pending_, records.data.data(), records.data.size(),
+                         records.offsets);
+  }
+
   py::list Result() {
-    for (;;) {
-      bool done;
-      {
-        ReleaseGil release;
-        done = pending_->WaitFor(kSignalCheckMilliseconds);
-      }
-      if (done) break;
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    }
+    Wait();
     const DecodedRecords& records = pending_->Result();
     const size_t n = records.offsets.empty() ? 0 : records.offsets.size() - 1;
     py::list out(n);
@@ -420,6 +451,19 @@ class PendingBatch {
   }
 
  private:
+  // Waits for the read, noticing Ctrl-C.
+  void Wait() {
+    for (;;) {
+      bool done;
+      {
+        ReleaseGil release;
+        done = pending_->WaitFor(kSignalCheckMilliseconds);
+      }
+      if (done) return;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+  }
+
   std::shared_ptr<PendingRead> pending_;
 };
 
@@ -528,8 +572,13 @@ PYBIND11_MODULE(_engine, m) {
       py::arg("storage"), py::arg("max_parallelism"), py::arg("access"),
       py::arg("cache"));
 
+  py::class_<EngineBuffer>(m, "EngineBuffer", py::buffer_protocol())
+      .def_buffer(&EngineBuffer::Info)
+      .def("__len__", [](const EngineBuffer& b) { return b.items; });
+
   py::class_<PendingBatch>(m, "PendingBatch")
-      .def("result", &PendingBatch::Result);
+      .def("result", &PendingBatch::Result)
+      .def("packed", &PendingBatch::Packed);
 
   py::class_<ReaderCore>(m, "ReaderCore")
       .def(py::init([](std::shared_ptr<Bag> bag) {
@@ -594,17 +643,43 @@ PYBIND11_MODULE(_engine, m) {
              return ValidPrefix(c.view, indices);
            })
       .def("start_read_indices",
-           [](const ReaderCore& c, py::handle indices) {
-             return PendingBatch(
-                 PendingRead::Start(c.bag, ResolveIndices(c.view, indices)));
-           })
+           [](const ReaderCore& c, py::handle indices, const py::bytes& prefix) {
+             return PendingBatch(PendingRead::Start(
+                 c.bag, ResolveIndices(c.view, indices), prefix));
+           },
+           py::arg("indices"), py::arg("prefix") = py::bytes())
       .def("start_read_range",
-           [](const ReaderCore& c, uint64_t start, uint64_t count) {
+           [](const ReaderCore& c, uint64_t start, uint64_t count,
+              const py::bytes& prefix) {
              if (start > c.view.length || count > c.view.length - start) {
                ThrowOutOfRange("range out of range");
              }
-             return PendingBatch(
-                 PendingRead::Start(c.bag, ViewRange(c.view, start, count)));
+             return PendingBatch(PendingRead::Start(
+                 c.bag, ViewRange(c.view, start, count), prefix));
+           },
+           py::arg("start"), py::arg("count"), py::arg("prefix") = py::bytes())
+      .def("mapped_run",
+           [](const ReaderCore& c, uint64_t start,
+              uint64_t count) -> std::optional<py::tuple> {
+             // View records [start, start + count) straight from the mapping.
+             if (c.view.step != 1 || count == 0 || start > c.view.length ||
+                 count > c.view.length - start) {
+               return std::nullopt;
+             }
+             const char* data = nullptr;
+             auto offsets = std::make_unique<std::vector<uint64_t>>();
+             if (!MappedRun(*c.bag, c.view.Global(start), count, &data,
+                            *offsets)) {
+               return std::nullopt;
+             }
+             // One owner holds both the offsets and the bag, whose mapping
+             // the data points into.
+             auto owner = std::make_shared<
+                 std::pair<std::shared_ptr<const Bag>, std::vector<uint64_t>>>(
+                 c.bag, std::move(*offsets));
+             return PackedBuffers(owner, data,
+                                  static_cast<size_t>(owner->second.back()),
+                                  owner->second);
            })
       .def("find",
            [](const ReaderCore& c, const py::bytes& value, int64_t start,
@@ -705,6 +780,40 @@ PYBIND11_MODULE(_engine, m) {
              }
              if (!batch.empty()) flush_batch();
            })
+      .def("write_packed",
+           [](Writer& writer, const py::buffer& data, const py::buffer& offsets) {
+             // Records data[offsets[k], offsets[k + 1]): one Python call for
+             // a whole batch of records that are already laid out together.
+             const py::buffer_info d = data.request();
+             const py::buffer_info o = offsets.request();
+             if (o.ndim != 1 || o.itemsize != 8 ||
+                 (o.format != "q" && o.format != "l" && o.format != "Q" &&
+                  o.format != "L") ||
+                 o.strides[0] != 8) {
+               throw py::type_error("offsets must be a contiguous int64 buffer");
+             }
+             const auto* ends = static_cast<const int64_t*>(o.ptr);
+             const size_t n = o.size > 0 ? static_cast<size_t>(o.size) - 1 : 0;
+             const int64_t size = static_cast<int64_t>(d.size * d.itemsize);
+             std::vector<std::string_view> views;
+             views.reserve(n);
+             const char* base = static_cast<const char*>(d.ptr);
+             for (size_t k = 0; k < n; ++k) {
+               if (ends[k] < 0 || ends[k] > ends[k + 1] || ends[k + 1] > size) {
+                 throw py::value_error(
+                     "offsets[" + std::to_string(k) + ":" + std::to_string(k + 2) +
+                     "] = [" + std::to_string(ends[k]) + ", " +
+                     std::to_string(ends[k + 1]) +
+                     "] is not a span of the data (" + std::to_string(size) +
+                     " bytes)");
+               }
+               views.emplace_back(base + ends[k],
+                                  static_cast<size_t>(ends[k + 1] - ends[k]));
+             }
+             ReleaseGil release;
+             writer.WriteMany(views);
+           },
+           py::arg("data"), py::arg("offsets"))
       .def("flush",
            [](Writer& writer) {
              ReleaseGil release;

@@ -322,24 +322,27 @@ struct PendingRead::State {
 };
 
 std::shared_ptr<PendingRead> PendingRead::Start(std::shared_ptr<const Bag> bag,
-                                                std::vector<uint64_t> indices) {
+                                                std::vector<uint64_t> indices,
+                                                std::string prefix) {
   auto pending = std::make_shared<PendingRead>();
   auto state = std::make_shared<State>();
   pending->state_ = state;
   ThreadPool::Shared().Submit([state, bag = std::move(bag),
-                               indices = std::move(indices)] {
+                               indices = std::move(indices),
+                               prefix = std::move(prefix)] {
     DecodedRecords records;
     std::exception_ptr error;
     try {
       ReadPlan plan(bag, indices.data(), indices.size());
       records.offsets.resize(plan.size() + 1);
-      uint64_t offset = 0;
+      uint64_t offset = prefix.size();
       for (size_t i = 0; i < plan.size(); ++i) {
         records.offsets[i] = offset;
         offset += plan.decoded_size(i);
       }
       records.offsets[plan.size()] = offset;
       records.data.resize(static_cast<size_t>(offset));
+      std::copy(prefix.begin(), prefix.end(), records.data.begin());
       std::vector<char*> dst(plan.size());
       for (size_t i = 0; i < plan.size(); ++i) {
         dst[i] = records.data.data() + records.offsets[i];
@@ -368,6 +371,28 @@ bool PendingRead::WaitFor(int64_t milliseconds) {
 const DecodedRecords& PendingRead::Result() const {
   if (state_->error) std::rethrow_exception(state_->error);
   return state_->records;
+}
+
+bool MappedRun(const Bag& bag, uint64_t first, uint64_t count,
+               const char** data, std::vector<uint64_t>& offsets) {
+  if (count == 0 || first >= bag.size() || count > bag.size() - first) {
+    return false;
+  }
+  const Bag::Location head = bag.Locate(first);
+  const Bag::Location tail = bag.Locate(first + count - 1);
+  if (head.shard != tail.shard || tail.local - head.local != count - 1) {
+    return false;
+  }
+  const Shard& shard = bag.shard(head.shard);
+  const char* mapped = shard.records().mapped();
+  if (mapped == nullptr || shard.codec().compressed()) return false;
+  uint64_t begin;
+  offsets.resize(static_cast<size_t>(count) + 1);
+  shard.Limits(head.local, count, &begin, offsets.data() + 1);
+  for (size_t k = 1; k <= count; ++k) offsets[k] -= begin;
+  offsets[0] = 0;
+  *data = mapped + begin;
+  return true;
 }
 
 void VisitRecords(const std::shared_ptr<const Bag>& bag, const View& view,

@@ -110,8 +110,11 @@ struct DecodedRecords {
 // safe: the task owns everything it touches.
 class PendingRead {
  public:
+  // The decoded records follow `prefix` in the result's buffer (offsets count
+  // from the start of the buffer, so offsets[0] == prefix.size()).
   static std::shared_ptr<PendingRead> Start(std::shared_ptr<const Bag> bag,
-                                            std::vector<uint64_t> indices);
+                                            std::vector<uint64_t> indices,
+                                            std::string prefix = {});
   // Waits up to `milliseconds`; true when finished.
   bool WaitFor(int64_t milliseconds);
   // After WaitFor() returned true: the records, or the task's error thrown.
@@ -121,6 +124,14 @@ class PendingRead {
   struct State;
   std::shared_ptr<State> state_;
 };
+
+// Records [first, first + count) (global indices) as they lie in a memory
+// mapping, without a copy: possible when they are neighbours in one mapped
+// shard that stores records uncompressed. Then record k is
+// data[offsets[k], offsets[k + 1]) and the call returns true; otherwise it
+// returns false and reads nothing. The data lives as long as the bag.
+bool MappedRun(const Bag& bag, uint64_t first, uint64_t count,
+               const char** data, std::vector<uint64_t>& offsets);
 
 // Visits view indices [from, to) in order, a chunk at a time: records whose
 // decoded size passes `want(size)` are decoded (in parallel) and handed to

@@ -8,7 +8,7 @@ import os
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from . import _engine
-from ._options import ReaderOptions, engine_compression, with_overrides
+from ._options import ReaderOptions, ShardingLayout, engine_compression, with_overrides
 from ._read_ahead import iterate_indices, iterate_range
 from ._shard_spec import expand_file_spec
 
@@ -151,6 +151,22 @@ class Reader(collections.abc.Sequence):
         """Whether `close()` was called on this reader."""
         return self._core is _CLOSED
 
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The files of the bag, in spec order (a view has its bag's files)."""
+        return tuple(self._paths)
+
+    def shard_sizes(self) -> list[int]:
+        """The number of records in each file of `paths` (of the whole bag,
+        also for a view)."""
+        return list(self._core.bag.shard_sizes())
+
+    @property
+    def stored_bytes(self) -> int:
+        """Bytes of stored (possibly compressed) records in all the bag's
+        files, limits excluded (of the whole bag, also for a view)."""
+        return self._core.bag.records_bytes
+
     # --- Sequence ---------------------------------------------------------
 
     def __len__(self) -> int:
@@ -259,6 +275,49 @@ class Reader(collections.abc.Sequence):
         Exact for the bag as opened; for a view it is the bag's figure.
         """
         return self._core.approximate_bytes_per_record()
+
+    def _start_packed(self, start: int, num_records: int, prefix: bytes = b"") -> Any:
+        """Starts reading records [start, start + num_records) in the
+        background into one buffer after `prefix`; `.packed()` on the result
+        waits and gives (data, offsets) buffers (for sackli.arrow)."""
+        start, num_records = _checked_range(start, num_records, len(self._core))
+        return self._core.start_read_range(start, num_records, prefix)
+
+    def _start_packed_indices(self, indices: Any, prefix: bytes = b"") -> Any:
+        """As `_start_packed`, for the records at `indices`."""
+        return self._core.start_read_indices(indices, prefix)
+
+    def _mapped_run(self, start: int, num_records: int) -> tuple[Any, Any] | None:
+        """(data, offsets) buffers over records [start, start + num_records)
+        straight from the memory-mapped file, or None when they are not stored
+        that way (compressed, not mapped, in several files, a strided view)."""
+        return self._core.mapped_run(start, num_records)
+
+    def _shard_boundaries(self) -> list[int] | None:
+        """View positions where a new file starts, for a view whose
+        neighbouring records are neighbours on disk (step 1, concatenated
+        layout); None otherwise."""
+        start, step, length = self._core.view
+        if step != 1 or (
+            self._options.sharding_layout != ShardingLayout.CONCATENATED
+            and len(self._paths) > 1
+        ):
+            return None
+        boundaries, first = [], 0
+        for size in self._core.bag.shard_sizes():
+            first += size
+            if start < first < start + length:
+                boundaries.append(first - start)
+        return boundaries
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The records as an Arrow stream of one `large_binary` column,
+        `record` (the Arrow PyCapsule interface): `pyarrow.table(reader)`,
+        `polars.DataFrame(reader)` and DuckDB read a Reader directly. Needs
+        the `arrow` extra; see `sackli.arrow.read_batches` for decoding."""
+        from .arrow import read_batches  # pyarrow is optional
+
+        return read_batches(self).__arrow_c_stream__(requested_schema)
 
     def _batch_records(self) -> int:
         per_record = max(self._core.approximate_bytes_per_record(), 1.0)

@@ -96,6 +96,12 @@ class Writer:
         """Appends records in order, compressing batches in parallel."""
         self._core.write_many(records)
 
+    def _write_packed(self, data: Any, offsets: Any) -> None:
+        """Appends records data[offsets[k]:offsets[k + 1]] (offsets: a
+        contiguous int64 buffer) in one call, compressing in parallel; for
+        callers that hold records laid out together (sackli.arrow)."""
+        self._core.write_packed(data, offsets)
+
     def flush(self) -> None:
         """Hands everything written so far to the operating system.
 

@@ -15,7 +15,6 @@ from typing import Callable, Sequence
 import sackli
 
 from ._commands import build_parser
-from ._endpoints import ParquetNotAvailable
 from ._errors import error_message
 
 __all__ = ["main"]
@@ -45,8 +44,6 @@ def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace)
         return _BROKEN_PIPE_STATUS
     except KeyboardInterrupt:
         return _fail("interrupted", _INTERRUPTED_STATUS)
-    except ParquetNotAvailable as error:
-        return _fail(str(error), 2)
     except (sackli.CorruptionError, ValueError, OSError, IndexError, TypeError) as error:
         return _fail(error_message(error), 1)
 

@@ -103,18 +103,21 @@ def build_parser(program: str) -> argparse.ArgumentParser:
 
     convert = _add(
         subparsers, "convert", _convert.convert,
-        "Recompress, reshard, or import/export TFRecord, JSON Lines and text.",
+        "Recompress, reshard, or import/export TFRecord, JSON Lines, text and Parquet.",
         "sackli convert train.bag train.bagz --level 9\n"
         "sackli convert 'in@*.bagz' out@16.bagz\n"
         "sackli convert in.bagz 'out@*.bagz' --max-shard-bytes 100000000\n"
         "sackli convert data.tfrecord data.bagz\n"
-        "sackli convert data.bagz data.jsonl",
+        "sackli convert data.bagz data.jsonl\n"
+        "sackli convert events.parquet events@8.bagz\n"
+        "sackli convert 'events@*.bagz' events.parquet",
         [reader_options_parser(dictionary_flag="--source-dictionary")],
         "Formats follow the file names: .bag (raw) and .bagz (zstd) bags, TFRecord "
         "(.tfrecord, .tfrecords, .gz for gzip), JSON Lines (.jsonl, .ndjson; a line is a "
         'JSON string, {"base64": ...}, or any other JSON value kept as its text) and text '
-        "(.txt, one record per line). Parquet (.parquet) needs the Arrow bridge, not yet "
-        "available. Records stream in bounded memory; a progress bar shows on a terminal.",
+        "(.txt, one record per line). Parquet (.parquet, a file or a folder of them) converts "
+        "to and from bags through sackli.arrow (needs pyarrow): a row becomes a record. "
+        "Records stream in bounded memory; a progress bar shows on a terminal.",
     )
     convert.add_argument("src", metavar="SRC", help="source: a bag spec, or TFRecord, JSON "
                          "Lines or text files (a path or a shard spec)")
@@ -129,6 +132,18 @@ def build_parser(program: str) -> argparse.ArgumentParser:
     output.add_argument("--max-shard-bytes", type=int, metavar="BYTES",
                         help="with DST name@*.ext: start a new shard before one would exceed "
                              "BYTES (records counted at their uncompressed size)")
+    parquet = convert.add_argument_group("Parquet options")
+    parquet.add_argument("--encoding", choices=["arrow", "json"], default="arrow",
+                         help="Parquet -> bag: a row becomes a one-row Arrow IPC message "
+                              "(arrow, lossless, the default) or a JSON object (json)")
+    parquet.add_argument("--column", metavar="NAME",
+                         help="Parquet -> bag: write each value of this binary or string "
+                              "column as one record instead of whole rows")
+    parquet.add_argument("--skip-nulls", action="store_true",
+                         help="with --column: leave null values out instead of failing")
+    parquet.add_argument("--decode", choices=["auto", "arrow", "json", "raw"], default="auto",
+                         help="bag -> Parquet: how records become rows (auto: as the schema "
+                              "file beside the bag says, else one binary column 'record')")
 
     demo = _add(subparsers, "demo", _demo.demo,
                 "Write a small sample dataset and show the main features working.",

@@ -15,10 +15,12 @@ import sys
 from typing import Any, Iterator
 
 from .._shard_spec import _split_shard_entry, shard_name
+from .._shard_writer import even_split
 from ._endpoints import (
-    BAG, RECORD_OVERHEAD, Source, check_output_options, files_of, format_of, open_writer,
-    remove_quietly,
+    BAG, PARQUET, RECORD_OVERHEAD, Source, check_output_options, files_of, format_of,
+    open_writer, remove_quietly,
 )
+from ._parquet import convert_parquet
 
 
 class _RecordStream:
@@ -74,13 +76,6 @@ def _progress(total: int | None) -> Any:
 
     return tqdm(total=total, unit=" records", unit_scale=True, file=sys.stderr,
                 disable=not sys.stderr.isatty(), leave=False)
-
-
-def even_split(total: int, shards: int) -> list[int]:
-    """Record counts of `shards` contiguous runs of `total` records, as even
-    as possible (they differ by at most one, larger first)."""
-    base, extra = divmod(total, shards)
-    return [base + (1 if shard < extra else 0) for shard in range(shards)]
 
 
 class _Conversion:
@@ -168,11 +163,16 @@ def _write_by_size(run: _Conversion, base: str, suffix: str, max_bytes: int) -> 
 
 def convert(args: argparse.Namespace) -> int:
     """Converts SRC to DST; prints what it wrote."""
-    source = Source(args.src, format_of(args.src), args)
     if "," in args.dst:
         raise ValueError(f"{args.dst}: the destination must be one path or one shard spec")
-    kind = format_of(args.dst)
+    source_kind, kind = format_of(args.src), format_of(args.dst)
     check_output_options(kind, args.dst, args)
+    if PARQUET in (source_kind, kind):
+        return convert_parquet(source_kind, kind, args)
+    if args.column is not None or args.skip_nulls or args.encoding != "arrow" or args.decode != "auto":
+        raise ValueError("--column, --skip-nulls, --encoding and --decode apply to Parquet "
+                         "conversions only")
+    source = Source(args.src, source_kind, args)
     sharded = _split_shard_entry(args.dst)
     by_size = sharded is not None and sharded[1] == "*"
     if by_size != (args.max_shard_bytes is not None):

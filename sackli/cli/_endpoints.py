@@ -13,6 +13,7 @@ import sackli
 
 from .. import formats
 from .._shard_spec import expand_file_spec
+from .._shard_writer import files_of as bag_files_of
 from ._reading import iter_batches, open_reader, read_file
 
 BAG, TFRECORD, JSON_LINES, TEXT, PARQUET = "bag", "tfrecord", "jsonl", "text", "parquet"
@@ -33,15 +34,10 @@ _BATCH_RECORDS = 16384
 RECORD_OVERHEAD = {BAG: 8, TFRECORD: 16, JSON_LINES: 3, TEXT: 1}
 
 
-class ParquetNotAvailable(Exception):
-    """Parquet conversion waits for the Arrow bridge."""
-
-
 def format_of(spec: str) -> str:
     """The format a file spec names, from the suffix of each entry.
 
-    Raises ValueError when a suffix is unknown or entries disagree, and
-    ParquetNotAvailable for Parquet.
+    Raises ValueError when a suffix is unknown or entries disagree.
     """
     found = set()
     for entry in spec.split(","):
@@ -51,9 +47,6 @@ def format_of(spec: str) -> str:
             known = ", ".join(sorted(_SUFFIXES))
             raise ValueError(f"{entry}: cannot tell the format from the name (known: {known})")
         found.add(kind)
-    if PARQUET in found:
-        raise ParquetNotAvailable(
-            "Parquet conversion needs the Arrow bridge, which is not yet available")
     if len(found) > 1:
         raise ValueError(f"{spec}: entries of different formats ({', '.join(sorted(found))})")
     return found.pop()
@@ -109,7 +102,8 @@ class Source:
         return expand_file_spec(self.spec)
 
 
-def _bag_writer_options(path: str, args: argparse.Namespace) -> dict[str, Any]:
+def bag_writer_options(path: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Writer option overrides for a bag destination, from the output flags."""
     options: dict[str, Any] = {"limits_placement": args.output_limits_placement}
     if path.endswith(".bagz"):
         dictionary = read_file(args.dictionary) if args.dictionary else b""
@@ -125,14 +119,14 @@ def check_output_options(kind: str, spec: str, args: argparse.Namespace) -> None
     compressed = kind == BAG and spec.endswith(".bagz")
     if not compressed and (args.level is not None or args.dictionary):
         raise ValueError("--level and --dictionary apply to .bagz destinations only")
-    if kind != BAG and args.output_limits_placement != "TAIL":
+    if kind not in (BAG, PARQUET) and args.output_limits_placement != "TAIL":
         raise ValueError("--output-limits-placement applies to bag destinations only")
 
 
 def open_writer(kind: str, path: str, args: argparse.Namespace) -> Any:
     """A writer (write_many, records_written, bytes_written, close) for one file."""
     if kind == BAG:
-        return sackli.Writer(path, **_bag_writer_options(path, args))
+        return sackli.Writer(path, **bag_writer_options(path, args))
     writer_type = {TFRECORD: formats.TFRecordWriter, JSON_LINES: formats.JsonLinesWriter,
                    TEXT: formats.TextLinesWriter}[kind]
     return writer_type(path)
@@ -141,9 +135,7 @@ def open_writer(kind: str, path: str, args: argparse.Namespace) -> Any:
 def files_of(kind: str, path: str) -> list[str]:
     """The files a writer of `kind` creates for `path` (a bag may leave
     `limits.<name>` beside it)."""
-    if kind == BAG:
-        return [path, sackli._engine.limits_path_for(path)]
-    return [path]
+    return bag_files_of(path) if kind == BAG else [path]
 
 
 def remove_quietly(paths: Iterable[str]) -> None:

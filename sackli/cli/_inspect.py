@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import json
 from typing import Any
 
-from .._shard_spec import expand_file_spec
-from ._reading import iter_batches, open_reader
+import sackli
+
+from ._reading import open_reader
 
 _HISTOGRAM_BAR = 40
+_SIZE_BATCH_RECORDS = 65536
 
 
 def count(args: argparse.Namespace) -> int:
@@ -49,26 +52,36 @@ def _compression(paths: list[str], args: argparse.Namespace) -> str:
     return "mixed (" + ", ".join(f"{kind}: {n} files" for kind, n in sorted(kinds.items())) + ")"
 
 
+def _record_sizes(reader: sackli.Reader) -> collections.Counter[int]:
+    """How many records of each decoded size the reader holds."""
+    sizes: collections.Counter[int] = collections.Counter()
+    batch = _SIZE_BATCH_RECORDS
+    for start in range(0, len(reader), batch):
+        count = min(batch, len(reader) - start)
+        packed = reader._mapped_run(start, count) or reader._start_packed(start, count).packed()
+        offsets = memoryview(packed[1])
+        sizes.update(end - begin for begin, end in itertools.pairwise(offsets))
+    return sizes
+
+
 def describe(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     """Everything `info` reports about a bag, as JSON-ready values.
 
-    Record sizes are decoded sizes, so every record is read (in parallel,
-    in bounded-memory batches).
+    Record sizes are decoded sizes: uncompressed records are measured from
+    their limits; compressed ones are decoded (in parallel, in bounded-memory
+    batches, without a Python object per record).
     """
     reader = open_reader(spec, args)
-    bag = reader._core.bag  # shard sizes and stored bytes: the engine knows them
-    sizes: collections.Counter[int] = collections.Counter()
-    for batch in iter_batches(reader):
-        sizes.update(map(len, batch))
+    sizes = _record_sizes(reader)
     histogram: collections.Counter[tuple[int, int]] = collections.Counter()
     for size, n in sizes.items():
         histogram[_size_bucket(size)] += n
-    paths = expand_file_spec(spec)
+    paths = list(reader.paths)
     return {
         "spec": spec,
-        "shards": [{"path": p, "records": n} for p, n in zip(paths, bag.shard_sizes())],
+        "shards": [{"path": p, "records": n} for p, n in zip(paths, reader.shard_sizes())],
         "records": len(reader),
-        "payload_bytes": bag.records_bytes,
+        "payload_bytes": reader.stored_bytes,
         "limits_bytes": 8 * len(reader),
         "compression": _compression(paths, args),
         "limits_placement": args.limits_placement,

@@ -1,0 +1,44 @@
+"""The Arrow bridge: Arrow tables and Parquet into bag shards, bag records
+out as Arrow record batches (and so into pyarrow, Polars and DuckDB).
+
+Needs the `arrow` extra (`pip install 'sackli[arrow]'`, i.e. pyarrow).
+
+    >>> import sackli.arrow
+    >>> sackli.arrow.write_table("events.parquet", "events@8.bagz")
+    >>> table = sackli.arrow.read_table("events@8.bagz", decode="arrow")
+
+A `sackli.Reader` is itself an Arrow stream source (`__arrow_c_stream__`):
+`pyarrow.table(reader)` gives its records as one `large_binary` column.
+See docs/arrow.md for the record encodings and the schema file.
+"""
+
+try:
+    import pyarrow  # noqa: F401
+except ImportError as _error:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "sackli.arrow needs pyarrow; install it with: pip install 'sackli[arrow]'"
+    ) from _error
+
+from ._decode import records_array
+from ._read import read_batches, read_table
+from ._schema_file import read_schema_file, schema_path
+from ._write import write_table
+
+__all__ = ["read_batches", "read_schema", "read_table", "records_array", "row_encoding",
+           "schema_path", "write_table"]
+
+
+def read_schema(file_spec: str) -> "pyarrow.Schema":
+    """The Arrow schema written beside a bag set by `write_table`.
+
+    Raises FileNotFoundError when there is no schema file."""
+    return read_schema_file(schema_path(file_spec))[0]
+
+
+def row_encoding(file_spec: str) -> str | None:
+    """How `write_table` encoded the rows of a bag set ("arrow" or
+    "json"), from its schema file; None when there is no schema file."""
+    import os
+
+    path = schema_path(file_spec)
+    return read_schema_file(path)[1] if os.path.exists(path) else None

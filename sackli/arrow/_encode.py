@@ -1,0 +1,208 @@
+"""Rows to records: each encoder turns a RecordBatch into its records laid
+out together, as (data, int64 offsets): record k is data[offsets[k]:
+offsets[k + 1]]. The Writer takes that in one call, with no Python object
+per record."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import json
+import struct
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._types import storage_schema
+
+__all__ = ["Packed", "make_encoder"]
+
+Packed = tuple[Any, memoryview]  # (data buffer, int64 offsets)
+
+_BINARY_TYPES = (pa.types.is_binary, pa.types.is_string, pa.types.is_large_binary,
+                 pa.types.is_large_string)
+
+
+def _offsets_of(array: pa.Array) -> memoryview:
+    """The offsets of a binary-like array as an int64 memoryview."""
+    offsets = pa.Array.from_buffers(
+        pa.int32() if pa.types.is_binary(array.type) or pa.types.is_string(array.type)
+        else pa.int64(),
+        len(array) + 1, [None, array.buffers()[1]], offset=array.offset)
+    if offsets.type != pa.int64():
+        offsets = offsets.cast(pa.int64())
+    return _int64_view(offsets)
+
+
+def _int64_view(array: pa.Array) -> memoryview:
+    """A contiguous int64 memoryview of an int64 array without nulls."""
+    buffer = array.buffers()[1]
+    start = array.offset * 8
+    return memoryview(buffer)[start:start + 8 * len(array)].cast("q")
+
+
+def pack(records: list[bytes]) -> Packed:
+    """Records given one by one, laid out together."""
+    lengths = pa.array([len(r) for r in records], pa.int64())
+    ends = pc.cumulative_sum(lengths) if len(records) else lengths
+    offsets = pa.concat_arrays([pa.array([0], pa.int64()), ends])
+    return b"".join(records), _int64_view(offsets)
+
+
+def _packed_binary(array: pa.Array) -> Packed:
+    """The values of a binary-like array, without a copy."""
+    return array.buffers()[2] or b"", _offsets_of(array)
+
+
+class ColumnEncoder:
+    """Each value of one binary or string column becomes a record, byte for
+    byte."""
+
+    def __init__(self, schema: pa.Schema, column: str, skip_nulls: bool) -> None:
+        if column not in schema.names:
+            raise KeyError(f"no column {column!r} (columns: {', '.join(schema.names)})")
+        value_type = schema.field(column).type
+        if pa.types.is_dictionary(value_type):
+            value_type = value_type.value_type
+        if pa.types.is_fixed_size_binary(value_type) or pa.types.is_binary_view(
+                value_type) or pa.types.is_string_view(value_type):
+            self._cast: pa.DataType | None = pa.large_binary()
+        elif any(check(value_type) for check in _BINARY_TYPES):
+            self._cast = None if value_type == schema.field(column).type else value_type
+        else:
+            raise TypeError(f"column {column!r} is {value_type}; column= takes a binary or "
+                            "string column (or use encoding= to encode whole rows)")
+        self._column = column
+        self._skip_nulls = skip_nulls
+        self.rows_seen = 0
+
+    def encode(self, batch: pa.RecordBatch) -> Packed:
+        array = batch.column(self._column)
+        if self._cast is not None:
+            array = array.cast(self._cast)
+        if array.null_count:
+            if not self._skip_nulls:
+                first = pc.index(pc.is_null(array), True).as_py()
+                raise ValueError(
+                    f"column {self._column!r} is null at row {self.rows_seen + first}; "
+                    "pass skip_nulls=True to leave null values out")
+            array = pc.drop_null(array)
+        self.rows_seen += batch.num_rows
+        return _packed_binary(array)
+
+
+class ArrowRowEncoder:
+    """Each row becomes a one-row Arrow IPC record batch message (schema
+    kept aside): lossless for every Arrow type."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self._storage = storage_schema(schema)
+
+    def encode(self, batch: pa.RecordBatch) -> Packed:
+        if self._storage != batch.schema:
+            batch = batch.cast(self._storage)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self._storage) as writer:
+            writer.write_table(pa.Table.from_batches([batch]), max_chunksize=1)
+        stream = sink.getvalue()
+        offsets = _message_offsets(stream, batch.num_rows)
+        return stream, offsets
+
+
+def _message_offsets(stream: pa.Buffer, rows: int) -> memoryview:
+    """Offsets of the record batch messages of an IPC stream (after its
+    schema message, before its end marker)."""
+    view = memoryview(stream)
+    ends = []
+    position = 0
+    while position < len(view):
+        _, metadata_size = struct.unpack_from("<Ii", view, position)
+        if metadata_size == 0:
+            break  # end of stream
+        metadata = view[position + 8:position + 8 + metadata_size]
+        position += 8 + metadata_size + _body_length(metadata)
+        ends.append(position)
+    if len(ends) != rows + 1:
+        raise AssertionError(f"an IPC stream of {rows} rows held {len(ends) - 1} batches")
+    return _int64_view(pa.array(ends, pa.int64()))
+
+
+def _body_length(metadata: memoryview) -> int:
+    """Message.bodyLength (field 3) of an Arrow IPC message's flatbuffer."""
+    table = struct.unpack_from("<I", metadata, 0)[0]
+    vtable = table - struct.unpack_from("<i", metadata, table)[0]
+    vtable_size = struct.unpack_from("<H", metadata, vtable)[0]
+    slot = 4 + 2 * 3
+    if vtable_size <= slot:
+        return 0
+    field = struct.unpack_from("<H", metadata, vtable + slot)[0]
+    return struct.unpack_from("<q", metadata, table + field)[0] if field else 0
+
+
+def _json_default(value: Any) -> Any:
+    """JSON for the Python values of Arrow types JSON has no name for."""
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+class JsonRowEncoder:
+    """Each row becomes one JSON object (UTF-8, no trailing newline).
+    Timestamps and dates become ISO 8601 strings, decimals strings, binary
+    base64, durations seconds; maps become lists of [key, value] pairs."""
+
+    def __init__(self) -> None:
+        self._dumps = json.JSONEncoder(default=_json_default, ensure_ascii=False,
+                                       separators=(",", ":"), allow_nan=True).encode
+
+    def encode(self, batch: pa.RecordBatch) -> Packed:
+        dumps = self._dumps
+        return pack([dumps(row).encode() for row in batch.to_pylist()])
+
+
+class CallableEncoder:
+    """A user function encodes each batch: it returns one record per row, as
+    a binary or string Arrow array or a sequence of bytes-like objects."""
+
+    def __init__(self, encode: Callable[[pa.RecordBatch], Any]) -> None:
+        self._encode = encode
+
+    def encode(self, batch: pa.RecordBatch) -> Packed:
+        records = self._encode(batch)
+        if isinstance(records, pa.ChunkedArray):
+            records = records.combine_chunks()
+        if isinstance(records, pa.Array):
+            if not any(check(records.type) for check in _BINARY_TYPES):
+                records = records.cast(pa.large_binary())
+            if records.null_count:
+                raise ValueError("the encoding function returned null records")
+            packed = _packed_binary(records)
+        else:
+            packed = pack([bytes(r) if not isinstance(r, bytes) else r for r in records])
+        if len(packed[1]) - 1 != batch.num_rows:
+            raise ValueError(f"the encoding function returned {len(packed[1]) - 1} records "
+                             f"for a batch of {batch.num_rows} rows; it must return one per row")
+        return packed
+
+
+def make_encoder(schema: pa.Schema, column: str | None, encoding: Any,
+                 skip_nulls: bool) -> Any:
+    """The encoder for write_table's `column` and `encoding` arguments."""
+    if column is not None:
+        return ColumnEncoder(schema, column, skip_nulls)
+    if callable(encoding):
+        return CallableEncoder(encoding)
+    if encoding == "arrow":
+        return ArrowRowEncoder(schema)
+    if encoding == "json":
+        return JsonRowEncoder()
+    raise ValueError(f"encoding must be 'arrow', 'json' or a function, not {encoding!r}")

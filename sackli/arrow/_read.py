@@ -1,0 +1,213 @@
+"""read_batches / read_table: bag records out as Arrow."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any, Callable, Iterator, Sequence
+
+import pyarrow as pa
+
+from .._reader import Reader
+from ._decode import make_decoder
+from ._schema_file import read_schema_file, schema_path
+
+__all__ = ["read_batches", "read_table"]
+
+# A batch holds about this many stored bytes (and at most _MAX_BATCH rows).
+_BATCH_BYTES = 16 << 20
+_MAX_BATCH = 65536
+_INDEX_COLUMN = "index"
+
+
+def _as_reader(source: Any) -> tuple[Reader, bool]:
+    """(reader, whether we opened it) for a Reader or a file spec."""
+    if isinstance(source, Reader):
+        return source, False
+    if isinstance(source, (str, os.PathLike)):
+        return Reader(source), True
+    raise TypeError(f"source must be a sackli.Reader or a file spec, not {type(source).__name__}")
+
+
+def _stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.Schema | None:
+    """The schema rows were written with: given, or from the schema file."""
+    if schema is not None or decode not in ("arrow", "json"):
+        return schema
+    path = schema_path(reader.paths[0]) if reader.paths else ""
+    if decode == "json" and not os.path.exists(path):
+        return None  # inferred from the records
+    stored, encoding = read_schema_file(path)
+    if encoding != decode:
+        raise ValueError(f"{path}: the rows were written with encoding={encoding!r}, "
+                         f"not {decode!r}")
+    return stored
+
+
+def _default_batch_size(reader: Reader) -> int:
+    per_record = max(reader.approximate_bytes_per_record(), 1.0)
+    return max(1, min(_MAX_BATCH, int(_BATCH_BYTES / per_record)))
+
+
+def _range_chunks(reader: Reader, batch_size: int) -> Iterator[tuple[int, int]]:
+    """(start, count) pieces of the whole reader; where neighbouring records
+    are neighbours on disk, no piece spans two files."""
+    cuts = [0, *(reader._shard_boundaries() or []), len(reader)]
+    for begin, end in itertools.pairwise(cuts):
+        for start in range(begin, end, batch_size):
+            yield start, min(batch_size, end - start)
+
+
+def _as_index_list(indices: Any, length: int) -> Sequence[int]:
+    """Indices as a sliceable sequence (numpy arrays and lists stay as they
+    are; Arrow arrays and other iterables become lists)."""
+    if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+        return indices.to_pylist()
+    if isinstance(indices, slice):
+        return range(length)[indices]
+    if hasattr(indices, "__len__") and hasattr(indices, "__getitem__"):
+        return indices
+    return list(indices)
+
+
+class _Batches:
+    """Reads pieces of a reader with one piece always in flight, and decodes
+    them; iterating gives RecordBatches."""
+
+    def __init__(self, reader: Reader, decoder: Any, indices: Any, batch_size: int,
+                 with_index: str | None, close_reader: bool) -> None:
+        self._reader = reader
+        self._decoder = decoder
+        self._batch_size = batch_size
+        self._with_index = with_index
+        self._close_reader = close_reader
+        self._source = reader.file_spec
+        if indices is None:
+            self._pieces: Iterator[Any] = (("range", s, n) for s, n in
+                                           _range_chunks(reader, batch_size))
+        else:
+            listed = _as_index_list(indices, len(reader))
+            self._pieces = (("indices", s, listed[s:s + batch_size])
+                            for s in range(0, len(listed), batch_size))
+
+    def _start(self, piece: Any) -> Any:
+        kind, start, what = piece
+        prefix = self._decoder.prefix
+        if kind == "range":
+            if not prefix:
+                mapped = self._reader._mapped_run(start, what)
+                if mapped is not None:
+                    return mapped
+            return self._reader._start_packed(start, what, prefix)
+        try:
+            return self._reader._start_packed_indices(what, prefix)
+        except IndexError as error:
+            raise IndexError(f"{error} (in the batch starting at indices[{start}])") from None
+
+    def _positions(self, piece: Any) -> pa.Array:
+        kind, start, what = piece
+        if kind == "range":
+            return pa.array(range(start, start + what), pa.int64())
+        length = len(self._reader)
+        return pa.array([i + length if i < 0 else i for i in map(int, what)], pa.int64())
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        try:
+            piece = next(self._pieces, None)
+            pending = self._start(piece) if piece is not None else None
+            while piece is not None:
+                following = next(self._pieces, None)
+                upcoming = self._start(following) if following is not None else None
+                data, offsets = pending if isinstance(pending, tuple) else pending.packed()
+                first = piece[1]
+                batch = self._decoder.decode(data, offsets, self._source, first)
+                if self._with_index is not None:
+                    batch = batch.append_column(
+                        pa.field(self._with_index, pa.int64(), nullable=False),
+                        self._positions(piece))
+                yield batch
+                piece, pending = following, upcoming
+        finally:
+            if self._close_reader:
+                self._reader.close()
+
+
+def _empty_schema_for(decoder: Any) -> pa.Schema:
+    schema = getattr(decoder, "output_schema", lambda: decoder.schema)()
+    return schema if schema is not None else pa.schema([])
+
+
+def read_batches(
+    source: Reader | str | os.PathLike[str],
+    *,
+    decode: str | Callable[[pa.LargeBinaryArray], Any] | None = None,
+    columns: Sequence[str] | None = None,
+    indices: Any = None,
+    batch_size: int | None = None,
+    with_index: bool | str = False,
+    schema: pa.Schema | None = None,
+) -> pa.RecordBatchReader:
+    """Reads bag records as a stream of Arrow record batches.
+
+    Reads run on the engine's threads, one batch ahead of the consumer;
+    memory stays bounded by a few batches. Uncompressed local bags are
+    lent straight from the mapped file (no copy) where records lie
+    together.
+
+    Args:
+      source: a `sackli.Reader` (or a slice of one) or a file spec.
+      decode: None: one `large_binary` column `record`, the records as they
+        are. "arrow": the columns of rows written with
+        `write_table(encoding="arrow")`. "json": records that are JSON
+        objects, parsed (with the written schema when there is one). Or a
+        function from a `large_binary` array of records to a RecordBatch.
+      columns: with "arrow" or "json", only these columns (in this order).
+      indices: read only the records at these positions (a list, range,
+        slice, numpy or Arrow array; negative counts from the end), in
+        order; default all, in order.
+      batch_size: records per batch (default: about 16 MiB stored).
+      with_index: add an int64 column with each row's position in the
+        reader (named `index`, or the string given).
+      schema: the schema for "arrow"/"json" instead of the schema file.
+
+    Returns:
+      A `pyarrow.RecordBatchReader` (read it once).
+
+    Raises:
+      FileNotFoundError: the bag, or for "arrow" its schema file, is missing.
+      ValueError: records that do not decode, naming the bag and record.
+      IndexError: an index outside the reader.
+
+    Example:
+      >>> table = sackli.arrow.read_batches("events@8.bagz", decode="arrow").read_all()
+    """
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+    index_column = (_INDEX_COLUMN if with_index is True else
+                    (with_index if isinstance(with_index, str) and with_index else None))
+    reader, owned = _as_reader(source)
+    try:
+        decoder = make_decoder(decode, _stored_schema(reader, decode, schema), columns)
+        batches = iter(_Batches(reader, decoder, indices,
+                                batch_size or _default_batch_size(reader), index_column, owned))
+    except BaseException:
+        if owned:
+            reader.close()
+        raise
+    if decoder.schema is None:
+        # Decoders that learn the schema from the data: decode one batch now.
+        first = next(batches, None)
+        if first is not None:
+            batches = itertools.chain([first], batches)
+        out_schema = first.schema if first is not None else _empty_schema_for(decoder)
+    else:
+        out_schema = _empty_schema_for(decoder)
+        if index_column is not None:
+            if index_column in out_schema.names:
+                raise ValueError(f"with_index={index_column!r}: a column has that name already")
+            out_schema = out_schema.append(pa.field(index_column, pa.int64(), nullable=False))
+    return pa.RecordBatchReader.from_batches(out_schema, batches)
+
+
+def read_table(source: Reader | str | os.PathLike[str], **kwargs: Any) -> pa.Table:
+    """`read_batches(source, **kwargs)` read whole into a `pyarrow.Table`."""
+    return read_batches(source, **kwargs).read_all()

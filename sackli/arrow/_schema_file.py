@@ -1,0 +1,68 @@
+"""The schema file beside a bag set written from an Arrow table.
+
+`dir/name@8.bagz` (shards `dir/name-0000i-of-00008.bagz`) and `dir/name.bagz`
+both keep their schema in `dir/name.bagz.arrow_schema`: one encapsulated
+Arrow IPC schema message, readable with `pyarrow.ipc.read_schema`. Its
+metadata says how the records encode rows (`sackli.encoding`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pyarrow as pa
+
+from .._shard_spec import _split_shard_entry, strip_local_prefix
+
+__all__ = ["ENCODING_KEY", "read_schema_file", "schema_path", "write_schema_file"]
+
+SUFFIX = ".arrow_schema"
+ENCODING_KEY = b"sackli.encoding"
+_SHARD_NUMBERING = re.compile(r"-\d{5}-of-\d{5}(?=[^/]*$)")
+
+
+def schema_path(path_or_spec: str) -> str:
+    """Where the schema of a bag set lives, from a shard spec (`x@8.bagz`)
+    or from the path of any of its files (`x-00003-of-00008.bagz`)."""
+    entry = strip_local_prefix(os.fspath(path_or_spec).split(",")[0])
+    sharded = _split_shard_entry(entry)
+    if sharded is not None:
+        base, _, suffix = sharded
+        entry = base + suffix
+    else:
+        entry = _SHARD_NUMBERING.sub("", entry, count=1)
+    return entry + SUFFIX
+
+
+def write_schema_file(path: str, schema: pa.Schema, encoding: str) -> None:
+    """Writes `schema`, tagged with `encoding`, to `path` (atomically)."""
+    metadata = dict(schema.metadata or {})
+    metadata[ENCODING_KEY] = encoding.encode()
+    message = schema.with_metadata(metadata).serialize()
+    temp = f"{path}.tmp-{os.getpid()}"
+    with open(temp, "wb") as file:
+        file.write(message)
+    os.replace(temp, path)
+
+
+def read_schema_file(path: str) -> tuple[pa.Schema, str]:
+    """(schema without sackli's tag, encoding) from a schema file.
+
+    Raises FileNotFoundError naming the path, ValueError for a file that is
+    not an Arrow schema.
+    """
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            2, f"{path}: no Arrow schema beside the bag (was it written by "
+            "sackli.arrow.write_table? pass schema= otherwise)", path) from None
+    try:
+        schema = pa.ipc.read_schema(pa.py_buffer(data))
+    except (pa.ArrowInvalid, OSError) as error:
+        raise ValueError(f"{path}: not an Arrow schema file ({error})") from None
+    metadata = dict(schema.metadata or {})
+    encoding = metadata.pop(ENCODING_KEY, b"").decode() or "unknown"
+    return schema.with_metadata(metadata or None), encoding

@@ -1,0 +1,122 @@
+"""write_table: Arrow tables and Parquet into bag shards."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import sys
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+
+from .._options import WriterOptions
+from .._shard_writer import ShardSetWriter
+from ._encode import make_encoder
+from ._inputs import open_table_stream
+from ._schema_file import schema_path, write_schema_file
+
+__all__ = ["write_table"]
+
+# Rows are encoded in pieces of at most this many rows and about this size,
+# so that memory stays bounded whatever the input's batches are.
+_PIECE_ROWS = 8192
+_PIECE_BYTES = 16 << 20
+
+
+def _pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        row_bytes = max(batch.nbytes / batch.num_rows, 1.0)
+        rows = max(1, min(_PIECE_ROWS, int(_PIECE_BYTES / row_bytes)))
+        for start in range(0, batch.num_rows, rows):
+            yield batch.slice(start, rows)
+
+
+def _progress_bar(total: int | None, enabled: bool | None) -> Any:
+    from tqdm import tqdm
+
+    show = sys.stderr.isatty() if enabled is None else enabled
+    return tqdm(total=total, unit=" rows", unit_scale=True, file=sys.stderr,
+                disable=not show, leave=False)
+
+
+def write_table(
+    data: Any,
+    file_spec: str | os.PathLike[str],
+    *,
+    column: str | None = None,
+    encoding: str | Callable[[pa.RecordBatch], Any] = "arrow",
+    skip_nulls: bool = False,
+    options: WriterOptions | None = None,
+    max_shard_bytes: int | None = None,
+    progress: bool | None = None,
+) -> list[str]:
+    """Writes the rows of an Arrow table (or Parquet data) to bag shards.
+
+    Input is streamed batch by batch, so a dataset larger than memory
+    converts in bounded memory; compression runs on the engine's threads
+    while the next rows are encoded.
+
+    Args:
+      data: a `pyarrow.Table`, `RecordBatch`, `RecordBatchReader`,
+        `pyarrow.dataset.Dataset`, the path of a Parquet file or of a folder
+        of them, or any object with `__arrow_c_stream__` (a Polars DataFrame,
+        a DuckDB result).
+      file_spec: `out.bagz`; `out@8.bagz` (8 shards of contiguous runs of
+        rows, as even as possible); or `out@*.bagz` with `max_shard_bytes`
+        (as many shards as needed). `.bagz` compresses with zstd.
+      column: write each value of this binary or string column as one
+        record, byte for byte, instead of encoding rows.
+      encoding: how a row becomes a record, without `column`: "arrow" (a
+        one-row Arrow IPC message: lossless for every Arrow type), "json" (a
+        JSON object), or a function from a RecordBatch to one record per row
+        (a binary Arrow array or a sequence of bytes). For "arrow" and
+        "json" the schema is written once, to `<name>.<ext>.arrow_schema`
+        beside the shards.
+      skip_nulls: with `column`, leave null values out instead of raising.
+      options: a `sackli.Writer.Options` for every shard.
+      max_shard_bytes: with `out@*.ext`, the most bytes a shard should
+        take (a record larger than that gets a shard alone).
+      progress: show a progress bar (default: when stderr is a terminal).
+
+    Returns:
+      The paths of the shards written, in order.
+
+    Raises:
+      TypeError: `data` is not a table-like object.
+      ValueError: a malformed spec or argument, a null in `column`.
+      FileNotFoundError: a Parquet path or the output folder is missing.
+
+    Example:
+      >>> sackli.arrow.write_table("events.parquet", "events@8.bagz")
+    """
+    spec = os.fspath(file_spec)
+    if not isinstance(spec, str):
+        raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(spec).__name__}")
+    stream = open_table_stream(data)
+    encoder = make_encoder(stream.schema, column, encoding, skip_nulls)
+    # Nulls left out make the number of records unknown until the end.
+    num_records = None if column is not None and skip_nulls else stream.num_rows
+    sink = ShardSetWriter(spec, options or WriterOptions(), num_records, max_shard_bytes)
+    try:
+        with _progress_bar(stream.num_rows, progress) as bar, \
+                concurrent.futures.ThreadPoolExecutor(1, "sackli-write-table") as writing:
+            # One piece is written (on another thread; the engine releases
+            # the GIL) while the next is encoded here.
+            in_flight: concurrent.futures.Future[None] | None = None
+            for piece in _pieces(stream.batches):
+                packed = encoder.encode(piece)
+                if in_flight is not None:
+                    in_flight.result()
+                in_flight = writing.submit(sink.write_packed, *packed)
+                bar.update(piece.num_rows)
+            if in_flight is not None:
+                in_flight.result()
+        paths = sink.close()
+    except BaseException:
+        sink.abort()
+        raise
+    if column is None and encoding in ("arrow", "json"):
+        write_schema_file(schema_path(spec), stream.schema, str(encoding))
+    return paths

@@ -1,0 +1,83 @@
+"""`sackli convert` to and from Parquet, through the Arrow bridge.
+
+Parquet -> bag: each row becomes a record (`--encoding arrow`, the default,
+or `json`), or each value of one binary/string column (`--column`).
+Bag -> Parquet: rows written with `--encoding arrow`/`json` get their
+columns back (the schema file beside the bag says which); other bags become
+one binary column `record`. Both stream in bounded memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+import sackli
+
+from ._endpoints import BAG, PARQUET, bag_writer_options, remove_quietly
+from ._reading import open_reader
+
+
+def _arrow() -> Any:
+    try:
+        import sackli.arrow
+    except ImportError as error:
+        raise ValueError(f"Parquet conversion needs pyarrow: pip install 'sackli[arrow]' "
+                         f"({error})") from None
+    return sackli.arrow
+
+
+def _to_bag(args: argparse.Namespace) -> int:
+    arrow = _arrow()
+    if "," in args.src:
+        raise ValueError(f"{args.src}: convert one Parquet file or folder at a time")
+    paths = arrow.write_table(
+        args.src, args.dst, column=args.column, encoding=args.encoding,
+        skip_nulls=args.skip_nulls, options=sackli.Writer.Options(**bag_writer_options(args.dst, args)),
+        max_shard_bytes=args.max_shard_bytes)
+    shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
+    print(f"converted {args.src} to {shown}")
+    return 0
+
+
+def _decode_for(arrow: Any, reader: Any, choice: str) -> str | None:
+    """The decode argument for the bag's rows: as asked, or (auto) from the
+    schema file's encoding, or the raw records."""
+    if choice == "raw":
+        return None
+    if choice != "auto":
+        return choice
+    return arrow.row_encoding(reader.paths[0])
+
+
+def _to_parquet(args: argparse.Namespace) -> int:
+    arrow = _arrow()
+    import pyarrow.parquet as pq
+
+    reader = open_reader(args.src, args)
+    batches = arrow.read_batches(reader, decode=_decode_for(arrow, reader, args.decode))
+    temp = f"{args.dst}.sackli-partial"
+    rows = 0
+    try:
+        with pq.ParquetWriter(temp, batches.schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        os.replace(temp, args.dst)
+    except BaseException:
+        remove_quietly([temp])
+        raise
+    print(f"converted {rows} records from {args.src} to {args.dst}")
+    return 0
+
+
+def convert_parquet(source_kind: str, destination_kind: str, args: argparse.Namespace) -> int:
+    """Converts between Parquet and bags (the other pairs are refused)."""
+    if source_kind == PARQUET and destination_kind == BAG:
+        return _to_bag(args)
+    if source_kind == BAG and destination_kind == PARQUET:
+        if args.column is not None or args.skip_nulls:
+            raise ValueError("--column and --skip-nulls apply to Parquet sources")
+        return _to_parquet(args)
+    raise ValueError("Parquet converts to and from bags (.bag, .bagz) only")
