@@ -810,8 +810,22 @@ PYBIND11_MODULE(_engine, m) {
                views.emplace_back(base + ends[k],
                                   static_cast<size_t>(ends[k + 1] - ends[k]));
              }
+             // In sub-batches, as write_many: compressed records of one
+             // WriteMany are held until it returns.
              ReleaseGil release;
-             writer.WriteMany(views);
+             std::vector<std::string_view> batch;
+             size_t batch_bytes = 0;
+             for (const std::string_view& view : views) {
+               batch.push_back(view);
+               batch_bytes += view.size();
+               if (batch.size() >= kWriteManyBatchRecords ||
+                   batch_bytes >= kWriteManyBatchBytes) {
+                 writer.WriteMany(batch);
+                 batch.clear();
+                 batch_bytes = 0;
+               }
+             }
+             if (!batch.empty()) writer.WriteMany(batch);
            },
            py::arg("data"), py::arg("offsets"))
       .def("flush",

@@ -313,7 +313,7 @@ class Reader(collections.abc.Sequence):
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The records as an Arrow stream of one `large_binary` column,
         `record` (the Arrow PyCapsule interface): `pyarrow.table(reader)`,
-        `polars.DataFrame(reader)` and DuckDB read a Reader directly. Needs
+        `polars.from_arrow(reader)` and DuckDB read a Reader directly. Needs
         the `arrow` extra; see `sackli.arrow.read_batches` for decoding."""
         from .arrow import read_batches  # pyarrow is optional
 

@@ -25,8 +25,10 @@ __all__ = ["ShardSetWriter", "even_split"]
 
 # Bytes a record costs in a bag beyond its payload: its limit.
 _LIMIT_BYTES = 8
-# Records the spool is copied out in at a time.
-_SPOOL_COPY_RECORDS = 65536
+# The spool is copied out this many records, or about this many bytes, at a
+# time (compressed records of one write are held until it returns).
+_SPOOL_COPY_RECORDS = 4096
+_SPOOL_COPY_BYTES = 16 << 20
 
 
 def even_split(total: int, shards: int) -> list[int]:
@@ -214,14 +216,22 @@ class ShardSetWriter:
     def _split_spool(self) -> None:
         assert self._spool is not None
         spool, self._spool = self._spool, None
+        if not os.path.exists(spool):  # no record came: only empty shards
+            self._counts = [0] * len(self._paths)
+            while self._shard_index < len(self._paths):
+                self._current_writer()
+                self._finish_shard()
+            return
         with Reader(spool) as records:
+            per_record = max(records.approximate_bytes_per_record(), 1.0)
+            step = max(1, min(_SPOOL_COPY_RECORDS, int(_SPOOL_COPY_BYTES / per_record)))
             counts = even_split(len(records), len(self._paths))
             self._counts = list(counts)
             start = 0
             for path, count in zip(self._paths, counts):
                 with self._open(path) as writer:
-                    for first in range(start, start + count, _SPOOL_COPY_RECORDS):
-                        n = min(_SPOOL_COPY_RECORDS, start + count - first)
+                    for first in range(start, start + count, step):
+                        n = min(step, start + count - first)
                         data, offsets = records._mapped_run(first, n) or records._start_packed(
                             first, n).packed()
                         writer._write_packed(data, memoryview(offsets))

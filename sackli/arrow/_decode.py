@@ -3,14 +3,14 @@ together, into a RecordBatch of one fixed schema."""
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from ._types import storage_schema
+from ._json_types import from_json_table, json_parse_schema
+from ._types import from_storage, restore_dictionaries, storage_schema
 
 __all__ = ["RECORD_COLUMN", "make_decoder", "records_array"]
 
@@ -41,7 +41,10 @@ class RawDecoder:
 class ArrowRowDecoder:
     """Rows written with encoding="arrow": each record is a one-row IPC
     record batch message. The schema's message goes in front of a batch of
-    them, so that pyarrow reads the whole batch as one IPC stream."""
+    them, so that pyarrow reads the whole batch as one IPC stream. pyarrow
+    does that without the GIL, so parts of a batch decode in parallel."""
+
+    parallel = True
 
     def __init__(self, schema: pa.Schema, columns: Sequence[str] | None) -> None:
         storage = storage_schema(schema)
@@ -75,30 +78,8 @@ class ArrowRowDecoder:
         batch = table.combine_chunks().to_batches()
         batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=self._storage)
         if batch.schema != self.schema:
-            batch = batch.cast(self.schema)
+            batch = from_storage(batch, self.schema)
         return batch
-
-
-_BINARY = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
-           pa.types.is_binary_view)
-
-
-def _json_parse_schema(schema: pa.Schema) -> pa.Schema:
-    """The schema pyarrow parses JSON rows with: no dictionaries, and
-    binary columns as the base64 text write_table put there."""
-    storage = storage_schema(schema)
-    return pa.schema([f.with_type(pa.string()) if any(is_(f.type) for is_ in _BINARY) else f
-                      for f in storage], metadata=schema.metadata)
-
-
-def _from_json_types(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """A table parsed with _json_parse_schema(schema), as `schema`."""
-    for i, field in enumerate(schema):
-        if any(is_(field.type) for is_ in _BINARY):
-            values = [None if v is None else base64.b64decode(v)
-                      for v in table.column(i).to_pylist()]
-            table = table.set_column(i, field, pa.array(values, field.type))
-    return table.cast(schema) if table.schema != schema else table
 
 
 class JsonDecoder:
@@ -115,7 +96,7 @@ class JsonDecoder:
     def decode(self, data: Any, offsets: Any, source: str, first: int) -> pa.RecordBatch:
         parse_schema = self.schema
         if self._written is not None:
-            parse_schema = _json_parse_schema(self._written)
+            parse_schema = json_parse_schema(self._written)
         options = pa_json.ParseOptions(
             explicit_schema=parse_schema, newlines_in_values=True,
             unexpected_field_behavior="error" if parse_schema is not None else "infer")
@@ -123,13 +104,17 @@ class JsonDecoder:
         try:
             table = pa_json.read_json(pa.BufferReader(pa.py_buffer(data)),
                                       parse_options=options)
-        except (pa.ArrowInvalid, OSError) as error:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as error:
             raise _bad_json(data, offsets, source, first, error) from None
         if table.num_rows != count:
             raise _bad_json(data, offsets, source, first,
                             f"{count} records gave {table.num_rows} objects")
         if self._written is not None:
-            table = _from_json_types(table, self._written)
+            try:
+                table = from_json_table(table, self._written, restore_dictionaries)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+                raise ValueError(f"{source}: records from {first} on do not convert to the "
+                                 f"written schema ({error})") from None
         if self.schema is None:
             self.schema = table.schema
         if self._columns is not None:

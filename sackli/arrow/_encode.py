@@ -15,7 +15,8 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._types import storage_schema
+from ._json_types import to_json_batch
+from ._types import storage_schema, to_storage
 
 __all__ = ["Packed", "make_encoder"]
 
@@ -103,7 +104,7 @@ class ArrowRowEncoder:
 
     def encode(self, batch: pa.RecordBatch) -> Packed:
         if self._storage != batch.schema:
-            batch = batch.cast(self._storage)
+            batch = to_storage(batch, self._storage)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, self._storage) as writer:
             writer.write_table(pa.Table.from_batches([batch]), max_chunksize=1)
@@ -116,22 +117,43 @@ def _message_offsets(stream: pa.Buffer, rows: int) -> memoryview:
     """Offsets of the record batch messages of an IPC stream (after its
     schema message, before its end marker)."""
     view = memoryview(stream)
-    ends = []
-    position = 0
-    while position < len(view):
-        _, metadata_size = struct.unpack_from("<Ii", view, position)
-        if metadata_size == 0:
-            break  # end of stream
-        metadata = view[position + 8:position + 8 + metadata_size]
-        position += 8 + metadata_size + _body_length(metadata)
-        ends.append(position)
+    ends = _message_ends(view, fast=True)
+    if len(ends) != rows + 1:
+        ends = _message_ends(view, fast=False)
     if len(ends) != rows + 1:
         raise AssertionError(f"an IPC stream of {rows} rows held {len(ends) - 1} batches")
     return _int64_view(pa.array(ends, pa.int64()))
 
 
-def _body_length(metadata: memoryview) -> int:
-    """Message.bodyLength (field 3) of an Arrow IPC message's flatbuffer."""
+def _message_ends(view: memoryview, fast: bool) -> list[int]:
+    """Where each message of an IPC stream ends. With `fast`, messages whose
+    metadata is as long as the first batch's are taken to keep bodyLength
+    where it keeps it (one writer, one schema: the same flatbuffer layout);
+    the caller checks the count and parses fully otherwise."""
+    ends: list[int] = []
+    position = 0
+    known_size, known_field = -1, 0
+    unpack = struct.unpack_from
+    while position + 8 <= len(view):
+        metadata_size = unpack("<i", view, position + 4)[0]
+        if metadata_size <= 0:
+            break  # end of stream
+        if fast and metadata_size == known_size and known_field:
+            body = unpack("<q", view, position + 8 + known_field)[0]
+        else:
+            metadata = view[position + 8:position + 8 + metadata_size]
+            field = _body_length_offset(metadata)
+            body = unpack("<q", metadata, field)[0] if field else 0
+            if ends:  # the schema message comes first and has another layout
+                known_size, known_field = metadata_size, field
+        position += 8 + metadata_size + body
+        ends.append(position)
+    return ends
+
+
+def _body_length_offset(metadata: memoryview) -> int:
+    """Where Message.bodyLength (field 3) is in an Arrow IPC message's
+    flatbuffer metadata; 0 when it is absent (an empty body)."""
     table = struct.unpack_from("<I", metadata, 0)[0]
     vtable = table - struct.unpack_from("<i", metadata, table)[0]
     vtable_size = struct.unpack_from("<H", metadata, vtable)[0]
@@ -139,7 +161,7 @@ def _body_length(metadata: memoryview) -> int:
     if vtable_size <= slot:
         return 0
     field = struct.unpack_from("<H", metadata, vtable + slot)[0]
-    return struct.unpack_from("<q", metadata, table + field)[0] if field else 0
+    return table + field if field else 0
 
 
 def _json_default(value: Any) -> Any:
@@ -156,9 +178,8 @@ def _json_default(value: Any) -> Any:
 
 
 class JsonRowEncoder:
-    """Each row becomes one JSON object (UTF-8, no trailing newline).
-    Timestamps and dates become ISO 8601 strings, decimals strings, binary
-    base64, durations seconds; maps become lists of [key, value] pairs."""
+    """Each row becomes one JSON object (UTF-8, no trailing newline); the
+    columns JSON has no type for are converted first (see _json_types)."""
 
     def __init__(self) -> None:
         self._dumps = json.JSONEncoder(default=_json_default, ensure_ascii=False,
@@ -166,7 +187,7 @@ class JsonRowEncoder:
 
     def encode(self, batch: pa.RecordBatch) -> Packed:
         dumps = self._dumps
-        return pack([dumps(row).encode() for row in batch.to_pylist()])
+        return pack([dumps(row).encode() for row in to_json_batch(batch).to_pylist()])
 
 
 class CallableEncoder:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import os
 from typing import Any, Callable, Iterator, Sequence
@@ -69,14 +70,31 @@ def _as_index_list(indices: Any, length: int) -> Sequence[int]:
     return list(indices)
 
 
+def _split(count: int, parts: int) -> list[tuple[int, int]]:
+    """[begin, end) bounds of `parts` near-equal parts of range(count)."""
+    parts = max(1, min(parts, count))
+    return [(count * p // parts, count * (p + 1) // parts) for p in range(parts)]
+
+
+def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    combined = pa.Table.from_batches(batches).combine_chunks().to_batches()
+    return combined[0] if combined else batches[0]
+
+
 class _Batches:
     """Reads pieces of a reader with one piece always in flight, and decodes
-    them; iterating gives RecordBatches."""
+    them; iterating gives RecordBatches.
+
+    Decoders whose pyarrow work releases the GIL (`parallel`) get each piece
+    in parts, read and decoded side by side on several threads."""
 
     def __init__(self, reader: Reader, decoder: Any, indices: Any, batch_size: int,
                  with_index: str | None, close_reader: bool) -> None:
         self._reader = reader
         self._decoder = decoder
+        self._parts = reader.options.max_parallelism if getattr(decoder, "parallel", False) else 1
         self._batch_size = batch_size
         self._with_index = with_index
         self._close_reader = close_reader
@@ -89,19 +107,33 @@ class _Batches:
             self._pieces = (("indices", s, listed[s:s + batch_size])
                             for s in range(0, len(listed), batch_size))
 
-    def _start(self, piece: Any) -> Any:
+    def _start(self, piece: Any) -> list[tuple[int, Any]]:
+        """Starts reading a piece: [(first record, pending read or buffers)]
+        for each of its parts."""
         kind, start, what = piece
         prefix = self._decoder.prefix
         if kind == "range":
-            if not prefix:
+            if not prefix and self._parts == 1:
                 mapped = self._reader._mapped_run(start, what)
                 if mapped is not None:
-                    return mapped
-            return self._reader._start_packed(start, what, prefix)
+                    return [(start, mapped)]
+            return [(start + a, self._reader._start_packed(start + a, b - a, prefix))
+                    for a, b in _split(what, self._parts)]
         try:
-            return self._reader._start_packed_indices(what, prefix)
+            return [(start + a, self._reader._start_packed_indices(what[a:b], prefix))
+                    for a, b in _split(len(what), self._parts)]
         except IndexError as error:
             raise IndexError(f"{error} (in the batch starting at indices[{start}])") from None
+
+    def _decode(self, parts: list[tuple[int, Any]], executor: Any) -> pa.RecordBatch:
+        def decode(part: tuple[int, Any]) -> pa.RecordBatch:
+            first, pending = part
+            data, offsets = pending if isinstance(pending, tuple) else pending.packed()
+            return self._decoder.decode(data, offsets, self._source, first)
+
+        if len(parts) == 1:
+            return decode(parts[0])
+        return _concat(list(executor.map(decode, parts)))
 
     def _positions(self, piece: Any) -> pa.Array:
         kind, start, what = piece
@@ -111,15 +143,15 @@ class _Batches:
         return pa.array([i + length if i < 0 else i for i in map(int, what)], pa.int64())
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
+        executor = (concurrent.futures.ThreadPoolExecutor(self._parts, "sackli-decode")
+                    if self._parts > 1 else None)
         try:
             piece = next(self._pieces, None)
             pending = self._start(piece) if piece is not None else None
             while piece is not None:
                 following = next(self._pieces, None)
                 upcoming = self._start(following) if following is not None else None
-                data, offsets = pending if isinstance(pending, tuple) else pending.packed()
-                first = piece[1]
-                batch = self._decoder.decode(data, offsets, self._source, first)
+                batch = self._decode(pending, executor)
                 if self._with_index is not None:
                     batch = batch.append_column(
                         pa.field(self._with_index, pa.int64(), nullable=False),
@@ -127,6 +159,8 @@ class _Batches:
                 yield batch
                 piece, pending = following, upcoming
         finally:
+            if executor is not None:
+                executor.shutdown(wait=False)
             if self._close_reader:
                 self._reader.close()
 
