@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cxxabi.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -110,7 +111,14 @@ class ReleaseGil {
   ReleaseGil() : state_(PyEval_SaveThread()) {}
   ~ReleaseGil() {
     ParkIfFinalizing();
-    PyEval_RestoreThread(state_);
+    // Finalization may begin while this thread waits for the GIL; CPython
+    // then ends the thread with pthread_exit, whose forced unwind would
+    // leave this noexcept destructor and abort. Park instead.
+    try {
+      PyEval_RestoreThread(state_);
+    } catch (abi::__forced_unwind&) {
+      for (;;) ::pause();
+    }
   }
   ReleaseGil(const ReleaseGil&) = delete;
   ReleaseGil& operator=(const ReleaseGil&) = delete;
@@ -124,7 +132,11 @@ class AcquireGil {
  public:
   AcquireGil() {
     ParkIfFinalizing();
-    state_ = PyGILState_Ensure();
+    try {
+      state_ = PyGILState_Ensure();
+    } catch (abi::__forced_unwind&) {  // see ~ReleaseGil
+      for (;;) ::pause();
+    }
   }
   ~AcquireGil() { PyGILState_Release(state_); }
   AcquireGil(const AcquireGil&) = delete;
