@@ -678,17 +678,16 @@ PYBIND11_MODULE(_engine, m) {
                  count > c.view.length - start) {
                return std::nullopt;
              }
-             const char* data = nullptr;
-             auto offsets = std::make_unique<std::vector<uint64_t>>();
-             if (!MappedRun(*c.bag, c.view.Global(start), count, &data,
-                            *offsets)) {
-               return std::nullopt;
-             }
              // One owner holds both the offsets and the bag, whose mapping
              // the data points into.
              auto owner = std::make_shared<
                  std::pair<std::shared_ptr<const Bag>, std::vector<uint64_t>>>(
-                 c.bag, std::move(*offsets));
+                 c.bag, std::vector<uint64_t>());
+             const char* data = nullptr;
+             if (!MappedRun(*c.bag, c.view.Global(start), count, &data,
+                            owner->second)) {
+               return std::nullopt;
+             }
              return PackedBuffers(owner, data,
                                   static_cast<size_t>(owner->second.back()),
                                   owner->second);
@@ -825,19 +824,17 @@ PYBIND11_MODULE(_engine, m) {
              // In sub-batches, as write_many: compressed records of one
              // WriteMany are held until it returns.
              ReleaseGil release;
-             std::vector<std::string_view> batch;
-             size_t batch_bytes = 0;
-             for (const std::string_view& view : views) {
-               batch.push_back(view);
-               batch_bytes += view.size();
-               if (batch.size() >= kWriteManyBatchRecords ||
-                   batch_bytes >= kWriteManyBatchBytes) {
-                 writer.WriteMany(batch);
-                 batch.clear();
-                 batch_bytes = 0;
+             size_t first = 0;
+             while (first < n) {
+               size_t last = first;
+               size_t batch_bytes = 0;
+               while (last < n && last - first < kWriteManyBatchRecords &&
+                      batch_bytes < kWriteManyBatchBytes) {
+                 batch_bytes += views[last++].size();
                }
+               writer.WriteMany({views.begin() + first, views.begin() + last});
+               first = last;
              }
-             if (!batch.empty()) writer.WriteMany(batch);
            },
            py::arg("data"), py::arg("offsets"))
       .def("flush",

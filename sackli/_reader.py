@@ -293,6 +293,13 @@ class Reader(collections.abc.Sequence):
         that way (compressed, not mapped, in several files, a strided view)."""
         return self._core.mapped_run(start, num_records)
 
+    def _read_packed(self, start: int, num_records: int) -> tuple[Any, Any]:
+        """(data, offsets) buffers of records [start, start + num_records):
+        lent from the mapped file when they lie there uncompressed, else
+        read and decoded into one buffer."""
+        return self._mapped_run(start, num_records) or self._start_packed(
+            start, num_records).packed()
+
     def _shard_boundaries(self) -> list[int] | None:
         """View positions where a new file starts, for a view whose
         neighbouring records are neighbours on disk (step 1, concatenated

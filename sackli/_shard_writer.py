@@ -232,8 +232,7 @@ class ShardSetWriter:
                 with self._open(path) as writer:
                     for first in range(start, start + count, step):
                         n = min(step, start + count - first)
-                        data, offsets = records._mapped_run(first, n) or records._start_packed(
-                            first, n).packed()
+                        data, offsets = records._read_packed(first, n)
                         writer._write_packed(data, memoryview(offsets))
                 start += count
                 self._shard_index += 1

@@ -12,6 +12,8 @@ A `sackli.Reader` is itself an Arrow stream source (`__arrow_c_stream__`):
 See docs/arrow.md for the record encodings and the schema file.
 """
 
+import os
+
 try:
     import pyarrow  # noqa: F401
 except ImportError as _error:  # pragma: no cover - depends on the install
@@ -38,7 +40,5 @@ def read_schema(file_spec: str) -> "pyarrow.Schema":
 def row_encoding(file_spec: str) -> str | None:
     """How `write_table` encoded the rows of a bag set ("arrow" or
     "json"), from its schema file; None when there is no schema file."""
-    import os
-
     path = schema_path(file_spec)
     return read_schema_file(path)[1] if os.path.exists(path) else None

@@ -58,8 +58,7 @@ def _record_sizes(reader: sackli.Reader) -> collections.Counter[int]:
     batch = _SIZE_BATCH_RECORDS
     for start in range(0, len(reader), batch):
         count = min(batch, len(reader) - start)
-        packed = reader._mapped_run(start, count) or reader._start_packed(start, count).packed()
-        offsets = memoryview(packed[1])
+        offsets = memoryview(reader._read_packed(start, count)[1])
         sizes.update(end - begin for begin, end in itertools.pairwise(offsets))
     return sizes
 
