@@ -567,7 +567,35 @@ PYBIND11_MODULE(_engine, m) {
           sizes.push_back(bag.shard(s).num_records());
         }
         return sizes;
-      });
+      })
+      // Offsets of records [first, first + count) of one shard in its
+      // records section: count + 1 int64 values, the begin of record
+      // `first`, then each record's end (validated). For Beam's splitting.
+      .def("record_offsets",
+           [](const Bag& bag, size_t shard, uint64_t first, uint64_t count) {
+             if (shard >= bag.num_shards()) {
+               throw py::index_error("shard " + std::to_string(shard) +
+                                     " out of range for a bag of " +
+                                     std::to_string(bag.num_shards()) +
+                                     " shards");
+             }
+             const Shard& s = bag.shard(shard);
+             if (first > s.num_records() || count > s.num_records() - first) {
+               throw py::index_error(
+                   "records [" + std::to_string(first) + ", " +
+                   std::to_string(first + count) + ") out of range for " +
+                   s.path() + " (" + std::to_string(s.num_records()) +
+                   " records)");
+             }
+             auto offsets = std::make_shared<std::vector<uint64_t>>(count + 1);
+             {
+               ReleaseGil release;
+               s.Limits(first, count, offsets->data(), offsets->data() + 1);
+             }
+             return EngineBuffer{offsets, offsets->data(), offsets->size(),
+                                 true};
+           },
+           py::arg("shard"), py::arg("first"), py::arg("count"));
 
   m.def(
       "open_bag",

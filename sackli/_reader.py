@@ -300,6 +300,12 @@ class Reader(collections.abc.Sequence):
         return self._mapped_run(start, num_records) or self._start_packed(
             start, num_records).packed()
 
+    def _record_offsets(self, shard: int, first: int, count: int) -> memoryview:
+        """Where records [first, first + count) of file `shard` lie in its
+        records section: count + 1 int64 offsets, the begin of record
+        `first`, then each record's end (for sackli.beam's splitting)."""
+        return memoryview(self._core.bag.record_offsets(shard, first, count))
+
     def _shard_boundaries(self) -> list[int] | None:
         """View positions where a new file starts, for a view whose
         neighbouring records are neighbours on disk (step 1, concatenated

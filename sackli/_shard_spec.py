@@ -12,7 +12,7 @@ import errno
 import os
 import re
 
-__all__ = ["expand_file_spec", "shard_name", "strip_local_prefix"]
+__all__ = ["expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix"]
 
 _MAX_SHARDS = 99999
 _LOCAL_PREFIX = "posix:"
@@ -40,7 +40,7 @@ def strip_local_prefix(path: str) -> str:
     return path
 
 
-def _split_shard_entry(entry: str) -> tuple[str, str, str] | None:
+def split_shard_entry(entry: str) -> tuple[str, str, str] | None:
     """(base, count, suffix) of `base@count suffix`, or None for a plain path.
 
     The `@` that counts is the first one after the last `/`. As in bagz, an
@@ -111,7 +111,7 @@ def expand_file_spec(file_spec: str) -> list[str]:
         if not raw_entry:
             raise ValueError(f"{file_spec!r} has an empty entry")
         entry = strip_local_prefix(raw_entry)
-        sharded = _split_shard_entry(entry)
+        sharded = split_shard_entry(entry)
         if sharded is None:
             paths.append(entry)
             continue

@@ -18,7 +18,7 @@ from typing import Any
 from . import _engine
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
-from ._shard_spec import _split_shard_entry, shard_name, strip_local_prefix
+from ._shard_spec import split_shard_entry, shard_name, strip_local_prefix
 from ._writer import Writer
 
 __all__ = ["ShardSetWriter", "even_split"]
@@ -71,7 +71,7 @@ class ShardSetWriter:
         self._writer: Writer | None = None
         self._records = 0
         self._shard_index = 0
-        sharded = _split_shard_entry(spec)
+        sharded = split_shard_entry(spec)
         by_size = sharded is not None and sharded[1] == "*"
         if by_size != (max_shard_bytes is not None):
             raise ValueError(

@@ -13,7 +13,7 @@ import re
 
 import pyarrow as pa
 
-from .._shard_spec import _split_shard_entry, strip_local_prefix
+from .._shard_spec import split_shard_entry, strip_local_prefix
 
 __all__ = ["ENCODING_KEY", "read_schema_file", "schema_path", "write_schema_file"]
 
@@ -26,7 +26,7 @@ def schema_path(path_or_spec: str) -> str:
     """Where the schema of a bag set lives, from a shard spec (`x@8.bagz`)
     or from the path of any of its files (`x-00003-of-00008.bagz`)."""
     entry = strip_local_prefix(os.fspath(path_or_spec).split(",")[0])
-    sharded = _split_shard_entry(entry)
+    sharded = split_shard_entry(entry)
     if sharded is not None:
         base, _, suffix = sharded
         entry = base + suffix

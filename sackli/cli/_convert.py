@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Iterator
 
-from .._shard_spec import _split_shard_entry, shard_name
+from .._shard_spec import split_shard_entry, shard_name
 from .._shard_writer import even_split
 from ._endpoints import (
     BAG, PARQUET, RECORD_OVERHEAD, Source, check_output_options, files_of, format_of,
@@ -173,7 +173,7 @@ def convert(args: argparse.Namespace) -> int:
         raise ValueError("--column, --skip-nulls, --encoding and --decode apply to Parquet "
                          "conversions only")
     source = Source(args.src, source_kind, args)
-    sharded = _split_shard_entry(args.dst)
+    sharded = split_shard_entry(args.dst)
     by_size = sharded is not None and sharded[1] == "*"
     if by_size != (args.max_shard_bytes is not None):
         raise ValueError("use --max-shard-bytes with a name@*.ext destination, and only then")

@@ -1,0 +1,177 @@
+"""The file sink behind `WriteToSackli`: one sackli.Writer per shard,
+finalised by Beam's temp-then-rename.
+
+Each bundle writes its shard under Beam's temporary folder; Beam renames the
+finished shards to their final names once all bundles succeeded, so a failed
+or retried bundle never leaves a partial shard under a final name. On a local
+file system the shard is written in place; elsewhere (`gs://`, `s3://`) it is
+spooled to a local temporary file and uploaded through Beam's file system
+when the shard closes. SEPARATE placement writes `limits.<name>` beside each
+shard; it is renamed with its shard, before it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from apache_beam import coders
+from apache_beam.io import filebasedsink
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.localfilesystem import LocalFileSystem
+from apache_beam.transforms import display
+
+from .._options import (
+    CompressionAutoDetect,
+    CompressionNone,
+    CompressionZstd,
+    LimitsPlacement,
+    WriterOptions,
+)
+from .._writer import Writer
+from ._files import limits_path
+from ._write_path import ShardedPath
+
+__all__ = ["BagSink"]
+
+_MIME_TYPE = "application/octet-stream"
+# Records are handed to the engine in batches, so .bagz shards compress on
+# all cores: at most this many records or bytes at a time.
+_BATCH_RECORDS = 1024
+_BATCH_BYTES = 8 << 20
+_UPLOAD_CHUNK = 16 << 20
+
+
+def _resolved(options: WriterOptions, suffix: str) -> WriterOptions:
+    """`options` with auto-detected compression fixed by the final suffix
+    (temporary names must not decide it)."""
+    if not isinstance(options.compression, CompressionAutoDetect):
+        return options
+    compression = CompressionZstd() if suffix.endswith(".bagz") else CompressionNone()
+    return WriterOptions(
+        limits_placement=options.limits_placement,
+        compression=compression,
+        max_parallelism=options.max_parallelism,
+    )
+
+
+def _is_local(path: str) -> bool:
+    return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
+
+
+def _upload(local_path: str, remote_path: str) -> None:
+    with open(local_path, "rb") as source, FileSystems.create(
+        remote_path, _MIME_TYPE, CompressionTypes.UNCOMPRESSED
+    ) as target:
+        shutil.copyfileobj(source, target, _UPLOAD_CHUNK)
+
+
+class _ShardWriter:
+    """Writes one shard at `path` (Beam's temporary name), in batches."""
+
+    def __init__(self, path: str, options: WriterOptions) -> None:
+        self._path = path
+        self._spool_dir = None if _is_local(path) else tempfile.mkdtemp(prefix="sackli-beam-")
+        local = path if self._spool_dir is None else os.path.join(self._spool_dir, "shard")
+        self._writer = Writer(local, options)
+        self._batch: list[bytes] = []
+        self._batch_bytes = 0
+
+    def write(self, record: bytes) -> None:
+        self._batch.append(record)
+        self._batch_bytes += len(record)
+        if len(self._batch) >= _BATCH_RECORDS or self._batch_bytes >= _BATCH_BYTES:
+            self._flush_batch()
+
+    def _flush_batch(self) -> None:
+        self._writer.write_many(self._batch)
+        self._batch, self._batch_bytes = [], 0
+
+    def close(self) -> None:
+        try:
+            self._flush_batch()
+            self._writer.close()
+            if self._spool_dir is not None:
+                separate = self._writer.options.limits_placement == LimitsPlacement.SEPARATE
+                if separate:  # the limits first: a shard never lacks them
+                    _upload(limits_path(self._writer.path), limits_path(self._path))
+                _upload(self._writer.path, self._path)
+        finally:
+            if self._spool_dir is not None:
+                shutil.rmtree(self._spool_dir, ignore_errors=True)
+
+
+class BagSink(filebasedsink.FileBasedSink):
+    """A FileBasedSink whose shards are bags written by sackli.Writer."""
+
+    def __init__(self, where: ShardedPath, coder: coders.Coder, options: WriterOptions) -> None:
+        super().__init__(
+            where.prefix,
+            coder=coder,
+            file_name_suffix=where.suffix,
+            num_shards=where.num_shards,
+            shard_name_template=where.template,
+            mime_type=_MIME_TYPE,
+            compression_type=CompressionTypes.UNCOMPRESSED,
+        )
+        self._options = _resolved(options, where.suffix)
+        self._encode = None if type(coder) is coders.BytesCoder else coder.encode
+
+    @property
+    def _separate(self) -> bool:
+        return self._options.limits_placement == LimitsPlacement.SEPARATE
+
+    def open(self, temp_path: str) -> _ShardWriter:
+        return _ShardWriter(temp_path, self._options)
+
+    def write_record(self, file_handle: _ShardWriter, value: Any) -> None:
+        if self._encode is None:
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise TypeError(
+                    f"WriteToSackli with BytesCoder writes bytes, not {type(value).__name__}; "
+                    "pass a coder for other elements"
+                )
+            file_handle.write(value)
+        else:
+            file_handle.write(self._encode(value))
+
+    def close(self, file_handle: _ShardWriter) -> None:
+        file_handle.close()
+
+    def pre_finalize(self, init_result: Any, writer_results: Any) -> None:
+        super().pre_finalize(init_result, writer_results)
+        if self._separate:  # stale limits files of an earlier run's shards
+            glob = self._get_final_name_glob(len(list(writer_results)))
+            stale = [m.path for r in FileSystems.match([limits_path(glob)]) for m in r.metadata_list]
+            if stale:
+                FileSystems.delete(stale)
+
+    def finalize_windowed_write(
+        self, init_result: Any, writer_results: Any, pre_finalize_results: Any, w: Any = None
+    ) -> Any:
+        if self._separate:
+            self._rename_limits(sorted(writer_results), w)
+        return super().finalize_windowed_write(
+            init_result, writer_results, pre_finalize_results, w
+        )
+
+    def _rename_limits(self, writer_results: list[str], w: Any) -> None:
+        """Moves each shard's limits file to its final name, before Beam
+        moves the shards (skipping those a retried finalisation moved)."""
+        sources = [limits_path(path) for path in writer_results]
+        present = {m.path for r in FileSystems.match(sources) for m in r.metadata_list}
+        moves = [
+            (source, limits_path(self._get_final_name(shard, len(writer_results), w)))
+            for shard, source in enumerate(sources)
+            if source in present
+        ]
+        if moves:
+            FileSystems.rename([m[0] for m in moves], [m[1] for m in moves])
+
+    def display_data(self) -> dict[str, Any]:
+        data = super().display_data()
+        data["options"] = display.DisplayDataItem(repr(self._options), label="Writer Options")
+        return data
