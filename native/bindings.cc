@@ -518,12 +518,97 @@ CompressionChoice MakeChoice(int mode, int level, const py::bytes& dictionary) {
   return choice;
 }
 
+// A remote object read through a Python handle with `size` (int) and
+// `read(offset, length)` returning that many bytes (retries are the
+// handle's business). Pool threads call it with the GIL taken; the Python
+// clients release it while they wait on the network, so reads overlap.
+class PyByteSource : public ByteSource {
+ public:
+  PyByteSource(py::object handle, std::string path)
+      : handle_(std::move(handle)), path_(std::move(path)) {
+    size_ = handle_.attr("size").cast<uint64_t>();
+  }
+  ~PyByteSource() override {
+    AcquireGil gil;  // the last owner may be a thread without the GIL
+    handle_ = py::object();
+  }
+
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+  bool remote() const override { return true; }
+
+  void Read(uint64_t offset, size_t length, char* dst) const override {
+    if (offset > size_ || length > size_ - offset) {
+      ThrowCorruption(path_, offset,
+                      "read of " + std::to_string(length) +
+                          " bytes past the end of the object (" +
+                          std::to_string(size_) + " bytes)");
+    }
+    if (length == 0) return;
+    AcquireGil gil;
+    py::object data = handle_.attr("read")(offset, length);
+    py::buffer_info info = py::buffer(data).request();
+    const size_t got = static_cast<size_t>(info.size * info.itemsize);
+    if (got != length) {
+      throw Error(ErrorKind::kIo,
+                  path_ + ": asked for " + std::to_string(length) +
+                      " bytes at offset " + std::to_string(offset) + ", got " +
+                      std::to_string(got),
+                  path_, EIO);
+    }
+    std::memcpy(dst, info.ptr, length);
+  }
+
+ private:
+  py::object handle_;
+  std::string path_;
+  uint64_t size_ = 0;
+};
+
+// Local files through the engine; paths the Python `remote` callback
+// claims (it returns a handle, or None for a local path) through it.
+SourceOpener MakeOpener(py::object remote, AccessPattern access,
+                        CachePolicy cache) {
+  SourceOpener local = LocalOpener(access, cache);
+  if (remote.is_none()) return local;
+  auto callback = std::shared_ptr<py::object>(
+      new py::object(std::move(remote)), [](py::object* o) {
+        AcquireGil gil;
+        delete o;
+      });
+  auto claim = [callback](const std::string& path) -> py::object {
+    return (*callback)(path);
+  };
+  return SourceOpener{
+      [local, claim](const std::string& path) -> std::shared_ptr<ByteSource> {
+        {
+          AcquireGil gil;
+          py::object handle = claim(path);
+          if (!handle.is_none()) {
+            return std::make_shared<PyByteSource>(std::move(handle), path);
+          }
+        }
+        return local.open(path);
+      },
+      [local, callback](const std::string& path) -> bool {
+        {
+          AcquireGil gil;
+          py::object found = callback->attr("exists")(path);
+          if (!found.is_none()) return found.cast<bool>();
+        }
+        return local.exists(path);
+      }};
+}
+
 std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
                                    int compression_mode, int level,
                                    const py::bytes& dictionary, int layout,
                                    int placement, int storage,
                                    size_t max_parallelism, int access,
-                                   int cache) {
+                                   int cache, py::object remote) {
+  SourceOpener opener = MakeOpener(std::move(remote),
+                                   static_cast<AccessPattern>(access),
+                                   static_cast<CachePolicy>(cache));
   const CompressionChoice choice = MakeChoice(compression_mode, level, dictionary);
   ReleaseGil release;
   const std::vector<Codec> codecs = Codec::ForPaths(paths, choice);
@@ -536,9 +621,7 @@ std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
   options.shard.placement = static_cast<LimitsPlacement>(placement);
   options.shard.storage = static_cast<LimitsStorage>(storage);
   options.max_parallelism = max_parallelism;
-  return Bag::Open(shards, options,
-                   LocalOpener(static_cast<AccessPattern>(access),
-                               static_cast<CachePolicy>(cache)));
+  return Bag::Open(shards, options, opener);
 }
 
 }  // namespace
@@ -601,16 +684,17 @@ PYBIND11_MODULE(_engine, m) {
       "open_bag",
       [](const std::vector<std::string>& paths, int compression_mode, int level,
          const py::bytes& dictionary, int layout, int placement, int storage,
-         size_t max_parallelism, int access, int cache) {
+         size_t max_parallelism, int access, int cache, py::object remote) {
         // pybind11 holds Bag as shared_ptr<Bag>; the engine treats it const.
         return std::const_pointer_cast<Bag>(
             OpenBag(paths, compression_mode, level, dictionary, layout,
-                    placement, storage, max_parallelism, access, cache));
+                    placement, storage, max_parallelism, access, cache,
+                    std::move(remote)));
       },
       py::arg("paths"), py::arg("compression_mode"), py::arg("level"),
       py::arg("dictionary"), py::arg("layout"), py::arg("placement"),
       py::arg("storage"), py::arg("max_parallelism"), py::arg("access"),
-      py::arg("cache"));
+      py::arg("cache"), py::arg("remote") = py::none());
 
   py::class_<EngineBuffer>(m, "EngineBuffer", py::buffer_protocol())
       .def_buffer(&EngineBuffer::Info)

@@ -19,6 +19,9 @@ class ByteSource {
   virtual const std::string& path() const = 0;
   // The whole content when it is addressable in memory (mmap), else nullptr.
   virtual const char* mapped() const { return nullptr; }
+  // True for objects behind a network: every Read is a request, so readers
+  // load such a file's limits once, in one read.
+  virtual bool remote() const { return false; }
   // Reads exactly `length` bytes at `offset` into `dst`. Thread-safe.
   // Throws sackli::Error (kCorruption for a read past the end).
   virtual void Read(uint64_t offset, size_t length, char* dst) const = 0;

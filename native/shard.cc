@@ -75,7 +75,9 @@ std::unique_ptr<Shard> Shard::Open(const std::string& path, const Codec& codec,
     }
   }
 
-  if (options.storage == LimitsStorage::kInMemory && shard->num_records_ > 0) {
+  const bool load_limits = options.storage == LimitsStorage::kInMemory ||
+                           shard->limits_source_->remote();
+  if (load_limits && shard->num_records_ > 0) {
     std::vector<uint64_t> limits(shard->num_records_);
     shard->ReadRawLimits(0, shard->num_records_, limits.data());
     shard->limits_in_memory_ = std::move(limits);

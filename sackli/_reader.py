@@ -11,6 +11,7 @@ from . import _engine
 from ._options import ReaderOptions, ShardingLayout, engine_compression, with_overrides
 from ._read_ahead import iterate_indices, iterate_range
 from ._shard_spec import expand_file_spec
+from ._storage import REMOTE_OPENER, is_remote
 
 __all__ = ["Reader"]
 
@@ -45,6 +46,7 @@ def _open_core(paths: list[str], options: ReaderOptions) -> Any:
         max_parallelism=options.max_parallelism,
         access=int(options.access_pattern),
         cache=int(options.cache_policy),
+        remote=REMOTE_OPENER if any(map(is_remote, paths)) else None,
     )
     return _engine.ReaderCore(bag)
 

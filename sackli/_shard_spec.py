@@ -12,6 +12,8 @@ import errno
 import os
 import re
 
+from ._storage import is_remote, list_objects, normalize
+
 __all__ = ["expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix"]
 
 _MAX_SHARDS = 99999
@@ -25,19 +27,37 @@ def shard_name(base: str, index: int, count: int, suffix: str) -> str:
 
 
 def strip_local_prefix(path: str) -> str:
-    """A local path without its optional `posix:` prefix.
+    """A path as the engine opens it: a local path without its optional
+    `posix:` prefix, or a `gs://` / `s3://` URL in its canonical spelling
+    (`/gs://b/k` and pathlib's `/gs:/b/k` are accepted).
 
-    Raises ValueError for URLs of storage this build cannot reach.
+    Raises ValueError for URLs of storage sackli cannot reach.
     """
     if path.startswith(_LOCAL_PREFIX):
         return path[len(_LOCAL_PREFIX):]
+    if is_remote(path):
+        return normalize(path)
     scheme = _SCHEME.match(path)
     if scheme:
         raise ValueError(
-            f"{path}: '{scheme.group(1)}:' paths are not supported; sackli "
-            "reads and writes local files (plain paths or 'posix:' paths)"
+            f"{path}: '{scheme.group(1)}:' paths are not supported; sackli reads and "
+            "writes local files (plain or 'posix:' paths), gs:// and s3:// objects"
         )
     return path
+
+
+def _names_starting(folder: str, prefix: str, entry: str) -> list[str]:
+    """Names in `folder` (with its trailing '/', or '' for the current
+    folder) starting with `prefix`: a folder listing, or for a remote folder
+    an object listing of just that prefix."""
+    if is_remote(folder):
+        return [url[len(folder):] for url, _ in list_objects(folder + prefix)]
+    try:
+        return [name for name in os.listdir(folder or ".") if name.startswith(prefix)]
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            errno.ENOENT, f"{entry}: the folder does not exist", folder
+        ) from None
 
 
 def split_shard_entry(entry: str) -> tuple[str, str, str] | None:
@@ -60,15 +80,11 @@ def split_shard_entry(entry: str) -> tuple[str, str, str] | None:
 
 
 def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:
-    """The shards of the one set `base-?????-of-?????suffix` on disk."""
-    folder = os.path.dirname(base)
-    prefix = os.path.basename(base)
-    try:
-        names = os.listdir(folder or ".")
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            errno.ENOENT, f"{entry}: the folder does not exist", folder
-        ) from None
+    """The shards of the one set `base-?????-of-?????suffix` on disk or in
+    the bucket."""
+    cut = base.rfind("/") + 1
+    folder, prefix = base[:cut], base[cut:]
+    names = _names_starting(folder, prefix, entry)
     pattern = re.compile(re.escape(prefix) + r"-(\d{5})-of-(\d{5})" + re.escape(suffix))
     sets: dict[int, set[int]] = {}
     for name in names:

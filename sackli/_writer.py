@@ -6,8 +6,10 @@ import os
 from typing import Any, Iterable
 
 from . import _engine
-from ._options import WriterOptions, engine_compression, with_overrides
+from ._options import LimitsPlacement, WriterOptions, engine_compression, with_overrides
 from ._shard_spec import strip_local_prefix
+from ._storage import is_remote
+from ._storage._spool import Spool
 
 __all__ = ["Writer"]
 
@@ -24,7 +26,9 @@ class Writer:
     `limits.<name>`. Thread-safe; use it as a context manager.
 
     Args:
-      path: the file to create (truncated if it exists). Its folder must exist.
+      path: the file to create (truncated if it exists). Its folder must
+        exist. A `gs://bucket/key` or `s3://bucket/key` object is written to
+        a local spool file and uploaded by `close()`.
       options: a `Writer.Options`; keyword arguments override its fields.
 
     Raises:
@@ -50,9 +54,11 @@ class Writer:
             raise TypeError(f"path must be a str or os.PathLike[str], not {type(spec).__name__}")
         self._options = with_overrides(WriterOptions, options, option_overrides)
         self._path = strip_local_prefix(spec)
+        # A remote bag is written locally and uploaded by close().
+        self._spool = Spool(self._path) if is_remote(self._path) else None
         mode, level, dictionary = engine_compression(self._options.compression)
         self._core = _engine.WriterCore(
-            self._path,
+            self._path if self._spool is None else self._spool.local_path,
             placement=int(self._options.limits_placement),
             compression_mode=mode,
             level=level,
@@ -106,18 +112,35 @@ class Writer:
         """Hands everything written so far to the operating system.
 
         Afterwards a Reader with `limits_placement=SEPARATE` sees every record
-        written so far. It does not fsync.
+        written so far. It does not fsync. For a `gs://` or `s3://` path it
+        only flushes the local spool file: nothing is uploaded before close().
         """
         self._core.flush()
 
     def close(self) -> None:
-        """Finishes the file (appending the limits for TAIL). Idempotent."""
+        """Finishes the file (appending the limits for TAIL). Idempotent.
+
+        For a `gs://` or `s3://` path it then uploads the file (and, with
+        SEPARATE placement, first its `limits.` file); the object appears
+        whole or not at all.
+        """
+        if self._core.closed:
+            return
         self._core.close()
+        if self._spool is not None:
+            spool, self._spool = self._spool, None
+            spool.publish(self._options.limits_placement == LimitsPlacement.SEPARATE)
 
     def __enter__(self) -> "Writer":
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: Any, *exc_info: object) -> None:
+        if exc_type is not None and self._spool is not None:
+            # A failed remote write publishes nothing rather than a partial bag.
+            self._core.close()
+            self._spool.discard()
+            self._spool = None
+            return
         self.close()
 
     def __reduce__(self) -> Any:

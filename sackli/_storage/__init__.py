@@ -1,0 +1,66 @@
+"""Storage back-ends for remote bags: `gs://` (google-cloud-storage) and
+`s3://` (boto3). Local files never come here: the engine reads them itself.
+
+The engine reads a remote file through a handle with `size` and
+`read(offset, length)` (see `RemoteObject`); its read planner coalesces
+neighbouring records into one ranged GET and runs up to `max_parallelism`
+requests at once. Writers spool locally and `upload` on close.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._gcs import GcsStore
+from ._s3 import S3Store
+from ._urls import RemotePath, is_remote, normalize, parse
+
+__all__ = ["REMOTE_OPENER", "RemoteObject", "is_remote", "list_objects", "normalize", "upload"]
+
+_STORES: dict[str, Any] = {"gs": GcsStore(), "s3": S3Store()}
+
+
+def _store(path: RemotePath) -> Any:
+    return _STORES[path.scheme]
+
+
+class RemoteObject:
+    """One remote object as the engine reads it: its size (fetched once, on
+    open) and ranged reads with retries."""
+
+    def __init__(self, url: str) -> None:
+        self._path = parse(url)
+        self.url = self._path.url
+        self.size = _store(self._path).size(self._path)
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Bytes [offset, offset + length) in one request (with retries)."""
+        return _store(self._path).read(self._path, offset, length)
+
+
+class _RemoteOpener:
+    """The engine's hook: a `RemoteObject` for remote paths, None for local."""
+
+    def __call__(self, path: str) -> RemoteObject | None:
+        return RemoteObject(path) if is_remote(path) else None
+
+    def exists(self, path: str) -> bool | None:
+        if not is_remote(path):
+            return None
+        remote = parse(path)
+        return _store(remote).exists(remote)
+
+
+REMOTE_OPENER = _RemoteOpener()
+
+
+def list_objects(url_prefix: str) -> list[tuple[str, int]]:
+    """(url, size) of every object whose URL starts with `url_prefix`."""
+    remote = parse(url_prefix)
+    return list(_store(remote).list(remote))
+
+
+def upload(local_path: str, url: str) -> None:
+    """Uploads a local file to `url` (multipart / resumable when large)."""
+    remote = parse(url)
+    _store(remote).upload(local_path, remote)

@@ -1,0 +1,117 @@
+"""`gs://` objects through google-cloud-storage (extra `gcs`).
+
+Project and credentials come from the client's standard configuration
+(application default credentials, `GOOGLE_CLOUD_PROJECT`); with
+`STORAGE_EMULATOR_HOST` set the client talks to that server anonymously. The
+client's own retries are off: `_retry` retries with one bound for every
+back-end.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from typing import Any, Callable, Iterator, TypeVar
+
+from ._retry import Transient, with_retries
+from ._urls import RemotePath
+
+__all__ = ["GcsStore"]
+
+T = TypeVar("T")
+
+
+def _import_storage() -> Any:
+    try:
+        from google.cloud import storage
+    except ImportError as error:
+        raise ImportError(
+            "reading or writing gs:// paths needs google-cloud-storage: "
+            "pip install 'sackli[gcs]'"
+        ) from error
+    return storage
+
+
+class GcsStore:
+    """Requests to Google Cloud Storage, one client per process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._pid = -1
+
+    def _gcs(self) -> Any:
+        with self._lock:
+            if self._client is None or self._pid != os.getpid():  # fork-safe
+                storage = _import_storage()
+                self._client = storage.Client()
+                self._pid = os.getpid()
+            return self._client
+
+    def _call(self, what: str, url: str, request: Callable[[], T]) -> T:
+        from google.api_core import exceptions as api_errors
+        from google.auth import exceptions as auth_errors
+        import requests
+
+        def attempt() -> T:
+            try:
+                return request()
+            except api_errors.NotFound:
+                raise FileNotFoundError(errno.ENOENT, f"{url}: no such object or bucket", url) from None
+            except (api_errors.Forbidden, api_errors.Unauthorized) as error:
+                raise PermissionError(errno.EACCES, f"{url}: access denied ({error.code})", url) from None
+            except auth_errors.DefaultCredentialsError as error:
+                raise PermissionError(errno.EACCES, f"{url}: no Google credentials ({error})", url) from None
+            except (api_errors.TooManyRequests, api_errors.InternalServerError,
+                    api_errors.BadGateway, api_errors.ServiceUnavailable,
+                    api_errors.GatewayTimeout, api_errors.RequestRangeNotSatisfiable) as error:
+                if isinstance(error, api_errors.RequestRangeNotSatisfiable):
+                    raise OSError(f"{url}: {what}: range not satisfiable") from error
+                raise Transient(f"{error.code} {error.message}") from error
+            except (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError) as error:
+                raise Transient(f"{type(error).__name__}: {error}") from error
+            except api_errors.GoogleAPICallError as error:
+                raise OSError(f"{url}: {what} failed: {error}") from error
+
+        return with_retries(attempt, f"{url}: {what}")
+
+    def _blob(self, path: RemotePath) -> Any:
+        return self._gcs().bucket(path.bucket).blob(path.key)
+
+    def size(self, path: RemotePath) -> int:
+        def head() -> int:
+            blob = self._gcs().bucket(path.bucket).get_blob(path.key, retry=None)
+            if blob is None:
+                raise FileNotFoundError(errno.ENOENT, f"{path.url}: no such object", path.url)
+            return int(blob.size)
+
+        return self._call("HEAD", path.url, head)
+
+    def exists(self, path: RemotePath) -> bool:
+        try:
+            self.size(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def read(self, path: RemotePath, offset: int, length: int) -> bytes:
+        end = offset + length - 1
+        return self._call(
+            f"GET bytes {offset}-{end}", path.url,
+            lambda: self._blob(path).download_as_bytes(
+                start=offset, end=end, raw_download=True, checksum=None, retry=None),
+        )
+
+    def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
+        """(url, size) of every object whose name starts with `path.key`."""
+        blobs = self._call(
+            "LIST", path.url,
+            lambda: list(self._gcs().list_blobs(path.bucket, prefix=path.key, retry=None)))
+        for blob in blobs:
+            yield f"gs://{path.bucket}/{blob.name}", int(blob.size)
+
+    def upload(self, local_path: str, path: RemotePath) -> None:
+        """Uploads a local file (a resumable upload when large)."""
+        self._call("upload", path.url,
+                   lambda: self._blob(path).upload_from_filename(local_path, retry=None))

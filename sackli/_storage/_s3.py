@@ -1,0 +1,120 @@
+"""`s3://` objects through boto3 (extra `s3`).
+
+Endpoint, region and credentials come from boto3's standard configuration
+(`AWS_ENDPOINT_URL`, `AWS_PROFILE`, `AWS_ACCESS_KEY_ID`, ~/.aws/...). boto3's
+own retries are off: `_retry` retries with one bound for every back-end.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from typing import Any, Callable, Iterator, TypeVar
+
+from ._retry import Transient, with_retries
+from ._urls import RemotePath
+
+__all__ = ["S3Store"]
+
+T = TypeVar("T")
+_NOT_FOUND = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
+_DENIED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+           "AllAccessDisabled", "AccountProblem", "InvalidToken", "ExpiredToken"}
+_THROTTLED = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout",
+              "RequestTimeTooSkewed", "InternalError", "ServiceUnavailable", "503", "500"}
+
+
+def _import_boto3() -> Any:
+    try:
+        import boto3
+        import botocore.config
+    except ImportError as error:
+        raise ImportError(
+            "reading or writing s3:// paths needs boto3: pip install 'sackli[s3]'"
+        ) from error
+    return boto3, botocore.config
+
+
+class S3Store:
+    """Requests to S3 (or an S3-compatible server), one client per process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._pid = -1
+
+    def _s3(self) -> Any:
+        with self._lock:
+            if self._client is None or self._pid != os.getpid():  # fork-safe
+                boto3, config = _import_boto3()
+                self._client = boto3.session.Session().client(
+                    "s3",
+                    config=config.Config(
+                        retries={"max_attempts": 1, "mode": "standard"},
+                        max_pool_connections=128,
+                    ),
+                )
+                self._pid = os.getpid()
+            return self._client
+
+    def _call(self, what: str, url: str, request: Callable[[], T]) -> T:
+        from botocore import exceptions as botocore_errors
+
+        def attempt() -> T:
+            try:
+                return request()
+            except botocore_errors.ClientError as error:
+                info = error.response.get("Error", {})
+                code = str(info.get("Code", ""))
+                status = str(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+                if code in _NOT_FOUND or status == "404":
+                    raise FileNotFoundError(errno.ENOENT, f"{url}: no such object or bucket", url) from None
+                if code in _DENIED or status == "403":
+                    raise PermissionError(errno.EACCES, f"{url}: access denied ({code})", url) from None
+                if code in _THROTTLED or status.startswith("5") or status == "429":
+                    raise Transient(f"{code or status}") from error
+                raise OSError(f"{url}: {what} failed: {error}") from error
+            except (botocore_errors.NoCredentialsError, botocore_errors.PartialCredentialsError) as error:
+                raise PermissionError(errno.EACCES, f"{url}: no AWS credentials ({error})", url) from None
+            except (botocore_errors.EndpointConnectionError, botocore_errors.ConnectionError,
+                    botocore_errors.HTTPClientError, ConnectionError, TimeoutError) as error:
+                raise Transient(f"{type(error).__name__}: {error}") from error
+
+        return with_retries(attempt, f"{url}: {what}")
+
+    def size(self, path: RemotePath) -> int:
+        response = self._call(
+            "HEAD", path.url, lambda: self._s3().head_object(Bucket=path.bucket, Key=path.key))
+        return int(response["ContentLength"])
+
+    def exists(self, path: RemotePath) -> bool:
+        try:
+            self.size(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def read(self, path: RemotePath, offset: int, length: int) -> bytes:
+        def get() -> bytes:
+            response = self._s3().get_object(
+                Bucket=path.bucket, Key=path.key, Range=f"bytes={offset}-{offset + length - 1}")
+            return response["Body"].read()  # a dropped body raises a ConnectionError
+
+        return self._call(f"GET bytes {offset}-{offset + length - 1}", path.url, get)
+
+    def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
+        """(url, size) of every object whose key starts with `path.key`."""
+        def pages() -> list[dict]:
+            paginator = self._s3().get_paginator("list_objects_v2")
+            return list(paginator.paginate(Bucket=path.bucket, Prefix=path.key))
+
+        for page in self._call("LIST", path.url, pages):
+            for item in page.get("Contents", []):
+                yield f"s3://{path.bucket}/{item['Key']}", int(item["Size"])
+
+    def upload(self, local_path: str, path: RemotePath) -> None:
+        """Uploads a local file (multipart when large: boto3's transfer
+        manager)."""
+        self._call("upload", path.url,
+                   lambda: self._s3().upload_file(local_path, path.bucket, path.key))

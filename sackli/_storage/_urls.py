@@ -1,0 +1,50 @@
+"""Remote paths: `gs://bucket/key` and `s3://bucket/key`.
+
+A leading slash is accepted (`/gs://b/k`), and so is the single slash that
+pathlib leaves (`pathlib.Path('/gs://b') / 'x'` is `/gs:/b/x`), so pathlib
+can build remote paths.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+__all__ = ["RemotePath", "normalize", "is_remote", "parse"]
+
+SCHEMES = ("gs", "s3")
+_REMOTE = re.compile(r"^/?(gs|s3):/+")
+
+
+class RemotePath(NamedTuple):
+    """A parsed remote path."""
+
+    scheme: str
+    bucket: str
+    key: str
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.bucket}/{self.key}"
+
+
+def normalize(path: str) -> str:
+    """`path` with a remote prefix spelled `gs://` / `s3://`; others as given."""
+    match = _REMOTE.match(path)
+    return f"{match.group(1)}://{path[match.end():]}" if match else path
+
+
+def is_remote(path: str) -> bool:
+    """Whether `path` names a `gs://` or `s3://` object (any spelling)."""
+    return _REMOTE.match(path) is not None
+
+
+def parse(path: str) -> RemotePath:
+    """The scheme, bucket and key of a remote path; ValueError without a
+    bucket or key."""
+    url = normalize(path)
+    scheme, _, rest = url.partition("://")
+    bucket, _, key = rest.partition("/")
+    if scheme not in SCHEMES or not bucket:
+        raise ValueError(f"{path!r} is not a gs://bucket/key or s3://bucket/key path")
+    return RemotePath(scheme, bucket, key)
