@@ -19,6 +19,7 @@ from . import _engine
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._shard_spec import split_shard_entry, shard_name, strip_local_prefix
+from ._storage import is_remote
 from ._writer import Writer
 
 __all__ = ["ShardSetWriter", "even_split"]
@@ -72,6 +73,11 @@ class ShardSetWriter:
         self._records = 0
         self._shard_index = 0
         sharded = split_shard_entry(spec)
+        if sharded is not None and is_remote(spec):
+            raise ValueError(
+                f"{file_spec}: writing shard sets to gs:// or s3:// is not supported here "
+                "yet; write each shard with sackli.Writer, or use sackli.beam.WriteToSackli"
+            )
         by_size = sharded is not None and sharded[1] == "*"
         if by_size != (max_shard_bytes is not None):
             raise ValueError(
@@ -98,7 +104,7 @@ class ShardSetWriter:
                     self._counts = [None]
                 else:
                     self._counts = list(even_split(num_records, n))
-        if os.path.dirname(spec) and not os.path.isdir(os.path.dirname(spec)):
+        if not is_remote(spec) and os.path.dirname(spec) and not os.path.isdir(os.path.dirname(spec)):
             raise FileNotFoundError(2, f"{file_spec}: the folder does not exist",
                                     os.path.dirname(spec))
         self._ratio = 1.0  # stored bytes per payload byte, learnt as we write

@@ -15,7 +15,7 @@ from ._gcs import GcsStore
 from ._s3 import S3Store
 from ._urls import RemotePath, is_remote, normalize, parse
 
-__all__ = ["REMOTE_OPENER", "RemoteObject", "is_remote", "list_objects", "normalize", "upload"]
+__all__ = ["REMOTE_OPENER", "RemoteObject", "is_remote", "list_objects", "normalize", "reset_clients", "upload"]
 
 _STORES: dict[str, Any] = {"gs": GcsStore(), "s3": S3Store()}
 
@@ -54,9 +54,16 @@ class _RemoteOpener:
 REMOTE_OPENER = _RemoteOpener()
 
 
+def reset_clients() -> None:
+    """Forgets the cached SDK clients: the next request builds new ones from
+    the configuration (environment) as it is then."""
+    for store in _STORES.values():
+        store.reset()
+
+
 def list_objects(url_prefix: str) -> list[tuple[str, int]]:
     """(url, size) of every object whose URL starts with `url_prefix`."""
-    remote = parse(url_prefix)
+    remote = parse(url_prefix, object_name=False)
     return list(_store(remote).list(remote))
 
 

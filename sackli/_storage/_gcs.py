@@ -14,7 +14,7 @@ import os
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
-from ._retry import Transient, with_retries
+from ._retry import Transient, request_timeout, with_retries
 from ._urls import RemotePath
 
 __all__ = ["GcsStore"]
@@ -41,6 +41,11 @@ class GcsStore:
         self._client: Any = None
         self._pid = -1
 
+    def reset(self) -> None:
+        """Drops the cached client."""
+        with self._lock:
+            self._client = None
+
     def _gcs(self) -> Any:
         with self._lock:
             if self._client is None or self._pid != os.getpid():  # fork-safe
@@ -51,8 +56,11 @@ class GcsStore:
 
     def _call(self, what: str, url: str, request: Callable[[], T]) -> T:
         from google.api_core import exceptions as api_errors
-        from google.auth import exceptions as auth_errors
+        import http.client
+
         import requests
+        import urllib3
+        from google.auth import exceptions as auth_errors
 
         def attempt() -> T:
             try:
@@ -69,7 +77,9 @@ class GcsStore:
                 if isinstance(error, api_errors.RequestRangeNotSatisfiable):
                     raise OSError(f"{url}: {what}: range not satisfiable") from error
                 raise Transient(f"{error.code} {error.message}") from error
-            except (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError) as error:
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                    urllib3.exceptions.HTTPError, http.client.HTTPException,
+                    ConnectionError, TimeoutError) as error:
                 raise Transient(f"{type(error).__name__}: {error}") from error
             except api_errors.GoogleAPICallError as error:
                 raise OSError(f"{url}: {what} failed: {error}") from error
@@ -81,7 +91,7 @@ class GcsStore:
 
     def size(self, path: RemotePath) -> int:
         def head() -> int:
-            blob = self._gcs().bucket(path.bucket).get_blob(path.key, retry=None)
+            blob = self._gcs().bucket(path.bucket).get_blob(path.key, retry=None, timeout=request_timeout())
             if blob is None:
                 raise FileNotFoundError(errno.ENOENT, f"{path.url}: no such object", path.url)
             return int(blob.size)
@@ -100,18 +110,21 @@ class GcsStore:
         return self._call(
             f"GET bytes {offset}-{end}", path.url,
             lambda: self._blob(path).download_as_bytes(
-                start=offset, end=end, raw_download=True, checksum=None, retry=None),
+                start=offset, end=end, raw_download=True, checksum=None, retry=None,
+                timeout=request_timeout()),
         )
 
     def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
         """(url, size) of every object whose name starts with `path.key`."""
         blobs = self._call(
             "LIST", path.url,
-            lambda: list(self._gcs().list_blobs(path.bucket, prefix=path.key, retry=None)))
+            lambda: list(self._gcs().list_blobs(
+                path.bucket, prefix=path.key, retry=None, timeout=request_timeout())))
         for blob in blobs:
             yield f"gs://{path.bucket}/{blob.name}", int(blob.size)
 
     def upload(self, local_path: str, path: RemotePath) -> None:
         """Uploads a local file (a resumable upload when large)."""
         self._call("upload", path.url,
-                   lambda: self._blob(path).upload_from_filename(local_path, retry=None))
+                   lambda: self._blob(path).upload_from_filename(
+                       local_path, retry=None, timeout=request_timeout()))

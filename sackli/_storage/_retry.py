@@ -13,11 +13,13 @@ import random
 import time
 from typing import Callable, TypeVar
 
-__all__ = ["Transient", "with_retries"]
+__all__ = ["Transient", "request_timeout", "with_retries"]
 
 T = TypeVar("T")
 _FIRST_DELAY = 0.05
 _MAX_DELAY = 5.0
+# The SDKs' own default: a request idle this long is dead.
+_MAX_REQUEST_TIMEOUT = 60.0
 
 
 class Transient(Exception):
@@ -28,6 +30,13 @@ def _bounds() -> tuple[int, float]:
     attempts = int(os.environ.get("SACKLI_REMOTE_ATTEMPTS", "8"))
     deadline = float(os.environ.get("SACKLI_REMOTE_DEADLINE", "120"))
     return max(1, attempts), max(0.0, deadline)
+
+
+def request_timeout() -> float:
+    """Seconds one request may wait on the network (connect, or between
+    bytes of a response): no more than the deadline, so a hanging server
+    cannot hold a read past it."""
+    return max(0.5, min(_bounds()[1], _MAX_REQUEST_TIMEOUT))
 
 
 def with_retries(request: Callable[[], T], what: str) -> T:

@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
-from ._retry import Transient, with_retries
+from ._retry import Transient, request_timeout, with_retries
 from ._urls import RemotePath
 
 __all__ = ["S3Store"]
@@ -42,28 +42,45 @@ class S3Store:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._client: Any = None
-        self._pid = -1
+        self._key: tuple[int, float] | None = None
+
+    def reset(self) -> None:
+        """Drops the cached client."""
+        with self._lock:
+            self._client = None
 
     def _s3(self) -> Any:
+        # One client per process (fork-safe) and request timeout.
+        key = (os.getpid(), request_timeout())
         with self._lock:
-            if self._client is None or self._pid != os.getpid():  # fork-safe
+            if self._client is None or self._key != key:
                 boto3, config = _import_boto3()
                 self._client = boto3.session.Session().client(
                     "s3",
                     config=config.Config(
-                        retries={"max_attempts": 1, "mode": "standard"},
+                        retries={"total_max_attempts": 1, "mode": "standard"},
+                        connect_timeout=key[1],
+                        read_timeout=key[1],
                         max_pool_connections=128,
                     ),
                 )
-                self._pid = os.getpid()
+                self._key = key
             return self._client
 
     def _call(self, what: str, url: str, request: Callable[[], T]) -> T:
+        from boto3.exceptions import S3UploadFailedError
         from botocore import exceptions as botocore_errors
 
         def attempt() -> T:
             try:
-                return request()
+                try:
+                    return request()
+                except S3UploadFailedError as upload_error:
+                    # The transfer manager wraps the request's own error.
+                    cause = upload_error.__cause__ or upload_error.__context__
+                    if isinstance(cause, Exception):
+                        raise cause from None
+                    raise Transient(str(upload_error)) from upload_error
             except botocore_errors.ClientError as error:
                 info = error.response.get("Error", {})
                 code = str(info.get("Code", ""))

@@ -21,7 +21,7 @@ class Spool:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        name = parse(url).key.rpartition("/")[2]
+        name = parse(url, object_name=False).key.rpartition("/")[2]
         if not name:
             raise IsADirectoryError(f"{url}: a bag needs an object name, not a folder")
         self._folder = tempfile.mkdtemp(prefix="sackli-spool-")

