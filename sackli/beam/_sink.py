@@ -142,12 +142,15 @@ class BagSink(filebasedsink.FileBasedSink):
         file_handle.close()
 
     def pre_finalize(self, init_result: Any, writer_results: Any) -> None:
-        super().pre_finalize(init_result, writer_results)
-        if self._separate:  # stale limits files of an earlier run's shards
-            glob = self._get_final_name_glob(len(list(writer_results)))
-            stale = [m.path for r in FileSystems.match([limits_path(glob)]) for m in r.metadata_list]
-            if stale:
-                FileSystems.delete(stale)
+        """Deletes an earlier run's files under the final names, with their
+        `limits.` files. Beam's own version globs for as many shards as
+        bundles wrote, which misses `@N` outputs padded with empty shards and
+        then keeps old shards whose size matches (its local checksum)."""
+        count = max(self.num_shards, len(list(writer_results)))
+        glob = self._get_final_name_glob(count)
+        stale = [m.path for r in FileSystems.match([glob, limits_path(glob)]) for m in r.metadata_list]
+        if stale:
+            FileSystems.delete(stale)
 
     def finalize_windowed_write(
         self, init_result: Any, writer_results: Any, pre_finalize_results: Any, w: Any = None

@@ -179,9 +179,10 @@ class PatternSource(iobase.BoundedSource):
     def split(
         self, desired_bundle_size: int, start_position: Any = None, stop_position: Any = None
     ) -> Iterator[iobase.SourceBundle]:
+        # Runners split the whole pattern once; positions belong to the
+        # file sources it splits into (as for Beam's ConcatSource).
         if start_position is not None or stop_position is not None:
-            yield from self._concat_source().split(desired_bundle_size, start_position, stop_position)
-            return
+            raise ValueError("a sackli pattern source splits whole; split its file sources")
         for source in self._file_sources():
             yield from source.split(desired_bundle_size)
 

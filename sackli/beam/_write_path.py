@@ -85,4 +85,10 @@ def parse_write_path(
             f"num_shards must be between 0 (the runner decides) and {_MAX_SHARDS}, not {shards}"
         )
     template = _DEFAULT_TEMPLATE if shard_name_template is None else shard_name_template
+    if not template and shards != 1:
+        # Beam writes one file for an empty template, whatever the count.
+        raise ValueError(
+            f"{file_path!r}: an empty shard_name_template writes one unsharded file; "
+            "use 'dir/name.ext@0' for that, or a template with the shard number"
+        )
     return ShardedPath(folder + base, suffix, shards, template)

@@ -24,7 +24,7 @@ import apache_beam as beam
 from apache_beam import coders
 from apache_beam.io import iobase
 
-from .._options import ReaderOptions, WriterOptions
+from .._options import LimitsPlacement, ReaderOptions, WriterOptions
 from .._shard_spec import strip_local_prefix
 from ._files import expand_pattern
 from ._sink import BagSink
@@ -68,6 +68,8 @@ def _pattern(file_pattern: Any) -> str:
     if not pattern:
         raise ValueError("file_pattern is empty")
     for entry in pattern.split(","):
+        if not entry:
+            raise ValueError(f"file_pattern {pattern!r} has an empty entry")
         strip_local_prefix(entry)  # ValueError for storage the Reader cannot open
     return pattern
 
@@ -194,7 +196,13 @@ class WriteToSackli(beam.PTransform):
     ) -> None:
         super().__init__()
         where = parse_write_path(os.fspath(file_path), num_shards, shard_name_template)
-        self._sink = BagSink(where, _coder(coder), _writer_options(options))
+        writer_options = _writer_options(options)
+        if "U" in where.template and writer_options.limits_placement == LimitsPlacement.SEPARATE:
+            raise ValueError(
+                "a shard_name_template with a UUID ('U') cannot name SEPARATE limits "
+                "files after their shards; use TAIL placement or another template"
+            )
+        self._sink = BagSink(where, _coder(coder), writer_options)
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
         return pcoll | iobase.Write(self._sink)
