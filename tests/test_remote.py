@@ -973,3 +973,24 @@ def test_parallel_gets_overlap_under_latency(remote):
     assert remote.proxy.counts["GET"] == 64
     # One at a time would take 64 * 50 ms = 3.2 s.
     assert elapsed < 64 * latency / 3, f"{elapsed:.2f} s"
+
+
+# --- Missing extras -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme,blocked,extra", [
+    ("s3", "boto3", "sackli[s3]"),
+    ("gs", "google.cloud.storage", "sackli[gcs]"),
+])
+def test_missing_sdk_names_the_extra(run_python, scheme, blocked, extra):
+    """Without the SDK, opening a remote bag raises an ImportError that says
+    which extra to install (the SDK is hidden from a fresh interpreter)."""
+    result = run_python(f"""
+        import sys
+        sys.modules[{blocked!r}] = None  # import of it now raises ImportError
+        import sackli
+        report(lambda: sackli.Reader("{scheme}://bucket/x.bagz"))
+    """)
+    outcome = result.outcome()
+    assert "ImportError" in outcome["mro"], outcome
+    assert extra in outcome["message"]

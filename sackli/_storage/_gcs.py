@@ -55,6 +55,7 @@ class GcsStore:
             return self._client
 
     def _call(self, what: str, url: str, request: Callable[[], T]) -> T:
+        _import_storage()  # the extra's ImportError first
         from google.api_core import exceptions as api_errors
         import http.client
 

@@ -68,6 +68,7 @@ class S3Store:
             return self._client
 
     def _call(self, what: str, url: str, request: Callable[[], T]) -> T:
+        _import_boto3()  # the extra's ImportError first
         from boto3.exceptions import S3UploadFailedError
         from botocore import exceptions as botocore_errors
 

@@ -1,0 +1,159 @@
+"""Random reads from S3 with network latency: sackli vs. one GET per record.
+
+Starts moto's S3 server on 127.0.0.1 behind the tests' proxy
+(tests/remote_servers.py) adding a fixed latency to every request, uploads a
+bag, then reads the same random indices
+
+  * with `sackli.Reader.read_indices` (coalesced ranged GETs, up to
+    `max_parallelism` in flight), at the default parallelism and at 32;
+  * with boto3, one ranged GET per record (given the record offsets for
+    free), one at a time and from a pool of 32 threads: the obvious
+    hand-written alternative.
+
+Two index sets: "random" (uniform over the bag, so neighbours are often
+less than 64 KiB apart and share GETs) and "sparse" (one record in every
+128, so every record needs a GET of its own and only parallelism helps).
+It prints records/s (median of `--repeat`, implementations alternating) and
+the time relative to sackli at 32.
+
+    python benchmarks/remote_read.py                   # 20,000 x 1 KiB, 2,000 reads, 20 ms
+    python benchmarks/remote_read.py --quick           # smaller, ~30 s
+    python benchmarks/remote_read.py --latency-ms 50 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import pathlib
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+import boto3
+import botocore.config
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+from remote_servers import FaultProxy, MotoServer  # noqa: E402
+
+import sackli  # noqa: E402
+from sackli import _storage  # noqa: E402
+
+BUCKET = "sackli-bench"
+
+
+def make_records(count: int, size: int) -> list[bytes]:
+    rng = random.Random(0)
+    return [rng.randbytes(size // 2) + b"x" * (size - size // 2) for _ in range(count)]
+
+
+def per_record_gets(client: Any, key: str, spans: list[tuple[int, int]], threads: int) -> list[bytes]:
+    """One ranged GET per record, `threads` at a time."""
+    def get(span: tuple[int, int]) -> bytes:
+        begin, end = span
+        if begin == end:
+            return b""
+        body = client.get_object(Bucket=BUCKET, Key=key, Range=f"bytes={begin}-{end - 1}")["Body"]
+        return body.read()
+
+    if threads == 1:
+        return [get(span) for span in spans]
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(get, spans))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="5,000 records, 500 reads, 3 repetitions")
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--record-size", type=int, default=1024)
+    parser.add_argument("--reads", type=int, default=2_000)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args()
+    if args.quick:
+        args.records, args.reads, args.repeat = 5_000, 500, 3
+
+    server = MotoServer()
+    server.start()
+    proxy = FaultProxy("s3", server.url).start()
+    os.environ.update(AWS_ENDPOINT_URL=proxy.url, AWS_ACCESS_KEY_ID="bench",
+                      AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    _storage.reset_clients()
+    try:
+        records = make_records(args.records, args.record_size)
+        url = f"s3://{BUCKET}/bench.bag"
+        client = boto3.client("s3", endpoint_url=server.url)
+        client.create_bucket(Bucket=BUCKET)
+        with sackli.Writer(url) as writer:
+            writer.write_many(records)
+        # Offsets for the per-record baseline, read from a local copy.
+        with tempfile.TemporaryDirectory() as folder:
+            local = os.path.join(folder, "bench.bag")
+            client.download_file(BUCKET, "bench.bag", local)
+            offsets = list(sackli.Reader(local)._record_offsets(0, 0, args.records))
+        rng = random.Random(1)
+        index_sets = {
+            "random": rng.choices(range(args.records), k=args.reads),
+            "sparse": rng.sample(range(0, args.records, 128), k=min(args.reads, args.records // 128)),
+        }
+        proxy_client = boto3.client("s3", endpoint_url=proxy.url,
+                                    config=botocore.config.Config(max_pool_connections=64))
+        proxy.latency = args.latency_ms / 1000
+        default_parallelism = sackli.Reader.Options().max_parallelism
+        readers = {p: sackli.Reader(url, max_parallelism=p) for p in (default_parallelism, 32)}
+        results = []
+        for set_name, indices in index_sets.items():
+            spans = [(offsets[i], offsets[i + 1]) for i in indices]
+            expected = [records[i] for i in indices]
+            workloads: dict[str, Callable[[], list[bytes]]] = {
+                f"sackli read_indices, max_parallelism={default_parallelism}":
+                    lambda: readers[default_parallelism].read_indices(indices),
+                "sackli read_indices, max_parallelism=32": lambda: readers[32].read_indices(indices),
+                "boto3, 1 GET per record, 1 thread":
+                    lambda: per_record_gets(proxy_client, "bench.bag", spans, 1),
+                "boto3, 1 GET per record, 32 threads":
+                    lambda: per_record_gets(proxy_client, "bench.bag", spans, 32),
+            }
+            times: dict[str, list[float]] = {name: [] for name in workloads}
+            gets: dict[str, int] = {}
+            for _ in range(args.repeat):
+                for name, workload in workloads.items():
+                    proxy.reset_counts()
+                    start = time.perf_counter()
+                    result = workload()
+                    times[name].append(time.perf_counter() - start)
+                    gets[name] = proxy.counts["GET"]
+                    assert result == expected, name
+            reference = statistics.median(times["sackli read_indices, max_parallelism=32"])
+            for name, samples in times.items():
+                median = statistics.median(samples)
+                results.append({"indices": set_name, "reads": len(indices), "workload": name,
+                                "seconds": median, "records_per_s": len(indices) / median,
+                                "gets": gets[name], "relative_time": median / reference})
+    finally:
+        proxy.stop()
+        server.close()
+
+    print(f"# random reads of {args.record_size}-byte records from a {args.records:,}-record "
+          f".bag on moto S3, {args.latency_ms:g} ms added per request; medians of {args.repeat}; "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}, sackli {sackli.__version__}, "
+          f"boto3 {boto3.__version__}")
+    print("| indices | workload | seconds | records/s | GETs | time / sackli(32) |")
+    print("|---|---|---|---|---|---|")
+    for row in results:
+        print(f"| {row['indices']} ({row['reads']:,}) | {row['workload']} | {row['seconds']:.3f} | "
+              f"{row['records_per_s']:,.0f} | {row['gets']:,} | {row['relative_time']:.1f}x |")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
