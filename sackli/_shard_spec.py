@@ -11,10 +11,11 @@ from __future__ import annotations
 import errno
 import os
 import re
+from typing import Iterable
 
 from ._storage import is_remote, list_objects, normalize
 
-__all__ = ["expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix"]
+__all__ = ["choose_shard_set", "expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix"]
 
 _MAX_SHARDS = 99999
 _LOCAL_PREFIX = "posix:"
@@ -79,37 +80,50 @@ def split_shard_entry(entry: str) -> tuple[str, str, str] | None:
     return entry[:at], count, match.group(2)
 
 
+def choose_shard_set(listed: Iterable[str], base: str, count: str, suffix: str,
+                     entry: str) -> list[str]:
+    """The shard paths of `base@count suffix` among `listed` paths, in order.
+
+    `count` is a number or `*`. Raises FileNotFoundError when a shard is
+    missing or `*` finds none, ValueError when `*` finds sets of several
+    counts (an ambiguity is an error, not a guess).
+    """
+    shape = re.compile(re.escape(base) + r"-(\d{5})-of-(\d{5})" + re.escape(suffix))
+    sets: dict[int, set[int]] = {}
+    for path in listed:
+        match = shape.fullmatch(path)
+        if match:
+            sets.setdefault(int(match.group(2)), set()).add(int(match.group(1)))
+    if count == "*":
+        if not sets:
+            raise FileNotFoundError(errno.ENOENT, f"{entry}: no shards match", entry)
+        if len(sets) > 1:
+            counts = ", ".join(str(c) for c in sorted(sets))
+            raise ValueError(
+                f"{entry!r} is ambiguous: shard sets of {counts} shards exist; "
+                "name the count instead of '*'"
+            )
+        (total,) = sets
+    else:
+        total = int(count)
+    present = sets.get(total, set())
+    missing = [i for i in range(total) if i not in present]
+    if missing:
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"{entry}: shard {missing[0]} of {total} is missing ({len(missing)} missing in all)",
+            shard_name(base, missing[0], total, suffix),
+        )
+    return [shard_name(base, i, total, suffix) for i in range(total)]
+
+
 def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:
     """The shards of the one set `base-?????-of-?????suffix` on disk or in
     the bucket."""
     cut = base.rfind("/") + 1
     folder, prefix = base[:cut], base[cut:]
-    names = _names_starting(folder, prefix, entry)
-    pattern = re.compile(re.escape(prefix) + r"-(\d{5})-of-(\d{5})" + re.escape(suffix))
-    sets: dict[int, set[int]] = {}
-    for name in names:
-        match = pattern.fullmatch(name)
-        if match:
-            sets.setdefault(int(match.group(2)), set()).add(int(match.group(1)))
-    if not sets:
-        raise FileNotFoundError(errno.ENOENT, f"{entry}: no shards match", entry)
-    if len(sets) > 1:
-        counts = ", ".join(str(c) for c in sorted(sets))
-        raise ValueError(
-            f"{entry!r} is ambiguous: shard sets of {counts} shards exist; "
-            "name the count instead of '*'"
-        )
-    (count, present), = sets.items()
-    missing = [i for i in range(count) if i not in present]
-    if missing:
-        path = shard_name(base, missing[0], count, suffix)
-        raise FileNotFoundError(
-            errno.ENOENT,
-            f"{entry}: shard {missing[0]} of {count} is missing "
-            f"({len(missing)} missing in all)",
-            path,
-        )
-    return [shard_name(base, i, count, suffix) for i in range(count)]
+    listed = [folder + name for name in _names_starting(folder, prefix, entry)]
+    return choose_shard_set(listed, base, "*", suffix, entry)
 
 
 def expand_file_spec(file_spec: str) -> list[str]:

@@ -15,6 +15,7 @@ import threading
 from typing import Any, Callable, Iterator, TypeVar
 
 from ._retry import Transient, request_timeout, with_retries
+from ._store import Store
 from ._urls import RemotePath
 
 __all__ = ["GcsStore"]
@@ -33,7 +34,7 @@ def _import_storage() -> Any:
     return storage
 
 
-class GcsStore:
+class GcsStore(Store):
     """Requests to Google Cloud Storage, one client per process."""
 
     def __init__(self) -> None:
@@ -98,13 +99,6 @@ class GcsStore:
             return int(blob.size)
 
         return self._call("HEAD", path.url, head)
-
-    def exists(self, path: RemotePath) -> bool:
-        try:
-            self.size(path)
-        except FileNotFoundError:
-            return False
-        return True
 
     def read(self, path: RemotePath, offset: int, length: int) -> bytes:
         end = offset + length - 1

@@ -13,6 +13,7 @@ import threading
 from typing import Any, Callable, Iterator, TypeVar
 
 from ._retry import Transient, request_timeout, with_retries
+from ._store import Store
 from ._urls import RemotePath
 
 __all__ = ["S3Store"]
@@ -36,7 +37,7 @@ def _import_boto3() -> Any:
     return boto3, botocore.config
 
 
-class S3Store:
+class S3Store(Store):
     """Requests to S3 (or an S3-compatible server), one client per process."""
 
     def __init__(self) -> None:
@@ -105,13 +106,6 @@ class S3Store:
         response = self._call(
             "HEAD", path.url, lambda: self._s3().head_object(Bucket=path.bucket, Key=path.key))
         return int(response["ContentLength"])
-
-    def exists(self, path: RemotePath) -> bool:
-        try:
-            self.size(path)
-        except FileNotFoundError:
-            return False
-        return True
 
     def read(self, path: RemotePath, offset: int, length: int) -> bytes:
         def get() -> bytes:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from apache_beam.io.filesystems import FileSystems
 
 from .._options import LimitsPlacement, ReaderOptions
-from .._shard_spec import shard_name, split_shard_entry
+from .._shard_spec import choose_shard_set, split_shard_entry
 
 __all__ = ["BagFile", "estimate_pattern_size", "expand_pattern", "limits_path", "split_name"]
 
@@ -99,33 +99,7 @@ def _shard_set(entry: str, base: str, count: str, suffix: str) -> list[tuple[str
     must exist; `*` must find exactly one shard count."""
     digits = "?????" if count == "*" else f"{int(count):05d}"
     listing = dict(_listing(f"{_literal(base)}-?????-of-{digits}{_literal(suffix)}"))
-    shape = re.compile(re.escape(base) + r"-(\d{5})-of-(\d{5})" + re.escape(suffix))
-    sets: dict[int, set[int]] = {}
-    for path in listing:
-        match = shape.fullmatch(path)
-        if match:
-            sets.setdefault(int(match.group(2)), set()).add(int(match.group(1)))
-    if count == "*":
-        if not sets:
-            raise _missing(entry, entry, "no shards match")
-        if len(sets) > 1:
-            counts = ", ".join(str(c) for c in sorted(sets))
-            raise ValueError(
-                f"{entry!r} is ambiguous: shard sets of {counts} shards exist; "
-                "name the count instead of '*'"
-            )
-        (total,) = sets
-    else:
-        total = int(count)
-    present = sets.get(total, set())
-    missing = [i for i in range(total) if i not in present]
-    if missing:
-        raise _missing(
-            entry, shard_name(base, missing[0], total, suffix),
-            f"shard {missing[0]} of {total} is missing ({len(missing)} missing in all)",
-        )
-    names = [shard_name(base, i, total, suffix) for i in range(total)]
-    return [(name, listing[name]) for name in names]
+    return [(path, listing[path]) for path in choose_shard_set(listing, base, count, suffix, entry)]
 
 
 def _entry_files(entry: str, separate: bool) -> list[tuple[str, int]] | list[str]:

@@ -1,0 +1,45 @@
+"""What every remote back-end offers the engine and the writers."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ._urls import RemotePath
+
+__all__ = ["Store"]
+
+
+class Store:
+    """A back-end: sizes, ranged reads, listings and uploads of objects.
+
+    Subclasses raise FileNotFoundError / PermissionError (with the URL) for
+    missing objects and refused credentials, and retry transient failures.
+    """
+
+    def reset(self) -> None:
+        """Drops any cached client: the next request reads the configuration."""
+        raise NotImplementedError
+
+    def size(self, path: RemotePath) -> int:
+        """The object's size in bytes (FileNotFoundError when missing)."""
+        raise NotImplementedError
+
+    def exists(self, path: RemotePath) -> bool:
+        """Whether the object exists."""
+        try:
+            self.size(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def read(self, path: RemotePath, offset: int, length: int) -> bytes:
+        """Bytes [offset, offset + length) of the object, in one request."""
+        raise NotImplementedError
+
+    def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
+        """(url, size) of every object whose key starts with `path.key`."""
+        raise NotImplementedError
+
+    def upload(self, local_path: str, path: RemotePath) -> None:
+        """Uploads a local file as the object."""
+        raise NotImplementedError
