@@ -1,137 +1,469 @@
-"""sackli vs. bagz on the same data, in the same process, alternating.
+"""sackli vs. bagz (and a C++ ceiling) on the same data, in the same process.
 
-Each workload runs for both libraries in turn, `--repeat` times; the table
-shows the median time of each and the median of the per-repetition speed
-ratios (bagz time / sackli time: above 1 means sackli is faster).
+Generates deterministic data, then runs every workload for sackli and for
+bagz in turn (alternating which goes first), `--repeat` times, with the page
+cache warm. The table shows the median time of each, the speed-up of sackli
+(the median of the per-repetition ratios bagz time / sackli time: above 1
+means sackli is faster) and a "ceiling": `benchmarks/ceiling.cc`, compiled at
+run time, which does the same I/O and decompression in C++ without Python
+objects (mmap, parse the limits, memcpy or ZSTD_decompressDCtx each record
+into a reused buffer; one thread for per-record loops, one per core for
+batch reads). "ceiling/bagz" is bagz's median over the ceiling's median.
 
-    python benchmarks/compare_bagz.py            # 200,000 x 1 KiB records
-    python benchmarks/compare_bagz.py --quick    # 20,000 records, ~30 s
-    python benchmarks/compare_bagz.py --json out.json
+Datasets (each as .bag and as .bagz, zstd level 3):
+  1 KiB records: 200,000; 20,000 random reads; 200 slices of 1,000 records;
+                 Index / MultiIndex over all records, 20,000 lookups.
+  1 MiB records: 2,000; scaled down to 2,000 random reads (2 GiB) and
+                 20 slices of 100 records; no Index workloads.
+Both also as a set of 8 shards (`@8`), read with both sharding layouts.
+
+Commands (from the repository root):
+
+    python benchmarks/compare_bagz.py --quick             # 1/10 of the data, 3 repetitions, < 2 min
+    python benchmarks/compare_bagz.py                     # full, 5 repetitions; writes docs/benchmark_bagz.png
+    python benchmarks/compare_bagz.py --json out.json --chart out.png
+
+Needs g++ and libzstd-dev (for the ceiling; `--no-ceiling` skips it) and
+matplotlib for the chart (`pip install matplotlib`).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import dataclasses
+import gc
+import importlib.metadata
 import json
 import os
 import platform
-import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import bagz
 import numpy as np
 
 import sackli
 
-LIBRARIES = {"sackli": sackli, "bagz": bagz}
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_CHART = os.path.join(os.path.dirname(HERE), "docs", "benchmark_bagz.png")
+SHARDS = 8
+ZSTD_LEVEL = 3
+
+
+# --- Libraries: one adapter each, so that workloads call the same API ------
+
+
+class Sackli:
+    name = "sackli"
+    Index = sackli.Index
+    MultiIndex = sackli.MultiIndex
+
+    @staticmethod
+    def writer(path: str) -> Any:
+        compressed = path.endswith(".bagz")
+        return sackli.Writer(path, compression=sackli.CompressionZstd(level=ZSTD_LEVEL)
+                             if compressed else sackli.CompressionNone())
+
+    @staticmethod
+    def write_many(writer: Any, records: list[bytes]) -> None:
+        writer.write_many(records)
+
+    @staticmethod
+    def reader(spec: str, interleaved: bool = False) -> Any:
+        layout = sackli.ShardingLayout.INTERLEAVED if interleaved else sackli.ShardingLayout.CONCATENATED
+        return sackli.Reader(spec, sharding_layout=layout)
+
+
+class Bagz:
+    name = "bagz"
+    Index = bagz.Index
+    MultiIndex = bagz.MultiIndex
+
+    @staticmethod
+    def writer(path: str) -> Any:
+        compressed = path.endswith(".bagz")
+        compression = bagz.CompressionZstd(level=ZSTD_LEVEL) if compressed else bagz.CompressionNone()
+        return bagz.Writer(path, bagz.Writer.Options(compression=compression))
+
+    @staticmethod
+    def write_many(writer: Any, records: list[bytes]) -> None:
+        for record in records:  # bagz has no write_many: the loop is its way
+            writer.write(record)
+
+    @staticmethod
+    def reader(spec: str, interleaved: bool = False) -> Any:
+        layout = bagz.ShardingLayout.INTERLEAVED if interleaved else bagz.ShardingLayout.CONCATENATED
+        return bagz.Reader(spec, bagz.Reader.Options(sharding_layout=layout))
+
+
+LIBRARIES = (Sackli, Bagz)
+
+
+# --- Data -------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    """One record size and the workload counts used with it."""
+
+    label: str
+    records: int
+    size: int
+    reads: int  # random indices for r[i], read_indices, read_indices_iter
+    slices: int  # random slices r[a:a + slice_len].read()
+    slice_len: int
+    lookups: int  # Index / MultiIndex lookups; 0: no Index workloads
+
+
+FULL = (
+    Scale("1 KiB", 200_000, 1024, reads=20_000, slices=200, slice_len=1_000, lookups=20_000),
+    Scale("1 MiB", 2_000, 1 << 20, reads=2_000, slices=20, slice_len=100, lookups=0),
+)
+QUICK = (
+    Scale("1 KiB", 20_000, 1024, reads=2_000, slices=20, slice_len=1_000, lookups=2_000),
+    Scale("1 MiB", 200, 1 << 20, reads=200, slices=2, slice_len=100, lookups=0),
+)
 
 
 def make_records(count: int, size: int, seed: int = 0) -> list[bytes]:
-    """Moderately compressible records: random words from a small vocabulary."""
-    rng = random.Random(seed)
-    words = [bytes(rng.choice(b"abcdefghijklmnop") for _ in range(rng.randint(2, 9))) for _ in range(512)]
-    records = []
-    for _ in range(count):
-        out = bytearray()
-        while len(out) < size:
-            out += rng.choice(words) + b" "
-        records.append(bytes(out[:size]))
-    return records
+    """Moderately compressible records (zstd level 3: 1.9x for 1 KiB, 3.2x
+    for 1 MiB records): slices at random offsets of a text of random words
+    from a 512-word vocabulary. A few records repeat, so MultiIndex lookups
+    sometimes find several."""
+    rng = np.random.default_rng(seed)
+    letters = np.frombuffer(b"abcdefghijklmnop", np.uint8)
+    vocabulary = [rng.choice(letters, rng.integers(2, 10)).tobytes() + b" " for _ in range(512)]
+    words = rng.integers(0, len(vocabulary), max(4 * size, 1 << 24) // 5)
+    text = b"".join(vocabulary[w] for w in words.tolist())
+    return [text[start:start + size] for start in rng.integers(0, len(text) - size, count).tolist()]
 
 
-def write_loop(lib: Any, path: str, records: list[bytes]) -> None:
-    with lib.Writer(path) as writer:
+@dataclasses.dataclass
+class Data:
+    """One dataset on disk (one scale, one suffix) and the inputs of its workloads."""
+
+    scale: Scale
+    suffix: str  # ".bag" or ".bagz"
+    folder: str
+    records: list[bytes]
+    indices: list[int]
+    index_array: np.ndarray  # the same indices
+    slice_starts: list[int]
+    keys: list[bytes]
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.folder, "data" + self.suffix)
+
+    @property
+    def shard_spec(self) -> str:
+        return os.path.join(self.folder, f"shards@{SHARDS}{self.suffix}")
+
+    def out_path(self, lib: Any) -> str:
+        return os.path.join(self.folder, f"out-{lib.name}{self.suffix}")
+
+    def slice_indices(self) -> list[int]:
+        return [i for a in self.slice_starts for i in range(a, a + self.scale.slice_len)]
+
+
+def write_with(lib: Any, path: str, records: Iterable[bytes]) -> None:
+    with lib.writer(path) as writer:
         for record in records:
             writer.write(record)
 
 
-def write_many(lib: Any, path: str, records: list[bytes]) -> None:
-    if lib is sackli:
-        with sackli.Writer(path) as writer:
-            writer.write_many(records)
-    else:  # bagz has no write_many: its fastest way is the loop
-        write_loop(lib, path, records)
+def prepare_data(scale: Scale, suffix: str, folder: str, records: list[bytes]) -> Data:
+    """Writes the bag and its @8 shard set with bagz and picks the inputs."""
+    rng = np.random.default_rng(1)
+    indices = rng.integers(0, scale.records, scale.reads).tolist()
+    data = Data(scale, suffix, folder, records, indices, np.array(indices, dtype=np.int64),
+                slice_starts=rng.integers(0, scale.records - scale.slice_len + 1, scale.slices).tolist(),
+                keys=[records[i] for i in rng.integers(0, scale.records, scale.lookups).tolist()])
+    write_with(Bagz, data.path, records)
+    per_shard = -(-len(records) // SHARDS)
+    for shard in range(SHARDS):
+        name = f"shards-{shard:05d}-of-{SHARDS:05d}{suffix}"
+        write_with(Bagz, os.path.join(folder, name), records[shard * per_shard:(shard + 1) * per_shard])
+    return data
 
 
-def workloads(path: str, records: list[bytes], indices: list[int]) -> dict[str, Callable[[Any], Any]]:
-    array = np.array(indices, dtype=np.int64)
-    tmp = path + ".out"
+# --- Workloads ----------------------------------------------------------------
+#
+# A workload's `prepare(lib, data)` does the untimed setup (opening a reader,
+# building an index) and returns the timed call. `ceiling(data)` says what
+# the C++ ceiling does for it: ("open",) or ("read", indices, threads).
 
-    def random_getitem(lib: Any) -> None:
-        reader = lib.Reader(path)
-        for i in indices:
-            reader[i]
 
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    name: str  # formatted with the Scale's fields
+    prepare: Callable[[Any, Data], Callable[[], Any]]
+    ceiling: Callable[[Data], tuple] | None = None
+    needs_index: bool = False  # only for scales with lookups
+
+
+def write_loop(lib: Any, data: Data) -> Callable[[], Any]:
+    return lambda: write_with(lib, data.out_path(lib), data.records)
+
+
+def write_many(lib: Any, data: Data) -> Callable[[], Any]:
+    def run() -> None:
+        with lib.writer(data.out_path(lib)) as writer:
+            lib.write_many(writer, data.records)
+    return run
+
+
+def on_reader(action: Callable[[Any, Any, Data], Any], layout: str | None = None) -> Callable[..., Any]:
+    """A workload's prepare: opens a reader of the bag (or, given a layout,
+    of its shard set) untimed, then times `action(lib, reader, data)`."""
+    def prepare(lib: Any, data: Data) -> Callable[[], Any]:
+        reader = lib.reader(data.path) if layout is None else lib.reader(data.shard_spec, layout == "INTERLEAVED")
+        return lambda: action(lib, reader, data)
+    return prepare
+
+
+def getitem_loop(lib: Any, reader: Any, data: Data) -> None:
+    for i in data.indices:
+        reader[i]
+
+
+def read_slices(lib: Any, reader: Any, data: Data) -> list[list[bytes]]:
+    length = data.scale.slice_len
+    return [reader[a:a + length].read() for a in data.slice_starts]
+
+
+def count(iterable: Iterable[Any]) -> int:
+    return sum(1 for _ in iterable)
+
+
+def lookups(index_type: str) -> Callable[[Any, Data], Callable[[], Any]]:
+    """A workload's prepare: builds the index untimed, times the lookups."""
+    def prepare(lib: Any, data: Data) -> Callable[[], Any]:
+        index = getattr(lib, index_type)(lib.reader(data.path))
+        return lambda: [index[key] for key in data.keys]
+    return prepare
+
+
+THREADS = os.cpu_count() or 1
+
+
+def random_reads(threads: int) -> Callable[[Data], tuple]:
+    return lambda data: ("read", data.indices, threads)
+
+
+def all_records(data: Data) -> tuple:
+    return ("read", list(range(data.scale.records)), THREADS)
+
+
+def sharded_workloads() -> list[Workload]:
+    return [Workload(f"@{SHARDS} {layout}: {name}", on_reader(action, layout))
+            for layout in ("CONCATENATED", "INTERLEAVED")
+            for name, action in (("read_indices, {reads:,} random", lambda lib, r, d: r.read_indices(d.indices)),
+                                 ("iterate all", lambda lib, r, d: count(r)))]
+
+
+WORKLOADS = (
+    Workload("write: write() loop", write_loop),
+    Workload("write: write_many (bagz: loop)", write_many),
+    Workload("open reader", lambda lib, data: lambda: lib.reader(data.path), lambda data: ("open",)),
+    Workload("r[i] loop, {reads:,} random", on_reader(getitem_loop), random_reads(1)),
+    Workload("read_indices, {reads:,} random (list)",
+             on_reader(lambda lib, r, d: r.read_indices(d.indices)), random_reads(THREADS)),
+    Workload("read_indices, {reads:,} random (numpy)",
+             on_reader(lambda lib, r, d: r.read_indices(d.index_array)), random_reads(THREADS)),
+    Workload("read_indices_iter, {reads:,} random",
+             on_reader(lambda lib, r, d: count(r.read_indices_iter(iter(d.indices)))), random_reads(THREADS)),
+    Workload("iterate all", on_reader(lambda lib, r, d: count(r)), all_records),
+    Workload("read() all", on_reader(lambda lib, r, d: r.read()), all_records),
+    Workload("{slices} random r[a:a+{slice_len:,}].read()", on_reader(read_slices),
+             lambda data: ("read", data.slice_indices(), THREADS)),
+    Workload("Index build", on_reader(lambda lib, r, d: lib.Index(r)), needs_index=True),
+    Workload("MultiIndex build", on_reader(lambda lib, r, d: lib.MultiIndex(r)), needs_index=True),
+    Workload("Index, {lookups:,} lookups", lookups("Index"), needs_index=True),
+    Workload("MultiIndex, {lookups:,} lookups", lookups("MultiIndex"), needs_index=True),
+    *sharded_workloads(),
+)
+
+
+# --- Measuring ----------------------------------------------------------------
+
+
+def measure(prepare: Callable[[Any, Data], Callable[[], Any]], lib: Any, data: Data) -> float:
+    """Seconds of one timed call (setup and freeing the result untimed)."""
+    run = prepare(lib, data)
+    gc.collect()
+    start = time.perf_counter()
+    result = run()
+    elapsed = time.perf_counter() - start
+    del result, run
+    return elapsed
+
+
+def compare(workload: Workload, data: Data, repeat: int) -> dict[str, Any]:
+    """Runs the workload `repeat` times per library, alternating."""
+    times: dict[str, list[float]] = {lib.name: [] for lib in LIBRARIES}
+    ratios = []
+    for rep in range(repeat):
+        for lib in LIBRARIES[::1 if rep % 2 == 0 else -1]:
+            times[lib.name].append(measure(workload.prepare, lib, data))
+        ratios.append(times["bagz"][-1] / times["sackli"][-1])
     return {
-        "write (write() loop)": lambda lib: write_loop(lib, tmp + lib.__name__ + os.path.splitext(path)[1], records),
-        "write (write_many)": lambda lib: write_many(lib, tmp + lib.__name__ + os.path.splitext(path)[1], records),
-        "open reader": lambda lib: lib.Reader(path),
-        "r[i] random loop": random_getitem,
-        "read_indices (list)": lambda lib: lib.Reader(path).read_indices(array if lib is bagz else indices),
-        "read_indices (numpy)": lambda lib: lib.Reader(path).read_indices(array),
-        "read_indices_iter": lambda lib: sum(1 for _ in lib.Reader(path).read_indices_iter(iter(indices))),
-        "iterate all": lambda lib: sum(1 for _ in lib.Reader(path)),
-        "read() all": lambda lib: lib.Reader(path).read(),
+        "sackli_s": statistics.median(times["sackli"]),
+        "bagz_s": statistics.median(times["bagz"]),
+        "speedup": statistics.median(ratios),
+        "times": times,
     }
 
 
-def measure(fn: Callable[[Any], Any], lib: Any) -> float:
-    start = time.perf_counter()
-    fn(lib)
-    return time.perf_counter() - start
+def compile_ceiling(folder: str) -> str:
+    """Builds benchmarks/ceiling.cc; exits with the compiler's message on failure."""
+    binary = os.path.join(folder, "ceiling")
+    command = ["g++", "-O2", "-std=c++17", "-pthread", os.path.join(HERE, "ceiling.cc"), "-o", binary, "-lzstd"]
+    try:
+        subprocess.run(command, check=True, capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError) as error:
+        details = getattr(error, "stderr", None) or str(error)
+        sys.exit(f"cannot compile the ceiling ({' '.join(command)}):\n{details}\n"
+                 "install g++ and libzstd-dev, or pass --no-ceiling")
+    return binary
 
 
-def run(count: int, size: int, repeat: int, suffixes: list[str]) -> list[dict[str, Any]]:
-    records = make_records(count, size)
-    rng = random.Random(1)
-    indices = [rng.randrange(count) for _ in range(min(20_000, count))]
+def run_ceiling(binary: str, spec: tuple, data: Data, repeat: int) -> float:
+    """Median seconds of the C++ ceiling for one workload."""
+    if spec[0] == "open":
+        command = [binary, "open", data.path, str(repeat)]
+    else:
+        _, indices, threads = spec
+        indices_path = os.path.join(data.folder, "indices.bin")
+        np.asarray(indices, dtype=np.int64).tofile(indices_path)
+        command = [binary, "read", data.path, indices_path, str(threads), str(repeat)]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return statistics.median(json.loads(output)["times"])
+
+
+def run_dataset(data: Data, repeat: int, ceiling: str | None) -> list[dict[str, Any]]:
     rows = []
-    with tempfile.TemporaryDirectory() as folder:
-        for suffix in suffixes:
-            path = os.path.join(folder, "data" + suffix)
-            write_loop(bagz, path, records)
-            for name, fn in workloads(path, records, indices).items():
-                times: dict[str, list[float]] = {lib: [] for lib in LIBRARIES}
-                ratios = []
-                for _ in range(repeat):
-                    for lib_name, lib in LIBRARIES.items():  # alternate
-                        times[lib_name].append(measure(fn, lib))
-                    ratios.append(times["bagz"][-1] / times["sackli"][-1])
-                rows.append({
-                    "format": suffix,
-                    "workload": name,
-                    "sackli_s": statistics.median(times["sackli"]),
-                    "bagz_s": statistics.median(times["bagz"]),
-                    "speedup": statistics.median(ratios),
-                })
-                print(f"{suffix:6} {name:24} sackli {rows[-1]['sackli_s'] * 1e3:9.2f} ms   "
-                      f"bagz {rows[-1]['bagz_s'] * 1e3:9.2f} ms   x{rows[-1]['speedup']:.2f}", flush=True)
+    fields = dataclasses.asdict(data.scale)
+    for workload in WORKLOADS:
+        if workload.needs_index and not data.scale.lookups:
+            continue
+        row = {"records": data.scale.label, "format": data.suffix, "workload": workload.name.format(**fields)}
+        row.update(compare(workload, data, repeat))
+        row["ceiling_s"] = run_ceiling(ceiling, workload.ceiling(data), data, repeat) \
+            if ceiling and workload.ceiling else None
+        print(format_line(row), flush=True)
+        rows.append(row)
     return rows
+
+
+def run(scales: Iterable[Scale], repeat: int, ceiling_folder: str | None) -> list[dict[str, Any]]:
+    rows = []
+    ceiling = compile_ceiling(ceiling_folder) if ceiling_folder else None
+    for scale in scales:
+        records = make_records(scale.records, scale.size)
+        for suffix in (".bag", ".bagz"):
+            with tempfile.TemporaryDirectory(prefix="compare_bagz_") as folder:
+                rows += run_dataset(prepare_data(scale, suffix, folder, records), repeat, ceiling)
+        del records
+    return rows
+
+
+# --- Reporting ----------------------------------------------------------------
+
+
+def seconds_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def ceiling_speedup(row: dict[str, Any]) -> float | None:
+    return row["bagz_s"] / row["ceiling_s"] if row["ceiling_s"] else None
+
+
+def format_line(row: dict[str, Any]) -> str:
+    ceiling = ceiling_speedup(row)
+    return (f"{row['records']:5} {row['format']:5} {row['workload']:42} sackli {seconds_text(row['sackli_s']):>9}  "
+            f"bagz {seconds_text(row['bagz_s']):>9}  x{row['speedup']:<6.2f} ceiling "
+            f"{seconds_text(row['ceiling_s']):>9}" + (f"  x{ceiling:.2f}" if ceiling else ""))
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| records | format | workload | sackli | bagz | ceiling | sackli/bagz | ceiling/bagz |",
+             "|---|---|---|--:|--:|--:|--:|--:|"]
+    for row in rows:
+        ceiling = ceiling_speedup(row)
+        lines.append(f"| {row['records']} | {row['format']} | {row['workload']} | {seconds_text(row['sackli_s'])} "
+                     f"| {seconds_text(row['bagz_s'])} | {seconds_text(row['ceiling_s'])} | {row['speedup']:.2f}x "
+                     f"| {f'{ceiling:.2f}x' if ceiling else '–'} |")
+    return "\n".join(lines)
+
+
+def zstd_version(library: str) -> str:
+    try:
+        function = ctypes.CDLL(library).ZSTD_versionString
+        function.restype = ctypes.c_char_p
+        return function().decode()
+    except (OSError, AttributeError):
+        return "?"
+
+
+def environment() -> dict[str, str]:
+    bagz_library = os.path.join(os.path.dirname(bagz.__file__), "lib")
+    bagz_so = next((os.path.join(bagz_library, name) for name in sorted(os.listdir(bagz_library))
+                    if name.endswith(".so")), "")
+    return {
+        "machine": f"{os.cpu_count()} cores {platform.machine()} {platform.system()}",
+        "python": platform.python_version(),
+        "sackli": sackli.__version__,
+        "bagz": importlib.metadata.version("bagz"),
+        "libzstd (sackli)": zstd_version("libzstd.so.1"),
+        "libzstd (bagz)": zstd_version(bagz_so),
+        "command": "python " + " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="20,000 records, 3 repetitions")
-    parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--record-size", type=int, default=1024)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="1/10 of the data, 3 repetitions (under 2 minutes)")
+    parser.add_argument("--repeat", type=int, help="repetitions per workload (default 5; 3 with --quick)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--chart", metavar="PATH",
+                        help="write a bar chart of the speed-ups (needs matplotlib: pip install matplotlib); "
+                             f"default for full runs: {os.path.relpath(DEFAULT_CHART)}")
+    parser.add_argument("--no-chart", action="store_true", help="no chart, also for a full run")
+    parser.add_argument("--no-ceiling", action="store_true", help="skip the C++ ceiling (needs g++ and libzstd-dev)")
     args = parser.parse_args()
-    count, repeat = (20_000, 3) if args.quick else (args.records, args.repeat)
-    print(f"{count:,} records of {args.record_size} bytes, {repeat} repetitions, "
-          f"{os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"sackli {sackli.__version__}, bagz (PyPI wheel)")
-    rows = run(count, args.record_size, repeat, [".bag", ".bagz"])
-    print("\n| format | workload | sackli (median) | bagz (median) | speed-up |\n|---|---|---|---|---|")
-    for row in rows:
-        print(f"| {row['format']} | {row['workload']} | {row['sackli_s'] * 1e3:.1f} ms | "
-              f"{row['bagz_s'] * 1e3:.1f} ms | {row['speedup']:.2f}x |")
+    scales = QUICK if args.quick else FULL
+    repeat = args.repeat or (3 if args.quick else 5)
+    chart = None if args.no_chart else args.chart or (None if args.quick else DEFAULT_CHART)
+
+    env = environment()
+    print(", ".join(f"{key} {value}" for key, value in env.items() if key != "command"))
+    for scale in scales:
+        print(f"{scale.label}: {scale.records:,} records, {scale.reads:,} random reads, {scale.slices} slices of "
+              f"{scale.slice_len:,}" + (f", {scale.lookups:,} lookups" if scale.lookups else ""))
+    print(f"median of {repeat} repetitions; ceiling: {'off' if args.no_ceiling else f'C++, {THREADS} threads for batch reads'}\n")
+    with tempfile.TemporaryDirectory(prefix="compare_bagz_ceiling_") as ceiling_folder:
+        rows = run(scales, repeat, None if args.no_ceiling else ceiling_folder)
+
+    print("\n" + markdown_table(rows))
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"records": count, "record_size": args.record_size, "repeat": repeat, "rows": rows}, out, indent=1)
+            json.dump({"environment": env, "repeat": repeat, "scales": [dataclasses.asdict(s) for s in scales],
+                       "rows": rows}, out, indent=1)
+    if chart:
+        from _chart import render  # matplotlib is imported only for a chart
+
+        render(rows, chart, env, repeat)
+        print(f"\nchart: {chart}")
 
 
 if __name__ == "__main__":
