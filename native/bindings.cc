@@ -8,6 +8,7 @@
 #include <cxxabi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -235,6 +236,42 @@ py::bytes ReadRecord(const ReaderCore& core, int64_t index) {
   return out;
 }
 
+// Distinct global indices of a request, ascending, and where each position
+// of the request finds its record: `bytes` are immutable, so a record asked
+// for twice is read once and both positions share the object.
+struct DistinctIndices {
+  std::vector<uint64_t> globals;  // distinct, ascending
+  std::vector<size_t> slot;       // position k holds globals[slot[k]]
+};
+
+DistinctIndices Distinct(const std::vector<uint64_t>& globals) {
+  const size_t n = globals.size();
+  std::vector<std::pair<uint64_t, size_t>> sorted(n);
+  for (size_t k = 0; k < n; ++k) sorted[k] = {globals[k], k};
+  std::sort(sorted.begin(), sorted.end());
+  DistinctIndices out;
+  out.slot.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 0 || sorted[i].first != sorted[i - 1].first) {
+      out.globals.push_back(sorted[i].first);
+    }
+    out.slot[sorted[i].second] = out.globals.size() - 1;
+  }
+  return out;
+}
+
+// `objects` placed at the positions `slot` names, in a new list (each
+// position holds a new reference).
+py::list Scatter(const py::list& objects, const std::vector<size_t>& slot) {
+  py::list out(slot.size());
+  for (size_t k = 0; k < slot.size(); ++k) {
+    PyObject* item = PyList_GET_ITEM(objects.ptr(), static_cast<Py_ssize_t>(slot[k]));
+    Py_INCREF(item);
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), item);
+  }
+  return out;
+}
+
 // Reads records with the given global indices into a new list.
 py::list ReadGlobals(const std::shared_ptr<const Bag>& bag,
                      const std::vector<uint64_t>& globals) {
@@ -256,6 +293,114 @@ py::list ReadGlobals(const std::shared_ptr<const Bag>& bag,
   }
   return out;
 }
+
+// As ReadGlobals, for indices that may repeat (or come in any order).
+py::list ReadIndices(const std::shared_ptr<const Bag>& bag,
+                     const std::vector<uint64_t>& globals) {
+  if (globals.size() < 2) return ReadGlobals(bag, globals);
+  DistinctIndices distinct;
+  {
+    ReleaseGil release;
+    distinct = Distinct(globals);
+  }
+  return Scatter(ReadGlobals(bag, distinct.globals), distinct.slot);
+}
+
+// Records read ahead for an iterator, handed over as `bytes` by result().
+// When planning needs no I/O (every file memory-mapped), the `bytes` are
+// allocated at the start and the pool decodes straight into them: one copy,
+// and memory the consumer freed from an earlier batch is reused. Otherwise the
+// pool plans (fetching the bytes) and decodes into one buffer, copied into
+// `bytes` at result().
+class PendingRecords {
+ public:
+  PendingRecords(std::shared_ptr<const Bag> bag, std::vector<uint64_t> globals,
+                 bool may_repeat) {
+    if (!bag->all_mapped()) {
+      read_ = PendingRead::Start(std::move(bag), std::move(globals));
+      return;
+    }
+    if (may_repeat && globals.size() >= 2) {
+      DistinctIndices distinct = Distinct(globals);
+      globals = std::move(distinct.globals);
+      slot_ = std::move(distinct.slot);
+    }
+    std::shared_ptr<ReadPlan> plan;
+    try {
+      plan = std::make_shared<ReadPlan>(bag, globals.data(), globals.size());
+    } catch (...) {
+      // Reported at result(), where the iterator reaches this batch.
+      error_ = std::current_exception();
+      return;
+    }
+    objects_ = py::list(plan->size());
+    auto dst = std::make_shared<std::vector<char*>>(plan->size());
+    for (size_t k = 0; k < plan->size(); ++k) {
+      PyObject* bytes = NewBytes(plan->decoded_size(k));
+      PyList_SET_ITEM(objects_.ptr(), static_cast<Py_ssize_t>(k), bytes);
+      (*dst)[k] = PyBytes_AS_STRING(bytes);
+    }
+    fill_ = BackgroundTask::Start([plan, dst] { plan->Fill(dst->data()); },
+                                  bag->options().max_parallelism);
+  }
+  PendingRecords(PendingRecords&&) = default;
+  PendingRecords(const PendingRecords&) = delete;
+
+  // The pool writes into objects_ until the fill ends: wait before they go.
+  ~PendingRecords() {
+    if (!fill_) return;
+    ReleaseGil release;
+    while (!fill_->WaitFor(kSignalCheckMilliseconds)) {
+    }
+  }
+
+  py::list Result() {
+    if (error_) std::rethrow_exception(error_);
+    if (read_) return CopyOut();
+    Wait([this](int64_t ms) { return fill_->WaitFor(ms); });
+    fill_->RethrowIfFailed();
+    if (!objects_) throw py::value_error("result() was already taken");
+    py::list objects = std::move(objects_);
+    return slot_.empty() ? objects : Scatter(objects, slot_);
+  }
+
+ private:
+  // Waits with the GIL released, noticing Ctrl-C.
+  template <typename WaitFn>
+  static void Wait(const WaitFn& wait_for) {
+    for (;;) {
+      bool done;
+      {
+        ReleaseGil release;
+        done = wait_for(kSignalCheckMilliseconds);
+      }
+      if (done) return;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+  }
+
+  py::list CopyOut() {
+    Wait([this](int64_t ms) { return read_->WaitFor(ms); });
+    const DecodedRecords& records = read_->Result();
+    const size_t n = records.offsets.empty() ? 0 : records.offsets.size() - 1;
+    py::list out(n);
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t begin = records.offsets[k];
+      PyObject* bytes = PyBytes_FromStringAndSize(
+          records.data.data() + begin,
+          static_cast<Py_ssize_t>(records.offsets[k + 1] - begin));
+      if (bytes == nullptr) throw py::error_already_set();
+      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), bytes);
+    }
+    return out;
+  }
+
+  std::shared_ptr<PendingRead> read_;      // unmapped bags
+  std::shared_ptr<BackgroundTask> fill_;   // mapped bags
+  py::list objects_;                       // the distinct records, being filled
+  std::vector<size_t> slot_;               // empty: objects_ in request order
+  std::exception_ptr error_;               // planning failed
+};
 
 std::vector<uint64_t> ViewRange(const View& view, uint64_t from, uint64_t count) {
   std::vector<uint64_t> globals(count);
@@ -432,7 +577,7 @@ py::tuple PackedBuffers(std::shared_ptr<const void> owner, const char* data,
                         EngineBuffer{owner, offsets.data(), offsets.size(), true});
 }
 
-// A batch read running in the background, for iterators' read-ahead.
+// A batch read running in the background into one buffer (for sackli.arrow).
 class PendingBatch {
  public:
   explicit PendingBatch(std::shared_ptr<PendingRead> pending)
@@ -444,22 +589,6 @@ class PendingBatch {
     const DecodedRecords& records = pending_->Result();
     return PackedBuffers(pending_, records.data.data(), records.data.size(),
                          records.offsets);
-  }
-
-  py::list Result() {
-    Wait();
-    const DecodedRecords& records = pending_->Result();
-    const size_t n = records.offsets.empty() ? 0 : records.offsets.size() - 1;
-    py::list out(n);
-    for (size_t k = 0; k < n; ++k) {
-      const uint64_t begin = records.offsets[k];
-      PyObject* bytes = PyBytes_FromStringAndSize(
-          records.data.data() + begin,
-          static_cast<Py_ssize_t>(records.offsets[k + 1] - begin));
-      if (bytes == nullptr) throw py::error_already_set();
-      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), bytes);
-    }
-    return out;
   }
 
  private:
@@ -701,8 +830,10 @@ PYBIND11_MODULE(_engine, m) {
       .def("__len__", [](const EngineBuffer& b) { return b.items; });
 
   py::class_<PendingBatch>(m, "PendingBatch")
-      .def("result", &PendingBatch::Result)
       .def("packed", &PendingBatch::Packed);
+
+  py::class_<PendingRecords>(m, "PendingRecords")
+      .def("result", &PendingRecords::Result);
 
   py::class_<ReaderCore>(m, "ReaderCore")
       .def(py::init([](std::shared_ptr<Bag> bag) {
@@ -760,7 +891,21 @@ PYBIND11_MODULE(_engine, m) {
            })
       .def("read_indices",
            [](const ReaderCore& c, py::handle indices) {
-             return ReadGlobals(c.bag, ResolveIndices(c.view, indices));
+             return ReadIndices(c.bag, ResolveIndices(c.view, indices));
+           })
+      // Iterators' read-ahead: batches started now, `result()` later.
+      .def("start_records",
+           [](const ReaderCore& c, py::handle indices) {
+             return PendingRecords(c.bag, ResolveIndices(c.view, indices),
+                                   /*may_repeat=*/true);
+           })
+      .def("start_records_range",
+           [](const ReaderCore& c, uint64_t start, uint64_t count) {
+             if (start > c.view.length || count > c.view.length - start) {
+               ThrowOutOfRange("range out of range");
+             }
+             return PendingRecords(c.bag, ViewRange(c.view, start, count),
+                                   /*may_repeat=*/false);
            })
       .def("valid_prefix",
            [](const ReaderCore& c, const py::list& indices) {

@@ -313,64 +313,80 @@ void ReadBatch(const std::shared_ptr<const Bag>& bag, const uint64_t* indices,
   }
 }
 
-struct PendingRead::State {
+struct BackgroundTask::State {
   std::mutex mutex;
   std::condition_variable done;
   bool finished = false;
-  DecodedRecords records;
   std::exception_ptr error;
 };
 
-std::shared_ptr<PendingRead> PendingRead::Start(std::shared_ptr<const Bag> bag,
-                                                std::vector<uint64_t> indices,
-                                                std::string prefix) {
-  auto pending = std::make_shared<PendingRead>();
+std::shared_ptr<BackgroundTask> BackgroundTask::Start(std::function<void()> work,
+                                                      size_t parallelism) {
+  auto task = std::make_shared<BackgroundTask>();
   auto state = std::make_shared<State>();
-  pending->state_ = state;
-  ThreadPool::Shared().Submit([state, bag = std::move(bag),
-                               indices = std::move(indices),
-                               prefix = std::move(prefix)] {
-    DecodedRecords records;
-    std::exception_ptr error;
-    try {
-      ReadPlan plan(bag, indices.data(), indices.size());
-      records.offsets.resize(plan.size() + 1);
-      uint64_t offset = prefix.size();
-      for (size_t i = 0; i < plan.size(); ++i) {
-        records.offsets[i] = offset;
-        offset += plan.decoded_size(i);
-      }
-      records.offsets[plan.size()] = offset;
-      records.data.resize(static_cast<size_t>(offset));
-      std::copy(prefix.begin(), prefix.end(), records.data.begin());
-      std::vector<char*> dst(plan.size());
-      for (size_t i = 0; i < plan.size(); ++i) {
-        dst[i] = records.data.data() + records.offsets[i];
-      }
-      plan.Fill(dst.data());
-    } catch (...) {
-      error = std::current_exception();
-    }
-    {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      state->records = std::move(records);
-      state->error = error;
-      state->finished = true;
-    }
-    state->done.notify_all();
-  });
-  return pending;
+  task->state_ = state;
+  ThreadPool::Shared().Submit(
+      [state, work = std::move(work)] {
+        std::exception_ptr error;
+        try {
+          work();
+        } catch (...) {
+          error = std::current_exception();
+        }
+        {
+          std::lock_guard<std::mutex> lock(state->mutex);
+          state->error = error;
+          state->finished = true;
+        }
+        state->done.notify_all();
+      },
+      parallelism);
+  return task;
 }
 
-bool PendingRead::WaitFor(int64_t milliseconds) {
+bool BackgroundTask::WaitFor(int64_t milliseconds) {
   std::unique_lock<std::mutex> lock(state_->mutex);
   return state_->done.wait_for(lock, std::chrono::milliseconds(milliseconds),
                                [this] { return state_->finished; });
 }
 
-const DecodedRecords& PendingRead::Result() const {
+void BackgroundTask::RethrowIfFailed() const {
   if (state_->error) std::rethrow_exception(state_->error);
-  return state_->records;
+}
+
+std::shared_ptr<PendingRead> PendingRead::Start(std::shared_ptr<const Bag> bag,
+                                                std::vector<uint64_t> indices,
+                                                std::string prefix) {
+  auto pending = std::make_shared<PendingRead>();
+  auto records = std::make_shared<DecodedRecords>();
+  pending->records_ = records;
+  const size_t parallelism = bag->options().max_parallelism;
+  pending->task_ = BackgroundTask::Start(
+      [records, bag = std::move(bag), indices = std::move(indices),
+       prefix = std::move(prefix)] {
+        ReadPlan plan(bag, indices.data(), indices.size());
+        records->offsets.resize(plan.size() + 1);
+        uint64_t offset = prefix.size();
+        for (size_t i = 0; i < plan.size(); ++i) {
+          records->offsets[i] = offset;
+          offset += plan.decoded_size(i);
+        }
+        records->offsets[plan.size()] = offset;
+        records->data.resize(static_cast<size_t>(offset));
+        std::copy(prefix.begin(), prefix.end(), records->data.begin());
+        std::vector<char*> dst(plan.size());
+        for (size_t i = 0; i < plan.size(); ++i) {
+          dst[i] = records->data.data() + records->offsets[i];
+        }
+        plan.Fill(dst.data());
+      },
+      parallelism);
+  return pending;
+}
+
+const DecodedRecords& PendingRead::Result() const {
+  task_->RethrowIfFailed();
+  return *records_;
 }
 
 bool MappedRun(const Bag& bag, uint64_t first, uint64_t count,

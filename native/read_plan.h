@@ -99,6 +99,25 @@ void ReadBatch(const std::shared_ptr<const Bag>& bag, const uint64_t* indices,
 // stored bytes, between 64 and 65,536 records.
 size_t RecordsPerChunk(const Bag& bag);
 
+// Work running on the shared thread pool, waited for with a timeout (so the
+// bindings can notice Ctrl-C while they wait).
+class BackgroundTask {
+ public:
+  // Runs `work` on a pool thread; `work` may itself use ParallelFor with
+  // `parallelism` threads. Whatever `work` touches must outlive it: own it in
+  // the closure, or wait before releasing it.
+  static std::shared_ptr<BackgroundTask> Start(std::function<void()> work,
+                                               size_t parallelism);
+  // Waits up to `milliseconds`; true when finished.
+  bool WaitFor(int64_t milliseconds);
+  // After WaitFor() returned true: rethrows the exception `work` ended with.
+  void RethrowIfFailed() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
 // Records decoded by a background task into one buffer: record k is
 // data[offsets[k], offsets[k + 1]).
 struct DecodedRecords {
@@ -116,13 +135,13 @@ class PendingRead {
                                             std::vector<uint64_t> indices,
                                             std::string prefix = {});
   // Waits up to `milliseconds`; true when finished.
-  bool WaitFor(int64_t milliseconds);
+  bool WaitFor(int64_t milliseconds) { return task_->WaitFor(milliseconds); }
   // After WaitFor() returned true: the records, or the task's error thrown.
   const DecodedRecords& Result() const;
 
  private:
-  struct State;
-  std::shared_ptr<State> state_;
+  std::shared_ptr<BackgroundTask> task_;
+  std::shared_ptr<DecodedRecords> records_;
 };
 
 // Records [first, first + count) (global indices) as they lie in a memory

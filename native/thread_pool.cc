@@ -143,9 +143,9 @@ void ThreadPool::ParallelFor(size_t n, size_t parallelism,
   if (loop->error) std::rethrow_exception(loop->error);
 }
 
-void ThreadPool::Submit(std::function<void()> task) {
+void ThreadPool::Submit(std::function<void()> task, size_t parallelism) {
   State& state = CurrentState();
-  state.EnsureThreads(1);
+  state.EnsureThreads(std::max<size_t>(parallelism, 1));
   state.Push(std::move(task));
 }
 

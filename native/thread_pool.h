@@ -23,7 +23,9 @@ class ThreadPool {
                    const std::function<void(size_t)>& fn);
 
   // Runs `task` on a pool thread, without waiting. `task` must not throw.
-  void Submit(std::function<void()> task);
+  // A task that itself calls ParallelFor with `parallelism` gets enough
+  // threads for its helpers to run beside it (it occupies one itself).
+  void Submit(std::function<void()> task, size_t parallelism = 1);
 
   // Threads currently in the pool.
   size_t num_threads() const;

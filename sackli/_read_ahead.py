@@ -43,7 +43,7 @@ def iterate_range(core: Any, start: int, stop: int, batch: int, read_ahead: bool
         while position < stop or pending:
             while position < stop and len(pending) <= _BATCHES_AHEAD:
                 n = min(next(sizes), stop - position)
-                pending.append(core.start_read_range(position, n))
+                pending.append(core.start_records_range(position, n))
                 position += n
             yield pending.popleft().result()
 
@@ -92,7 +92,7 @@ def iterate_indices(core: Any, indices: Iterable[Any], batch: int) -> Iterator[b
                     error = _bad_index_error(core, chunk[valid])
                     del chunk[valid:]
                     exhausted = True
-                read = core.start_read_indices(chunk) if chunk else None
+                read = core.start_records(chunk) if chunk else None
                 pending.append((read, error))
             read, error = pending.popleft()
             if read is not None:

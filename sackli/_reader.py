@@ -16,7 +16,7 @@ from ._storage import REMOTE_OPENER, is_remote
 __all__ = ["Reader"]
 
 # Bounds of a read-ahead batch, in records.
-_MIN_BATCH = 16
+_MIN_BATCH = 1
 _MAX_BATCH = 65536
 
 
@@ -35,18 +35,13 @@ _CLOSED = _ClosedCore()
 
 def _open_core(paths: list[str], options: ReaderOptions) -> Any:
     mode, level, dictionary = engine_compression(options.compression)
+    remote = REMOTE_OPENER if any(map(is_remote, paths)) else None
+    # Positional: pybind11 matches keyword arguments by name on every call.
     bag = _engine.open_bag(
-        paths,
-        compression_mode=mode,
-        level=level,
-        dictionary=dictionary,
-        layout=int(options.sharding_layout),
-        placement=int(options.limits_placement),
-        storage=int(options.limits_storage),
-        max_parallelism=options.max_parallelism,
-        access=int(options.access_pattern),
-        cache=int(options.cache_policy),
-        remote=REMOTE_OPENER if any(map(is_remote, paths)) else None,
+        paths, mode, level, dictionary, int(options.sharding_layout),
+        int(options.limits_placement), int(options.limits_storage),
+        options.max_parallelism, int(options.access_pattern),
+        int(options.cache_policy), remote,
     )
     return _engine.ReaderCore(bag)
 

@@ -222,7 +222,7 @@ def os_threads():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("Threads:"))
 
-records = [b"%d" % i for i in range(100000)]
+records = [b"%07d" % i * 16 for i in range(100000)]
 indices = list(range(100000))
 random.Random(0).shuffle(indices)
 expected = [records[i] for i in indices]
@@ -236,7 +236,8 @@ report(lambda: states)
 
 
 def test_batch_reads_reuse_the_thread_pool(tmp_path, run_python):
-    path = write(tmp_path / "many.bag", [b"%d" % i for i in range(100000)])
+    # 112-byte records: 11 MB, enough for every call to read in parallel.
+    path = write(tmp_path / "many.bag", [b"%07d" % i * 16 for i in range(100000)])
     outcome = run_python(POOL_CODE.format(path=str(path)), timeout=120).outcome()
     # (max_parallelism of the call, pool threads, Python threads, OS threads):
     # the pool grows to the largest max_parallelism - 1 seen and no further;

@@ -213,6 +213,17 @@ def test_read_indices_sequences(reader, indices):
     assert reader.read_indices(indices) == [RECORDS[i] for i in indices]
 
 
+def test_read_indices_repeats_share_one_object(reader):
+    # Records are immutable bytes: an index asked for twice is read once.
+    indices = [7, 3, 7, -293, 3, 299, 7]
+    out = reader.read_indices(indices)
+    assert out == [RECORDS[i] for i in indices]
+    assert out[0] is out[2] is out[3] is out[6] and out[1] is out[4]
+    assert out[0] is not out[1]
+    streamed = list(reader.read_indices_iter(indices, read_ahead=len(indices)))
+    assert streamed == out and streamed[0] is streamed[2]
+
+
 @pytest.mark.parametrize("piece", [slice(None), slice(10, 2, -3), slice(None, None, -1), slice(-5, None), slice(7, 7)], ids=str)
 def test_read_indices_slice(reader, piece):
     assert reader.read_indices(piece) == RECORDS[piece]
