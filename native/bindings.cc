@@ -4,6 +4,7 @@
 // format or read policy lives here: see the engine headers for that.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <zstd.h>
 
 #include <cxxabi.h>
 #include <unistd.h>
@@ -753,6 +754,77 @@ std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
   return Bag::Open(shards, options, opener);
 }
 
+// --- r[i] without pybind11's dispatch ------------------------------------------
+// A lone record read is dominated by per-call overhead, so these two entry
+// points are plain CPython functions: `ReaderCore.get(i)`, and `reader_getitem`,
+// which `sackli.Reader` takes as its `__getitem__` so that `r[i]` runs no
+// Python frame.
+
+// Sets the Python error for the exception being handled; returns nullptr.
+PyObject* SetPythonError() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (...) {
+    TranslateError(std::current_exception());
+    if (!PyErr_Occurred()) {
+      PyErr_SetString(PyExc_RuntimeError, "sackli: unexpected C++ exception");
+    }
+  }
+  return nullptr;
+}
+
+PyObject* GetRecord(PyObject* core, PyObject* index) {
+  try {
+    const ReaderCore& c = py::cast<const ReaderCore&>(py::handle(core));
+    return ReadRecord(c, IndexArgument(index)).release().ptr();
+  } catch (...) {
+    return SetPythonError();
+  }
+}
+
+PyObject* ReaderCoreGet(PyObject* self, PyObject* index) {
+  return GetRecord(self, index);
+}
+
+PyMethodDef g_reader_core_get = {
+    "get", ReaderCoreGet, METH_O,
+    "get(index) -> bytes: the record at a view index (negative from the end)."};
+
+// reader_getitem(reader, index): slices (and closed readers, whose `_core`
+// raises) go to `reader._getitem_slow(index)`.
+PyObject* ReaderGetItem(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "__getitem__ takes exactly one argument");
+    return nullptr;
+  }
+  PyObject* reader = args[0];
+  PyObject* index = args[1];
+  static PyTypeObject* core_type = nullptr;
+  static PyObject* core_name = PyUnicode_InternFromString("_core");
+  static PyObject* slow_name = PyUnicode_InternFromString("_getitem_slow");
+  if (core_type == nullptr) {
+    core_type = reinterpret_cast<PyTypeObject*>(py::type::of<ReaderCore>().ptr());
+  }
+  if (!PySlice_Check(index)) {
+    PyObject* core = PyObject_GetAttr(reader, core_name);
+    if (core == nullptr) return nullptr;
+    const bool open = Py_TYPE(core) == core_type;
+    PyObject* result = open ? GetRecord(core, index) : nullptr;
+    Py_DECREF(core);
+    if (open) return result;
+  }
+  return PyObject_CallMethodOneArg(reader, slow_name, index);
+}
+
+PyMethodDef g_reader_getitem = {
+    "reader_getitem", reinterpret_cast<PyCFunction>(
+                          reinterpret_cast<void (*)()>(ReaderGetItem)),
+    METH_FASTCALL, "reader_getitem(reader, index): sackli.Reader.__getitem__."};
+
 }  // namespace
 }  // namespace sackli
 
@@ -859,10 +931,6 @@ PYBIND11_MODULE(_engine, m) {
       .def_property_readonly("bag", [](const ReaderCore& c) {
         return std::const_pointer_cast<Bag>(c.bag);
       })
-      .def("get",
-           [](const ReaderCore& c, py::handle index) {
-             return ReadRecord(c, IndexArgument(index));
-           })
       .def("slice",
            [](const ReaderCore& c, const py::slice& s) {
              size_t start, stop, step, length;
@@ -968,6 +1036,22 @@ PYBIND11_MODULE(_engine, m) {
                       : static_cast<double>(c.bag->records_bytes()) /
                             static_cast<double>(n);
       });
+
+  {
+    PyObject* core_type = m.attr("ReaderCore").ptr();
+    py::object get = py::reinterpret_steal<py::object>(PyDescr_NewMethod(
+        reinterpret_cast<PyTypeObject*>(core_type), &g_reader_core_get));
+    if (!get || PyObject_SetAttrString(core_type, "get", get.ptr()) != 0) {
+      throw py::error_already_set();
+    }
+    // An instancemethod binds the reader as the first argument, as a Python
+    // function in the class body would.
+    py::object getitem = py::reinterpret_steal<py::object>(
+        PyCFunction_New(&g_reader_getitem, nullptr));
+    if (!getitem) throw py::error_already_set();
+    m.attr("reader_getitem") = py::reinterpret_steal<py::object>(
+        PyInstanceMethod_New(getitem.ptr()));
+  }
 
   py::class_<RecordIndex>(m, "RecordIndex")
       .def(py::init([](const ReaderCore& c, bool keep_all) {
@@ -1120,6 +1204,7 @@ PYBIND11_MODULE(_engine, m) {
   });
 
   m.def("thread_pool_size", [] { return ThreadPool::Shared().num_threads(); });
+  m.def("zstd_version", [] { return std::string(ZSTD_versionString()); });
   m.def("limits_path_for", &LimitsPathFor);
   m.def("has_zstd_suffix", &HasZstdSuffix);
 }

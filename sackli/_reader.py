@@ -177,6 +177,13 @@ class Reader(collections.abc.Sequence):
     def __getitem__(self, index: Any) -> Any:
         """`r[i]`: the record at i (negative counts from the end; IndexError
         outside the range). `r[a:b:c]`: a Reader view of those records."""
+        return self._getitem_slow(index)
+
+    # `r[i]` runs in the engine without a Python frame; slices and closed
+    # readers reach `_getitem_slow`.
+    __getitem__ = _engine.reader_getitem  # type: ignore[assignment]  # noqa: F811
+
+    def _getitem_slow(self, index: Any) -> Any:
         if isinstance(index, slice):
             return self._view(self._core.slice(index))
         return self._core.get(index)
