@@ -23,7 +23,8 @@ Commands (from the repository root):
     python benchmarks/compare_bagz.py                     # full, 5 repetitions; writes docs/benchmark_bagz.png
     python benchmarks/compare_bagz.py --json out.json --chart out.png
 
-Needs g++ and libzstd-dev (for the ceiling; `--no-ceiling` skips it) and
+Needs g++ (and libzstd-dev unless sackli compiled zstd in) for the ceiling
+(`--no-ceiling` skips it), and
 matplotlib for the chart (`pip install matplotlib`).
 """
 
@@ -53,6 +54,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CHART = os.path.join(os.path.dirname(HERE), "docs", "benchmark_bagz.png")
 SHARDS = 8
 ZSTD_LEVEL = 3
+OPENS = 100  # readers opened per repetition of "open reader"
+# zstd as sackli compiles it in (scripts/fetch_zstd.py); the ceiling uses it too.
+ZSTD_SOURCE = os.path.join(os.path.dirname(HERE), "build", "deps", "zstd-1.5.7")
 
 
 # --- Libraries: one adapter each, so that workloads call the same API ------
@@ -270,7 +274,10 @@ def sharded_workloads() -> list[Workload]:
 WORKLOADS = (
     Workload("write: write() loop", write_loop),
     Workload("write: write_many (bagz: loop)", write_many),
-    Workload("open reader", lambda lib, data: lambda: lib.reader(data.path), lambda data: ("open",)),
+    # One open takes microseconds, too little to time alone: 100 readers, all
+    # kept open until the timing ends (as a set of shards would be).
+    Workload(f"open reader x{OPENS}", lambda lib, data: lambda: [lib.reader(data.path) for _ in range(OPENS)],
+             lambda data: ("open",)),
     Workload("r[i] loop, {reads:,} random", on_reader(getitem_loop), random_reads(1)),
     Workload("read_indices, {reads:,} random (list)",
              on_reader(lambda lib, r, d: r.read_indices(d.indices)), random_reads(THREADS)),
@@ -321,22 +328,35 @@ def compare(workload: Workload, data: Data, repeat: int) -> dict[str, Any]:
 
 
 def compile_ceiling(folder: str) -> str:
-    """Builds benchmarks/ceiling.cc; exits with the compiler's message on failure."""
+    """Builds benchmarks/ceiling.cc against the zstd sackli uses (the
+    compiled-in release when sackli has it, else the system's libzstd);
+    exits with the compiler's message on failure."""
     binary = os.path.join(folder, "ceiling")
-    command = ["g++", "-O2", "-std=c++17", "-pthread", os.path.join(HERE, "ceiling.cc"), "-o", binary, "-lzstd"]
-    try:
-        subprocess.run(command, check=True, capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError) as error:
-        details = getattr(error, "stderr", None) or str(error)
-        sys.exit(f"cannot compile the ceiling ({' '.join(command)}):\n{details}\n"
-                 "install g++ and libzstd-dev, or pass --no-ceiling")
+    source = os.path.join(HERE, "ceiling.cc")
+    commands = []
+    if sackli._engine.zstd_version() != zstd_version("libzstd.so.1") and \
+            os.path.exists(os.path.join(ZSTD_SOURCE, "zstd.c")):
+        zstd_object = os.path.join(ZSTD_SOURCE, "zstd.o")  # cached: zstd.c takes ~30 s
+        if not os.path.exists(zstd_object):
+            commands.append(["gcc", "-O3", "-c", os.path.join(ZSTD_SOURCE, "zstd.c"), "-o", zstd_object])
+        commands.append(["g++", "-O2", "-std=c++17", "-pthread", f"-I{ZSTD_SOURCE}", source, zstd_object,
+                         "-o", binary])
+    else:
+        commands.append(["g++", "-O2", "-std=c++17", "-pthread", source, "-o", binary, "-lzstd"])
+    for command in commands:
+        try:
+            subprocess.run(command, check=True, capture_output=True, text=True)
+        except (OSError, subprocess.CalledProcessError) as error:
+            details = getattr(error, "stderr", None) or str(error)
+            sys.exit(f"cannot compile the ceiling ({' '.join(command)}):\n{details}\n"
+                     "install g++ and libzstd-dev, or pass --no-ceiling")
     return binary
 
 
 def run_ceiling(binary: str, spec: tuple, data: Data, repeat: int) -> float:
     """Median seconds of the C++ ceiling for one workload."""
     if spec[0] == "open":
-        command = [binary, "open", data.path, str(repeat)]
+        command = [binary, "open", data.path, str(repeat), str(OPENS)]
     else:
         _, indices, threads = spec
         indices_path = os.path.join(data.folder, "indices.bin")
@@ -346,13 +366,16 @@ def run_ceiling(binary: str, spec: tuple, data: Data, repeat: int) -> float:
     return statistics.median(json.loads(output)["times"])
 
 
-def run_dataset(data: Data, repeat: int, ceiling: str | None) -> list[dict[str, Any]]:
+def run_dataset(data: Data, repeat: int, ceiling: str | None, only: str | None = None) -> list[dict[str, Any]]:
     rows = []
     fields = dataclasses.asdict(data.scale)
     for workload in WORKLOADS:
         if workload.needs_index and not data.scale.lookups:
             continue
-        row = {"records": data.scale.label, "format": data.suffix, "workload": workload.name.format(**fields)}
+        name = workload.name.format(**fields)
+        if only and only not in name:
+            continue
+        row = {"records": data.scale.label, "format": data.suffix, "workload": name}
         row.update(compare(workload, data, repeat))
         row["ceiling_s"] = run_ceiling(ceiling, workload.ceiling(data), data, repeat) \
             if ceiling and workload.ceiling else None
@@ -361,14 +384,15 @@ def run_dataset(data: Data, repeat: int, ceiling: str | None) -> list[dict[str, 
     return rows
 
 
-def run(scales: Iterable[Scale], repeat: int, ceiling_folder: str | None) -> list[dict[str, Any]]:
+def run(scales: Iterable[Scale], repeat: int, ceiling_folder: str | None,
+        only: str | None = None) -> list[dict[str, Any]]:
     rows = []
     ceiling = compile_ceiling(ceiling_folder) if ceiling_folder else None
     for scale in scales:
         records = make_records(scale.records, scale.size)
         for suffix in (".bag", ".bagz"):
             with tempfile.TemporaryDirectory(prefix="compare_bagz_") as folder:
-                rows += run_dataset(prepare_data(scale, suffix, folder, records), repeat, ceiling)
+                rows += run_dataset(prepare_data(scale, suffix, folder, records), repeat, ceiling, only)
         del records
     return rows
 
@@ -424,8 +448,8 @@ def environment() -> dict[str, str]:
         "python": platform.python_version(),
         "sackli": sackli.__version__,
         "bagz": importlib.metadata.version("bagz"),
-        "libzstd (sackli)": zstd_version("libzstd.so.1"),
-        "libzstd (bagz)": zstd_version(bagz_so),
+        "zstd (sackli)": sackli._engine.zstd_version(),
+        "zstd (bagz)": zstd_version(bagz_so),
         "command": "python " + " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
     }
 
@@ -440,6 +464,7 @@ def main() -> None:
                              f"default for full runs: {os.path.relpath(DEFAULT_CHART)}")
     parser.add_argument("--no-chart", action="store_true", help="no chart, also for a full run")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the C++ ceiling (needs g++ and libzstd-dev)")
+    parser.add_argument("--only", metavar="TEXT", help="run only the workloads whose name contains TEXT")
     args = parser.parse_args()
     scales = QUICK if args.quick else FULL
     repeat = args.repeat or (3 if args.quick else 5)
@@ -452,7 +477,7 @@ def main() -> None:
               f"{scale.slice_len:,}" + (f", {scale.lookups:,} lookups" if scale.lookups else ""))
     print(f"median of {repeat} repetitions; ceiling: {'off' if args.no_ceiling else f'C++, {THREADS} threads for batch reads'}\n")
     with tempfile.TemporaryDirectory(prefix="compare_bagz_ceiling_") as ceiling_folder:
-        rows = run(scales, repeat, None if args.no_ceiling else ceiling_folder)
+        rows = run(scales, repeat, None if args.no_ceiling else ceiling_folder, args.only)
 
     print("\n" + markdown_table(rows))
     if args.json:

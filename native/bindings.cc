@@ -897,6 +897,21 @@ PYBIND11_MODULE(_engine, m) {
       py::arg("storage"), py::arg("max_parallelism"), py::arg("access"),
       py::arg("cache"), py::arg("remote") = py::none());
 
+  // open_bag's arguments, positional, straight to a reader core over the whole
+  // bag: one call per Reader() (opening is dominated by per-call overhead).
+  m.def("open_reader",
+        [](const std::vector<std::string>& paths, int compression_mode,
+           int level, const py::bytes& dictionary, int layout, int placement,
+           int storage, size_t max_parallelism, int access, int cache,
+           py::object remote) {
+          std::shared_ptr<const Bag> bag =
+              OpenBag(paths, compression_mode, level, dictionary, layout,
+                      placement, storage, max_parallelism, access, cache,
+                      std::move(remote));
+          const View view{0, 1, bag->size()};
+          return ReaderCore{std::move(bag), view};
+        });
+
   py::class_<EngineBuffer>(m, "EngineBuffer", py::buffer_protocol())
       .def_buffer(&EngineBuffer::Info)
       .def("__len__", [](const EngineBuffer& b) { return b.items; });

@@ -172,8 +172,18 @@ def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     return value
 
 
+# os.cpu_count() reads /sys on every call (microseconds): once is enough.
+_CORES = max(1, min(os.cpu_count() or 1, 32))
+
+
 def _default_parallelism() -> int:
-    return max(1, min(os.cpu_count() or 1, 32))
+    return _CORES
+
+
+def _set_checked(options: Any, name: str, checked: Any) -> None:
+    """Stores a validated (possibly converted) field of a frozen dataclass."""
+    if checked is not getattr(options, name):
+        object.__setattr__(options, name, checked)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,15 +212,21 @@ class ReaderOptions:
     read_ahead_bytes: int = 1 << 20
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("sharding_layout", _check_enum("sharding_layout", self.sharding_layout, ShardingLayout))
-        set_("limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
-        set_("compression", _check_compression(self.compression))
-        set_("limits_storage", _check_enum("limits_storage", self.limits_storage, LimitsStorage))
-        set_("max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
-        set_("access_pattern", _check_enum("access_pattern", self.access_pattern, AccessPattern))
-        set_("cache_policy", _check_enum("cache_policy", self.cache_policy, CachePolicy))
-        set_("read_ahead_bytes", _check_int("read_ahead_bytes", self.read_ahead_bytes, 0))
+        _set_checked(self, "sharding_layout", _check_enum("sharding_layout", self.sharding_layout, ShardingLayout))
+        _set_checked(self, "limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
+        _set_checked(self, "compression", _check_compression(self.compression))
+        _set_checked(self, "limits_storage", _check_enum("limits_storage", self.limits_storage, LimitsStorage))
+        _set_checked(self, "max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
+        _set_checked(self, "access_pattern", _check_enum("access_pattern", self.access_pattern, AccessPattern))
+        _set_checked(self, "cache_policy", _check_enum("cache_policy", self.cache_policy, CachePolicy))
+        _set_checked(self, "read_ahead_bytes", _check_int("read_ahead_bytes", self.read_ahead_bytes, 0))
+        # What the engine's open takes, worked out once per options object
+        # (not a field: no part of equality, repr or replace()).
+        object.__setattr__(self, "_engine_args", (
+            *engine_compression(self.compression), int(self.sharding_layout),
+            int(self.limits_placement), int(self.limits_storage), self.max_parallelism,
+            int(self.access_pattern), int(self.cache_policy),
+        ))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,36 +246,54 @@ class WriterOptions:
     max_parallelism: int = dataclasses.field(default_factory=_default_parallelism)
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
-        set_("compression", _check_compression(self.compression))
-        set_("max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
+        _set_checked(self, "limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
+        _set_checked(self, "compression", _check_compression(self.compression))
+        _set_checked(self, "max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
 
 
 # Default option sets, built once: they are immutable, and validating a new
 # one costs more than opening a small bag.
 _DEFAULTS: dict[type, Any] = {}
+_FIELDS: dict[type, frozenset[str]] = {}
+_RESOLVED: dict[tuple, Any] = {}
 
 
 def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) -> Any:
     """`options` (or the defaults) with `overrides` applied, validated."""
-    if options is None:
-        options = _DEFAULTS.get(options_type)
-        if options is None:
-            options = _DEFAULTS[options_type] = options_type()
-    elif not isinstance(options, options_type):
+    if options is not None and not isinstance(options, options_type):
         raise TypeError(
             f"options must be a {options_type.__qualname__}, not {type(options).__name__}"
         )
     if not overrides:
+        if options is None:
+            options = _DEFAULTS.get(options_type)
+            if options is None:
+                options = _DEFAULTS[options_type] = options_type()
         return options
-    fields = {f.name for f in dataclasses.fields(options_type)}
-    unknown = sorted(set(overrides) - fields)
-    if unknown:
+    fields = _FIELDS.get(options_type)
+    if fields is None:
+        fields = _FIELDS[options_type] = frozenset(f.name for f in dataclasses.fields(options_type))
+    if not fields.issuperset(overrides):
+        unknown = sorted(set(overrides) - fields)
         raise TypeError(
             f"unknown option(s) {', '.join(unknown)}; "
             f"{options_type.__qualname__} has {', '.join(sorted(fields))}"
         )
+    if options is None:
+        # Options are immutable: the same overrides (e.g. a keyword argument
+        # on every open) resolve to one shared, validated instance.
+        try:
+            # The type too: True == 1, but max_parallelism=True is an error.
+            key = (options_type, *sorted((k, type(v), v) for k, v in overrides.items()))
+            cached = _RESOLVED.get(key)
+        except TypeError:  # an unhashable value: nothing to share
+            return options_type(**overrides)
+        if cached is None:
+            cached = options_type(**overrides)
+            if len(_RESOLVED) >= 256:
+                _RESOLVED.clear()
+            _RESOLVED[key] = cached
+        return cached
     return dataclasses.replace(options, **overrides)
 
 

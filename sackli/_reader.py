@@ -8,7 +8,7 @@ import os
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from . import _engine
-from ._options import ReaderOptions, ShardingLayout, engine_compression, with_overrides
+from ._options import ReaderOptions, ShardingLayout, with_overrides
 from ._read_ahead import iterate_indices, iterate_range
 from ._shard_spec import expand_file_spec
 from ._storage import REMOTE_OPENER, is_remote
@@ -34,16 +34,8 @@ _CLOSED = _ClosedCore()
 
 
 def _open_core(paths: list[str], options: ReaderOptions) -> Any:
-    mode, level, dictionary = engine_compression(options.compression)
     remote = REMOTE_OPENER if any(map(is_remote, paths)) else None
-    # Positional: pybind11 matches keyword arguments by name on every call.
-    bag = _engine.open_bag(
-        paths, mode, level, dictionary, int(options.sharding_layout),
-        int(options.limits_placement), int(options.limits_storage),
-        options.max_parallelism, int(options.access_pattern),
-        int(options.cache_policy), remote,
-    )
-    return _engine.ReaderCore(bag)
+    return _engine.open_reader(paths, *options._engine_args, remote)
 
 
 def _restore_reader(
@@ -106,6 +98,9 @@ class Reader(collections.abc.Sequence):
     """
 
     Options = ReaderOptions
+    # Readers are opened by the thousand (one per shard, per worker): no
+    # per-instance __dict__.
+    __slots__ = ("_file_spec", "_options", "_paths", "_core", "__weakref__")
 
     def __init__(
         self,

@@ -36,7 +36,7 @@ def normalize(path: str) -> str:
 
 def is_remote(path: str) -> bool:
     """Whether `path` names a `gs://` or `s3://` object (any spelling)."""
-    return _REMOTE.match(path) is not None
+    return ":" in path and _REMOTE.match(path) is not None
 
 
 def parse(path: str, object_name: bool = True) -> RemotePath:
