@@ -385,16 +385,23 @@ def run_dataset(data: Data, repeat: int, ceiling: str | None, only: str | None =
 
 
 def run(scales: Iterable[Scale], repeat: int, ceiling_folder: str | None,
-        only: str | None = None) -> list[dict[str, Any]]:
-    rows = []
+        only: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The timed rows, and the read() peak memory of each dataset."""
+    rows, memory = [], []
     ceiling = compile_ceiling(ceiling_folder) if ceiling_folder else None
     for scale in scales:
         records = make_records(scale.records, scale.size)
         for suffix in (".bag", ".bagz"):
             with tempfile.TemporaryDirectory(prefix="compare_bagz_") as folder:
-                rows += run_dataset(prepare_data(scale, suffix, folder, records), repeat, ceiling, only)
+                data = prepare_data(scale, suffix, folder, records)
+                rows += run_dataset(data, repeat, ceiling, only)
+                if not only or only in "read() peak memory":
+                    peak = read_peak_memory(data)
+                    memory.append({"records": scale.label, "format": suffix, **peak})
+                    print(f"{scale.label:5} {suffix:5} read() peak memory / result: sackli "
+                          f"{peak['sackli']:.2f}x  bagz {peak['bagz']:.2f}x", flush=True)
         del records
-    return rows
+    return rows, memory
 
 
 # --- Reporting ----------------------------------------------------------------
@@ -410,6 +417,45 @@ def seconds_text(seconds: float | None) -> str:
 
 def ceiling_speedup(row: dict[str, Any]) -> float | None:
     return row["bagz_s"] / row["ceiling_s"] if row["ceiling_s"] else None
+
+
+# Runs in a fresh process: the growth of its peak RSS over a `read()` of the
+# whole bag, less the pages of the memory-mapped file it touched (they count
+# in RSS but are page cache, not memory the read holds), and the bytes of
+# the records read. /proc/self/clear_refs "5" resets the peak (VmHWM) to the
+# current RSS after opening.
+PEAK_MEMORY_CODE = """
+import json, sys
+lib, path = sys.argv[1], sys.argv[2]
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
+if lib == "sackli":
+    import sackli
+    reader = sackli.Reader(path)
+else:
+    import bagz
+    reader = bagz.Reader(path)
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before, file_before = status("VmRSS"), status("RssFile")
+records = reader.read()
+peak, file_after = status("VmHWM"), status("RssFile")
+growth = peak - before - (file_after - file_before)
+print(json.dumps({"peak_growth": growth, "result_bytes": sum(map(len, records))}))
+"""
+
+
+def read_peak_memory(data: Data) -> dict[str, float]:
+    """Peak memory growth of `read()` over the result's record bytes, per library."""
+    ratios = {}
+    for lib in LIBRARIES:
+        # cwd: away from the source tree, whose `sackli` lacks the engine.
+        output = subprocess.run([sys.executable, "-c", PEAK_MEMORY_CODE, lib.name, data.path],
+                                check=True, capture_output=True, text=True, cwd=data.folder).stdout
+        measured = json.loads(output)
+        ratios[lib.name] = measured["peak_growth"] / max(measured["result_bytes"], 1)
+    return ratios
 
 
 def format_line(row: dict[str, Any]) -> str:
@@ -477,13 +523,17 @@ def main() -> None:
               f"{scale.slice_len:,}" + (f", {scale.lookups:,} lookups" if scale.lookups else ""))
     print(f"median of {repeat} repetitions; ceiling: {'off' if args.no_ceiling else f'C++, {THREADS} threads for batch reads'}\n")
     with tempfile.TemporaryDirectory(prefix="compare_bagz_ceiling_") as ceiling_folder:
-        rows = run(scales, repeat, None if args.no_ceiling else ceiling_folder, args.only)
+        rows, memory = run(scales, repeat, None if args.no_ceiling else ceiling_folder, args.only)
 
     print("\n" + markdown_table(rows))
+    if memory:
+        print("\n| records | format | read() peak memory / result: sackli | bagz |\n|---|---|--:|--:|")
+        for entry in memory:
+            print(f"| {entry['records']} | {entry['format']} | {entry['sackli']:.2f}x | {entry['bagz']:.2f}x |")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"environment": env, "repeat": repeat, "scales": [dataclasses.asdict(s) for s in scales],
-                       "rows": rows}, out, indent=1)
+                       "rows": rows, "read_peak_memory": memory}, out, indent=1)
     if chart:
         from _chart import render  # matplotlib is imported only for a chart
 
