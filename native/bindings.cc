@@ -754,6 +754,35 @@ std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
   return Bag::Open(shards, options, opener);
 }
 
+// One Index / MultiIndex lookup: the first index (an int), all indices (a
+// list), or None when absent. Lookups that must read the bag to confirm a
+// hash match release the GIL; in-memory ones are too short to.
+py::object IndexLookup(const RecordIndex& index, py::handle record) {
+  BorrowedBytes bytes(record.ptr());
+  std::optional<uint64_t> first;
+  if (index.confirms_in_memory()) {
+    first = index.First(bytes.view());
+  } else {
+    ReleaseGil release;
+    first = index.First(bytes.view());
+  }
+  if (!first) return py::none();
+  if (!index.keep_all()) return py::int_(*first);
+  // MultiIndex: every index, following the chain of the same record.
+  std::vector<uint64_t> all{*first};
+  for (uint64_t j = index.NextSame(*first); j != RecordIndex::kEnd;
+       j = index.NextSame(j)) {
+    all.push_back(j);
+  }
+  py::list out(all.size());
+  for (size_t k = 0; k < all.size(); ++k) {
+    PyObject* value = PyLong_FromUnsignedLongLong(all[k]);
+    if (value == nullptr) throw py::error_already_set();
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), value);
+  }
+  return std::move(out);
+}
+
 // --- r[i] without pybind11's dispatch ------------------------------------------
 // A lone record read is dominated by per-call overhead, so these two entry
 // points are plain CPython functions: `ReaderCore.get(i)`, and `reader_getitem`,
@@ -824,6 +853,52 @@ PyMethodDef g_reader_getitem = {
     "reader_getitem", reinterpret_cast<PyCFunction>(
                           reinterpret_cast<void (*)()>(ReaderGetItem)),
     METH_FASTCALL, "reader_getitem(reader, index): sackli.Reader.__getitem__."};
+
+// Index lookups as plain CPython methods (pybind11's dispatch would cost as
+// much as the lookup itself).
+
+// The engine index inside `self`, which the method descriptor has checked to
+// be a RecordIndex (or a Python subclass of it).
+const RecordIndex& IndexOf(PyObject* self) {
+  auto* instance = reinterpret_cast<py::detail::instance*>(self);
+  const void* value = instance->get_value_and_holder().value_ptr();
+  if (value == nullptr) {
+    throw py::type_error("the index was not initialised (__init__ not called)");
+  }
+  return *static_cast<const RecordIndex*>(value);
+}
+PyObject* IndexGetItem(PyObject* self, PyObject* record) {
+  try {
+    py::object found = IndexLookup(IndexOf(self), record);
+    if (found.is_none()) {
+      PyErr_SetObject(PyExc_KeyError, record);
+      return nullptr;
+    }
+    return found.release().ptr();
+  } catch (...) {
+    return SetPythonError();
+  }
+}
+
+PyObject* IndexContains(PyObject* self, PyObject* record) {
+  try {
+    if (!PyBytes_Check(record) && !PyUnicode_Check(record) &&
+        !PyObject_CheckBuffer(record)) {
+      Py_RETURN_FALSE;
+    }
+    return PyBool_FromLong(!IndexLookup(IndexOf(self), record).is_none());
+  } catch (...) {
+    return SetPythonError();
+  }
+}
+
+PyMethodDef g_index_getitem = {
+    "__getitem__", IndexGetItem, METH_O | METH_COEXIST,
+    "index[record]: the answer for `record` (bytes, str as UTF-8, or a "
+    "bytes-like object); KeyError when absent."};
+PyMethodDef g_index_contains = {
+    "__contains__", IndexContains, METH_O | METH_COEXIST,
+    "record in index: whether some record equals `record`."};
 
 }  // namespace
 }  // namespace sackli
@@ -1068,29 +1143,47 @@ PYBIND11_MODULE(_engine, m) {
         PyInstanceMethod_New(getitem.ptr()));
   }
 
+  // Index / MultiIndex (sackli/_index.py subclasses this class, so lookups
+  // reach C++ without a Python frame).
   py::class_<RecordIndex>(m, "RecordIndex")
-      .def(py::init([](const ReaderCore& c, bool keep_all) {
+      .def(py::init([](const ReaderCore& c, bool keep_all,
+                       uint64_t max_memory_bytes, uint64_t hash_mask) {
              ReleaseGil release;
-             return new RecordIndex(c.bag, c.view, keep_all, &CheckSignals);
+             return new RecordIndex(c.bag, c.view, keep_all, max_memory_bytes,
+                                    &CheckSignals, hash_mask);
            }),
-           py::arg("reader"), py::arg("keep_all"))
-      .def("__len__", &RecordIndex::num_unique)
-      .def("first",
-           [](const RecordIndex& index, py::handle record) -> py::object {
-             BorrowedBytes bytes(record.ptr());
-             std::optional<uint64_t> found;
-             {
-               ReleaseGil release;
-               found = index.First(bytes.view());
-             }
-             if (!found) return py::none();
-             return py::int_(*found);
-           })
-      .def("all", [](const RecordIndex& index, py::handle record) {
-        BorrowedBytes bytes(record.ptr());
-        ReleaseGil release;
-        return index.All(bytes.view());
-      });
+           py::arg("reader"), py::arg("keep_all"), py::arg("max_memory_bytes"),
+           py::arg("hash_mask") = ~uint64_t{0})
+      .def("__len__", &RecordIndex::num_unique,
+           "The number of distinct records (compare with len(reader)).")
+      .def("get",
+           [](const RecordIndex& index, py::handle record, py::object fallback) {
+             py::object found = IndexLookup(index, record);
+             return found.is_none() ? fallback : found;
+           },
+           py::arg("record"), py::arg("default") = py::none(),
+           "get(record, default=None): the answer for `record`, or `default` "
+           "when absent.")
+      .def_property_readonly(
+          "memory_bytes", &RecordIndex::memory_bytes,
+          "Bytes of decoded records the index keeps to confirm lookups (0 "
+          "for uncompressed memory-mapped files, compared in place).")
+      .def_property_readonly(
+          "confirms_in_memory", &RecordIndex::confirms_in_memory,
+          "Whether every lookup is answered without reading the bag (False "
+          "once the records to keep passed max_memory_bytes).");
+
+  {
+    PyObject* index_type = m.attr("RecordIndex").ptr();
+    for (PyMethodDef* def : {&g_index_getitem, &g_index_contains}) {
+      py::object method = py::reinterpret_steal<py::object>(PyDescr_NewMethod(
+          reinterpret_cast<PyTypeObject*>(index_type), def));
+      if (!method || PyObject_SetAttrString(index_type, def->ml_name,
+                                            method.ptr()) != 0) {
+        throw py::error_already_set();
+      }
+    }
+  }
 
   py::class_<Writer>(m, "WriterCore")
       .def(py::init([](const std::string& path, int placement,

@@ -1,78 +1,223 @@
 #include "record_index.h"
 
-#include <functional>
+#include <algorithm>
+#include <cstring>
 
 #include "read_plan.h"
+#include "thread_pool.h"
 
 namespace sackli {
 namespace {
 
-uint64_t HashRecord(std::string_view record) {
-  return std::hash<std::string_view>{}(record);
+constexpr uint64_t kArenaBlockBytes = 4 << 20;
+// Records are hashed in parallel in blocks of this many.
+constexpr uint64_t kHashBlockRecords = 8192;
+
+// Folds the 128-bit product of a and b into 64 bits.
+inline uint64_t MultiplyFold(uint64_t a, uint64_t b) {
+  const unsigned __int128 product = static_cast<unsigned __int128>(a) * b;
+  return static_cast<uint64_t>(product) ^ static_cast<uint64_t>(product >> 64);
+}
+
+inline uint64_t Load64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
 }
 
 }  // namespace
 
+// 16 bytes per multiply: fast on long records, well mixed enough for a hash
+// table whose hits are confirmed byte by byte anyway.
+uint64_t HashRecord(std::string_view record) {
+  constexpr uint64_t k0 = 0x9E3779B97F4A7C15ull;
+  constexpr uint64_t k1 = 0xC2B2AE3D27D4EB4Full;
+  constexpr uint64_t k2 = 0x165667B19E3779F9ull;
+  const char* p = record.data();
+  size_t n = record.size();
+  uint64_t h = MultiplyFold(n ^ k0, k1);
+  // Independent multiply chains over 64-byte strides: the multiplies
+  // overlap instead of waiting on each other.
+  if (n >= 64) {
+    uint64_t g = h ^ k2, e = h ^ k1, f = h ^ k0;
+    for (; n >= 64; p += 64, n -= 64) {
+      h = MultiplyFold(Load64(p) ^ k1 ^ h, Load64(p + 8) ^ k2);
+      g = MultiplyFold(Load64(p + 16) ^ k2 ^ g, Load64(p + 24) ^ k1);
+      e = MultiplyFold(Load64(p + 32) ^ k0 ^ e, Load64(p + 40) ^ k2);
+      f = MultiplyFold(Load64(p + 48) ^ k1 ^ f, Load64(p + 56) ^ k0);
+    }
+    h = MultiplyFold(h ^ e, g ^ f ^ k1);
+  }
+  for (; n >= 16; p += 16, n -= 16) {
+    h = MultiplyFold(Load64(p) ^ k1 ^ h, Load64(p + 8) ^ k2);
+  }
+  uint64_t a = 0, b = 0;
+  if (n > 8) {
+    a = Load64(p);
+    std::memcpy(&b, p + 8, n - 8);
+  } else if (n > 0) {
+    std::memcpy(&a, p, n);
+  }
+  h = MultiplyFold(a ^ k1 ^ h, b ^ k2 ^ n);
+  return MultiplyFold(h, k0);
+}
+
 RecordIndex::RecordIndex(std::shared_ptr<const Bag> bag, const View& view,
-                         bool keep_all,
-                         const std::function<void()>& checkpoint)
-    : bag_(std::move(bag)), view_(view), keep_all_(keep_all) {
-  if (keep_all_) next_same_.assign(view_.length, kNone);
-  std::string scratch;
+                         bool keep_all, uint64_t max_memory_bytes,
+                         const std::function<void()>& checkpoint,
+                         uint64_t hash_mask)
+    : bag_(std::move(bag)),
+      view_(view),
+      keep_all_(keep_all),
+      max_memory_bytes_(max_memory_bytes),
+      hash_mask_(hash_mask) {
+  slots_.resize(1024);
+  if (keep_all_) {
+    next_same_.assign(view_.length, kNone);
+    last_same_.assign(view_.length, kNone);
+  }
+  // Uncompressed records of mapped files are hashed and compared where they
+  // lie; everything else is decoded first.
+  bool in_place = bag_->all_mapped();
+  for (size_t s = 0; s < bag_->num_shards() && in_place; ++s) {
+    in_place = !bag_->shard(s).codec().compressed();
+  }
+  if (in_place) {
+    BuildInPlace(checkpoint);
+  } else {
+    BuildDecoded(checkpoint);
+  }
+  last_same_ = {};  // only needed while building
+}
+
+void RecordIndex::BuildInPlace(const std::function<void()>& checkpoint) {
+  // Where each record lies and its hash, in parallel blocks; then one thread
+  // adds them in view order (the first index of a record must win).
+  const uint64_t n = view_.length;
+  const uint64_t chunk = 16 * kHashBlockRecords;
+  std::vector<const char*> data;
+  std::vector<uint64_t> sizes, hashes;
+  for (uint64_t first = 0; first < n; first += chunk) {
+    const size_t count = static_cast<size_t>(std::min(chunk, n - first));
+    data.resize(count);
+    sizes.resize(count);
+    hashes.resize(count);
+    const size_t blocks = (count + kHashBlockRecords - 1) / kHashBlockRecords;
+    ThreadPool::Shared().ParallelFor(
+        blocks, bag_->options().max_parallelism, [&](size_t b) {
+          const size_t end = std::min<size_t>(count, (b + 1) * kHashBlockRecords);
+          for (size_t k = b * kHashBlockRecords; k < end; ++k) {
+            const Bag::Location loc = bag_->Locate(view_.Global(first + k));
+            const Shard& shard = bag_->shard(loc.shard);
+            uint64_t begin, stop;
+            shard.Span(loc.local, &begin, &stop);
+            data[k] = shard.records().mapped() + begin;
+            sizes[k] = stop - begin;
+            hashes[k] = HashRecord({data[k], static_cast<size_t>(sizes[k])}) & hash_mask_;
+          }
+        });
+    for (size_t k = 0; k < count; ++k) {
+      Add(first + k, hashes[k], {data[k], static_cast<size_t>(sizes[k])}, data[k]);
+    }
+    if (checkpoint && first + count < n) checkpoint();
+  }
+}
+
+void RecordIndex::BuildDecoded(const std::function<void()>& checkpoint) {
   VisitRecords(
       bag_, view_, 0, view_.length, [](uint64_t) { return true; },
       [&](uint64_t j, const char* data, uint64_t size) {
         const std::string_view record(data, static_cast<size_t>(size));
-        const uint64_t hash = HashRecord(record);
-        uint64_t cls = FindClass(hash, record, scratch);
-        if (cls == kNone) {
-          cls = class_first_.size();
-          class_first_.push_back(j);
-          class_next_collision_.push_back(kNone);
-          if (keep_all_) class_last_.push_back(j);
-          auto [it, inserted] = class_by_hash_.emplace(hash, cls);
-          if (!inserted) {
-            // A different record with the same hash: chain it.
-            uint64_t tail = it->second;
-            while (class_next_collision_[tail] != kNone) {
-              tail = class_next_collision_[tail];
-            }
-            class_next_collision_[tail] = cls;
-          }
-        } else if (keep_all_) {
-          next_same_[class_last_[cls]] = j;
-          class_last_[cls] = j;
-        }
+        Add(j, HashRecord(record) & hash_mask_, record, nullptr);
         return true;
       },
       checkpoint);
 }
 
-uint64_t RecordIndex::FindClass(uint64_t hash, std::string_view record,
-                                std::string& scratch) const {
-  const auto it = class_by_hash_.find(hash);
-  if (it == class_by_hash_.end()) return kNone;
-  for (uint64_t cls = it->second; cls != kNone;
-       cls = class_next_collision_[cls]) {
-    ReadOneInto(*bag_, view_.Global(class_first_[cls]), scratch);
-    if (scratch == record) return cls;
+void RecordIndex::Add(uint64_t j, uint64_t hash, std::string_view record,
+                      const char* data) {
+  // The record's slot, or the empty slot where it goes.
+  const size_t mask = slots_.size() - 1;
+  size_t at = static_cast<size_t>(hash) & mask;
+  for (; slots_[at].first != kNone; at = (at + 1) & mask) {
+    const Slot& slot = slots_[at];
+    if (slot.hash == hash && Equals(slot, record)) {
+      if (keep_all_) {
+        next_same_[last_same_[slot.first]] = j;
+        last_same_[slot.first] = j;
+      }
+      return;
+    }
   }
-  return kNone;
+  slots_[at] = Slot{hash, j, data != nullptr ? data : Keep(record), record.size()};
+  if (keep_all_) last_same_[j] = j;
+  if (2 * ++num_unique_ > slots_.size()) Grow();
+}
+
+const char* RecordIndex::Keep(std::string_view record) {
+  if (record.empty()) return "";
+  if (arena_bytes_ + record.size() > max_memory_bytes_) {
+    all_in_memory_ = false;
+    return nullptr;  // confirmed against the bag instead
+  }
+  if (record.size() > arena_left_) {
+    const size_t block = std::max<size_t>(kArenaBlockBytes, record.size());
+    arena_blocks_.emplace_back(new char[block]);
+    arena_next_ = arena_blocks_.back().get();
+    arena_left_ = block;
+  }
+  char* kept = arena_next_;
+  std::memcpy(kept, record.data(), record.size());
+  arena_next_ += record.size();
+  arena_left_ -= record.size();
+  arena_bytes_ += record.size();
+  return kept;
+}
+
+void RecordIndex::Grow() {
+  std::vector<Slot> old(slots_.size() * 2);
+  old.swap(slots_);
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& slot : old) {
+    if (slot.first == kNone) continue;
+    size_t at = static_cast<size_t>(slot.hash) & mask;
+    while (slots_[at].first != kNone) at = (at + 1) & mask;
+    slots_[at] = slot;
+  }
+}
+
+bool RecordIndex::Equals(const Slot& slot, std::string_view record) const {
+  if (slot.size != record.size()) return false;
+  if (slot.data != nullptr) {
+    return std::memcmp(slot.data, record.data(), record.size()) == 0;
+  }
+  std::string stored;
+  ReadOneInto(*bag_, view_.Global(slot.first), stored);
+  return stored == record;
+}
+
+const RecordIndex::Slot* RecordIndex::Find(uint64_t hash,
+                                           std::string_view record) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t at = static_cast<size_t>(hash) & mask; slots_[at].first != kNone;
+       at = (at + 1) & mask) {
+    const Slot& slot = slots_[at];
+    if (slot.hash == hash && Equals(slot, record)) return &slot;
+  }
+  return nullptr;
 }
 
 std::optional<uint64_t> RecordIndex::First(std::string_view record) const {
-  std::string scratch;
-  const uint64_t cls = FindClass(HashRecord(record), record, scratch);
-  if (cls == kNone) return std::nullopt;
-  return class_first_[cls];
+  const Slot* slot = Find(HashRecord(record) & hash_mask_, record);
+  if (slot == nullptr) return std::nullopt;
+  return slot->first;
 }
 
 std::vector<uint64_t> RecordIndex::All(std::string_view record) const {
   std::vector<uint64_t> out;
-  std::string scratch;
-  const uint64_t cls = FindClass(HashRecord(record), record, scratch);
-  if (cls == kNone) return out;
-  for (uint64_t j = class_first_[cls]; j != kNone; j = next_same_[j]) {
+  const Slot* slot = Find(HashRecord(record) & hash_mask_, record);
+  if (slot == nullptr) return out;
+  for (uint64_t j = slot->first; j != kNone; j = next_same_[j]) {
     out.push_back(j);
   }
   return out;

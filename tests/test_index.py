@@ -159,3 +159,73 @@ def test_index_needs_an_open_reader(bag_path):
     for kind in (sackli.Index, sackli.MultiIndex):
         with pytest.raises(ValueError):
             kind(reader)
+
+
+# --- How lookups are confirmed ---------------------------------------------------
+#
+# Records of .bag files on local disk are compared where they lie in the
+# mapping; decoded records (.bagz) are kept up to max_memory_bytes, beyond
+# which lookups read their candidate back from the bag. Every mode must
+# answer exactly like a dict.
+
+
+def test_bag_records_are_compared_in_place(tmp_path):
+    reader = sackli.Reader(write(tmp_path / "plain.bag", RECORDS))
+    index = sackli.Index(reader)
+    assert index.memory_bytes == 0 and index.confirms_in_memory
+
+
+def test_decoded_records_are_kept_up_to_the_budget(tmp_path):
+    reader = sackli.Reader(write(tmp_path / "packed.bagz", RECORDS))
+    distinct = set(RECORDS)
+    index = sackli.Index(reader)
+    assert index.memory_bytes == sum(map(len, distinct)) and index.confirms_in_memory
+    small = sackli.MultiIndex(reader, max_memory_bytes=10)
+    assert 0 < small.memory_bytes <= 10 and not small.confirms_in_memory
+    none = sackli.Index(reader, max_memory_bytes=0)
+    assert none.memory_bytes == 0 and not none.confirms_in_memory
+
+
+@pytest.mark.parametrize("budget", [0, 10, 200, None], ids=["no memory", "10 B", "200 B", "default"])
+def test_every_budget_answers_like_a_dict(tmp_path, budget):
+    rng = random.Random(7)
+    records = [b"%d" % rng.randrange(300) * rng.randrange(1, 30) for _ in range(3_000)]
+    reader = sackli.Reader(write(tmp_path / "budget.bagz", records))
+    kwargs = {} if budget is None else {"max_memory_bytes": budget}
+    first, every = first_positions(records), all_positions(records)
+    index, multi = sackli.Index(reader, **kwargs), sackli.MultiIndex(reader, **kwargs)
+    assert len(index) == len(multi) == len(first)
+    assert {record: index[record] for record in first} == first
+    assert {record: multi[record] for record in every} == every
+    for record in (b"-1", b"x", b"0" * 31, b""):
+        assert record not in index and multi.get(record) is None
+
+
+@pytest.mark.parametrize("suffix, budget", [(".bag", 1 << 30), (".bagz", 1 << 30), (".bagz", 0)])
+def test_colliding_hashes_never_mix_records(tmp_path, suffix, budget):
+    # hash_mask=0 gives every record the same hash: each distinct record is
+    # told apart only by comparing bytes (in place, kept, or read back).
+    records = [b"r%d" % (i % 97) for i in range(400)] + [b"", b"r1 ", b"r10"]
+    reader = sackli.Reader(write(tmp_path / ("collide" + suffix), records))
+    first, every = first_positions(records), all_positions(records)
+    index = sackli._engine.RecordIndex(reader._core, False, budget, 0)
+    multi = sackli._engine.RecordIndex(reader._core, True, budget, 0)
+    assert len(index) == len(multi) == len(first)
+    assert {record: index[record] for record in first} == first
+    assert {record: multi[record] for record in every} == every
+    assert b"r97" not in index and b"r1  " not in multi
+
+
+@pytest.mark.parametrize("budget, error", [(-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_bad_memory_budget(bag_path, budget, error):
+    with pytest.raises(error):
+        sackli.Index(sackli.Reader(bag_path), max_memory_bytes=budget)
+
+
+def test_corrupt_record_while_building_names_the_file(tmp_path):
+    path = write(tmp_path / "broken.bagz", [b"x" * 100] * 20)
+    data = bytearray(path.read_bytes())
+    data[5:15] = b"\xff" * 10  # inside the first zstd frame
+    path.write_bytes(bytes(data))
+    with pytest.raises(sackli.CorruptionError, match="broken.bagz"):
+        sackli.Index(sackli.Reader(path))
