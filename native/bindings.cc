@@ -37,7 +37,6 @@ PyObject* g_corruption_error = nullptr;
 // below, switching threads would cost more than the work itself.
 constexpr uint64_t kReleaseGilDecodeBytes = 16 * 1024;
 constexpr uint64_t kReleaseGilCopyBytes = 1024 * 1024;
-constexpr uint64_t kReleaseGilEncodeBytes = 4 * 1024;
 // How often a long wait re-takes the GIL to notice Ctrl-C.
 constexpr int64_t kSignalCheckMilliseconds = 100;
 // write_many hands the engine records in batches of about this size.
@@ -1203,7 +1202,10 @@ PYBIND11_MODULE(_engine, m) {
       .def("write",
            [](Writer& writer, py::handle record) {
              BorrowedBytes bytes(record.ptr());
-             if (bytes.view().size() >= kReleaseGilEncodeBytes) {
+             // Compression happens on the pool; the call copies the record
+             // and, when too many batches are in flight, waits.
+             if (bytes.view().size() >= kReleaseGilCopyBytes ||
+                 writer.backlogged()) {
                ReleaseGil release;
                writer.Write(bytes.view());
              } else {
@@ -1298,7 +1300,11 @@ PYBIND11_MODULE(_engine, m) {
            })
       .def_property_readonly("path", &Writer::path)
       .def_property_readonly("records_written", &Writer::records_written)
-      .def_property_readonly("bytes_written", &Writer::bytes_written)
+      .def_property_readonly("bytes_written",
+                             [](Writer& writer) {
+                               ReleaseGil release;  // waits for the batches
+                               return writer.bytes_written();
+                             })
       .def_property_readonly("closed", &Writer::closed);
 
   m.def("recover", [](const std::string& path) {

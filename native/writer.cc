@@ -16,6 +16,10 @@ namespace sackli {
 namespace {
 
 constexpr size_t kBufferBytes = 1 << 20;
+// A compression batch is submitted at this many raw bytes or records: large
+// enough that handing it to the pool costs nothing next to compressing it.
+constexpr size_t kBatchBytes = 512 * 1024;
+constexpr size_t kBatchRecords = 512;
 
 int OpenForWriting(const std::string& path, int flags) {
   int fd;
@@ -82,7 +86,8 @@ Writer::Writer(std::string path, WriterOptions options)
     : path_(std::move(path)),
       options_(std::move(options)),
       records_(path_),
-      limits_(LimitsPathFor(path_)) {}
+      limits_(LimitsPathFor(path_)),
+      max_in_flight_(2 * std::max<size_t>(options_.max_parallelism, 1)) {}
 
 Writer::~Writer() {
   try {
@@ -96,6 +101,7 @@ void Writer::CheckOpenLocked() const {
   if (closed_) {
     throw Error(ErrorKind::kClosed, path_ + ": write to a closed Writer", path_);
   }
+  if (failure_) std::rethrow_exception(failure_);
 }
 
 void Writer::AppendLocked(std::string_view stored) {
@@ -110,56 +116,110 @@ void Writer::AppendLocked(std::string_view stored) {
 }
 
 void Writer::Write(std::string_view record) {
-  if (!options_.codec.compressed() || record.empty()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    CheckOpenLocked();
+  std::unique_lock<std::mutex> lock(mutex_);
+  CheckOpenLocked();
+  if (!options_.codec.compressed()) {
     AppendLocked(record);
+    ++records_accepted_;
     return;
   }
-  thread_local std::string encoded;
-  encoded.clear();
-  try {
-    options_.codec.Encode(record.data(), record.size(), encoded);
-  } catch (const CodecError& e) {
-    throw Error(ErrorKind::kIo, path_ + ": " + e.what(), path_);
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  CheckOpenLocked();
-  AppendLocked(encoded);
+  EnqueueLocked(record, lock);
 }
 
 void Writer::WriteMany(const std::vector<std::string_view>& records) {
-  if (!options_.codec.compressed()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    CheckOpenLocked();
-    for (std::string_view record : records) AppendLocked(record);
-    return;
-  }
-  std::vector<std::string> encoded(records.size());
-  uint64_t total = 0;
-  for (std::string_view record : records) total += record.size();
-  const size_t parallelism =
-      total >= 64 * 1024 ? options_.max_parallelism : 1;
-  const size_t blocks = std::min(records.size(), parallelism * 8);
-  ThreadPool::Shared().ParallelFor(blocks, parallelism, [&](size_t b) {
-    const size_t begin = records.size() * b / blocks;
-    const size_t end = records.size() * (b + 1) / blocks;
-    for (size_t i = begin; i < end; ++i) {
-      try {
-        options_.codec.Encode(records[i].data(), records[i].size(), encoded[i]);
-      } catch (const CodecError& e) {
-        throw Error(ErrorKind::kIo, path_ + ": " + e.what(), path_);
-      }
-    }
-  });
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   CheckOpenLocked();
-  for (const std::string& stored : encoded) AppendLocked(stored);
+  for (std::string_view record : records) {
+    if (options_.codec.compressed()) {
+      EnqueueLocked(record, lock);
+    } else {
+      AppendLocked(record);
+      ++records_accepted_;
+    }
+  }
+}
+
+void Writer::EnqueueLocked(std::string_view record,
+                           std::unique_lock<std::mutex>& lock) {
+  if (!open_batch_) open_batch_ = std::make_unique<Batch>();
+  open_batch_->raw.append(record.data(), record.size());
+  open_batch_->ends.push_back(open_batch_->raw.size());
+  ++records_accepted_;
+  if (open_batch_->raw.size() >= kBatchBytes ||
+      open_batch_->ends.size() >= kBatchRecords) {
+    SubmitLocked();
+  }
+  DrainLocked();
+  WaitLocked(lock, max_in_flight_);
+}
+
+void Writer::SubmitLocked() {
+  if (!open_batch_) return;
+  std::shared_ptr<Batch> batch(std::move(open_batch_));
+  in_flight_.push_back(batch);
+  // The task touches the writer only to report, under its lock; Close (and
+  // so the destructor) waits for every batch to report.
+  ThreadPool::Shared().Submit(
+      [this, batch, codec = options_.codec] {
+        std::exception_ptr error;
+        try {
+          size_t begin = 0;
+          batch->encoded_ends.reserve(batch->ends.size());
+          for (size_t end : batch->ends) {
+            codec.Encode(batch->raw.data() + begin, end - begin, batch->encoded);
+            batch->encoded_ends.push_back(batch->encoded.size());
+            begin = end;
+          }
+        } catch (const CodecError& e) {
+          error = std::make_exception_ptr(
+              Error(ErrorKind::kIo, path_ + ": " + e.what(), path_));
+        } catch (...) {
+          error = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        batch->error = error;
+        batch->done = true;
+        batch_done_.notify_all();
+      },
+      options_.max_parallelism);
+}
+
+void Writer::DrainLocked() {
+  if (failure_) std::rethrow_exception(failure_);
+  while (!in_flight_.empty() && in_flight_.front()->done) {
+    std::shared_ptr<Batch> batch = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    try {
+      if (batch->error) std::rethrow_exception(batch->error);
+      size_t begin = 0;
+      for (size_t end : batch->encoded_ends) {
+        AppendLocked({batch->encoded.data() + begin, end - begin});
+        begin = end;
+      }
+    } catch (...) {
+      // Later records must not follow a lost batch: the writer fails for
+      // good, every later call raising this error.
+      failure_ = std::current_exception();
+      throw;
+    }
+  }
+}
+
+void Writer::WaitLocked(std::unique_lock<std::mutex>& lock, size_t at_most) {
+  while (in_flight_.size() > at_most) {
+    // Another thread may drain the queue while this one waits.
+    batch_done_.wait(lock, [this] {
+      return in_flight_.empty() || in_flight_.front()->done;
+    });
+    DrainLocked();
+  }
 }
 
 void Writer::Flush() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   CheckOpenLocked();
+  SubmitLocked();
+  WaitLocked(lock, 0);
   records_.FlushBuffer();
   limits_.FlushBuffer();
 }
@@ -171,9 +231,19 @@ void Writer::AppendLimitsToRecordsLocked() {
 }
 
 void Writer::Close() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (closed_) return;
   closed_ = true;
+  // Every batch reports before anything else happens: the pool must be done
+  // with this writer even when appending fails.
+  SubmitLocked();
+  batch_done_.wait(lock, [this] {
+    for (const auto& batch : in_flight_) {
+      if (!batch->done) return false;
+    }
+    return true;
+  });
+  DrainLocked();
   records_.FlushBuffer();
   limits_.FlushBuffer();
   if (options_.placement == LimitsPlacement::kTail) {
@@ -191,12 +261,21 @@ void Writer::Close() {
 
 uint64_t Writer::records_written() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return records_written_;
+  return records_accepted_;
 }
 
-uint64_t Writer::bytes_written() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+uint64_t Writer::bytes_written() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!closed_) {
+    SubmitLocked();
+    WaitLocked(lock, 0);
+  }
   return bytes_written_;
+}
+
+bool Writer::backlogged() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_.size() >= max_in_flight_;
 }
 
 bool Writer::closed() const {

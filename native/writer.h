@@ -4,11 +4,18 @@
 // bag. On close, TAIL placement appends the limits to the records file and
 // deletes `limits.<name>`.
 //
-// Thread-safe: records are compressed outside the lock (in parallel for
-// WriteMany) and appended in call order under it.
+// Compressed records are copied into batches that the shared thread pool
+// compresses while the caller goes on; finished batches are appended strictly
+// in call order by whichever call comes next (or Flush/Close). At most a few
+// batches are in flight: a call that would exceed that waits. Uncompressed
+// records are appended at once. Thread-safe.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -35,18 +42,23 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
+  // Both raise the error of an earlier batch that could not be written.
   void Write(std::string_view record);
-  // Compresses the records in parallel, then appends them in order.
   void WriteMany(const std::vector<std::string_view>& records);
-  // Hands everything written so far to the OS (readable with SEPARATE limits).
+  // Waits for the batches in flight, then hands everything written so far to
+  // the OS (readable with SEPARATE limits).
   void Flush();
-  // Idempotent.
+  // Idempotent. Waits for the batches in flight.
   void Close();
 
   const std::string& path() const { return path_; }
+  // Records accepted so far (compressed ones may still be in flight).
   uint64_t records_written() const;
-  uint64_t bytes_written() const;  // bytes of the records section so far
+  // Bytes of the records section so far; waits for the batches in flight.
+  uint64_t bytes_written();
   bool closed() const;
+  // Whether a write would now wait for batches in flight.
+  bool backlogged() const;
 
  private:
   class AppendFile {
@@ -66,18 +78,42 @@ class Writer {
     std::string buffer_;
   };
 
+  // Records to compress, and then their compressed forms.
+  struct Batch {
+    std::string raw;  // the records back to back
+    std::vector<size_t> ends;
+    std::string encoded;
+    std::vector<size_t> encoded_ends;
+    bool done = false;  // guarded by the writer's mutex
+    std::exception_ptr error;
+  };
+
   void AppendLocked(std::string_view stored);
   void CheckOpenLocked() const;
   void AppendLimitsToRecordsLocked();
+  // Adds a record to the open batch; submits the batch once full.
+  void EnqueueLocked(std::string_view record, std::unique_lock<std::mutex>& lock);
+  void SubmitLocked();
+  // Appends the finished batches at the front of the queue, in order.
+  void DrainLocked();
+  // Waits until at most `at_most` batches are in flight (draining as they
+  // finish).
+  void WaitLocked(std::unique_lock<std::mutex>& lock, size_t at_most);
 
   const std::string path_;
   const WriterOptions options_;
   mutable std::mutex mutex_;
   AppendFile records_;
   AppendFile limits_;
-  uint64_t records_written_ = 0;
+  uint64_t records_written_ = 0;   // appended to the file
+  uint64_t records_accepted_ = 0;  // appended or in a batch
   uint64_t bytes_written_ = 0;
   bool closed_ = false;
+  std::unique_ptr<Batch> open_batch_;
+  std::deque<std::shared_ptr<Batch>> in_flight_;
+  std::condition_variable batch_done_;
+  size_t max_in_flight_;
+  std::exception_ptr failure_;  // a batch that could not be written
 };
 
 // Turns an interrupted write (a records file and its `limits.<name>`) into a

@@ -238,7 +238,7 @@ class WriterOptions:
         SEPARATE leaves them in `limits.<name>` beside it.
       compression: how records are stored; by default zstd level 3 for files
         named `*.bagz`, raw otherwise.
-      max_parallelism: threads `write_many` may compress on.
+      max_parallelism: threads that compress records in the background.
     """
 
     limits_placement: LimitsPlacement = LimitsPlacement.TAIL

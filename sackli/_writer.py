@@ -25,6 +25,13 @@ class Writer:
     TAIL placement (the default) appends the limits to the file and deletes
     `limits.<name>`. Thread-safe; use it as a context manager.
 
+    Compressed records are copied into batches that the engine's thread pool
+    compresses while the caller goes on (up to `max_parallelism` threads,
+    a few batches in flight); batches reach the file in call order. An error
+    writing a batch (a full disk, say) raises from a later `write`,
+    `write_many`, `flush` or `close`, and from every call after it: no
+    record is ever written after a lost one.
+
     Args:
       path: the file to create (truncated if it exists). Its folder must
         exist. A `gs://bucket/key` or `s3://bucket/key` object is written to
@@ -78,12 +85,13 @@ class Writer:
 
     @property
     def records_written(self) -> int:
-        """Records written so far."""
+        """Records written so far (compressed ones may still be in flight)."""
         return self._core.records_written
 
     @property
     def bytes_written(self) -> int:
-        """Bytes of stored (possibly compressed) records written so far."""
+        """Bytes of stored (possibly compressed) records written so far;
+        waits for the batches in flight."""
         return self._core.bytes_written
 
     @property
@@ -99,7 +107,8 @@ class Writer:
         self._core.write(record)
 
     def write_many(self, records: Iterable[Record]) -> None:
-        """Appends records in order, compressing batches in parallel."""
+        """Appends records in order (one call for many records: cheaper
+        than a `write` loop)."""
         self._core.write_many(records)
 
     def _write_packed(self, data: Any, offsets: Any) -> None:
@@ -109,7 +118,8 @@ class Writer:
         self._core.write_packed(data, offsets)
 
     def flush(self) -> None:
-        """Hands everything written so far to the operating system.
+        """Waits for the batches in flight, then hands everything written so
+        far to the operating system.
 
         Afterwards a Reader with `limits_placement=SEPARATE` sees every record
         written so far. It does not fsync. For a `gs://` or `s3://` path it

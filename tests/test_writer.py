@@ -4,6 +4,8 @@ writes completed by `sackli.recover`."""
 
 from __future__ import annotations
 
+import errno
+import gc
 import json
 import os
 import pathlib
@@ -409,3 +411,85 @@ def test_stale_limits_file_beside_complete_bag(tmp_path, suffix):
         writer.write_many(records)
     limits_path(path).write_bytes(leftover)
     assert sackli.Reader(path).read() == records
+
+
+# --- Compression in the background -------------------------------------------------
+#
+# .bagz records are copied into batches that the thread pool compresses while
+# the caller goes on; batches are appended in call order.
+
+
+@pytest.mark.parametrize("sizes", [[1000], [10, 200_000, 10], [0, 1, 70_000]], ids=["small", "mixed", "big"])
+def test_background_batches_keep_call_order(tmp_path, sizes):
+    rng = random.Random(3)
+    records = [b"%06d" % i + bytes([65 + i % 26]) * rng.choice(sizes) for i in range(3_000)]
+    path = tmp_path / "ordered.bagz"
+    with sackli.Writer(path, max_parallelism=4) as writer:
+        for k, record in enumerate(records):
+            if k % 7 == 3:
+                writer.write_many([record])
+            else:
+                writer.write(record)
+            if k == 1_500:
+                writer.flush()
+                partial = sackli.Reader(path, limits_placement="SEPARATE").read()
+                assert partial == records[:1_501]
+    assert sackli.Reader(path).read() == records
+
+
+def full_disk_writer(tmp_path):
+    # Every write(2) to /dev/full fails with ENOSPC; the limits file is a
+    # normal file beside the link.
+    link = tmp_path / "full.bagz"
+    link.symlink_to("/dev/full")
+    return sackli.Writer(link)
+
+
+def test_a_lost_batch_fails_the_writer_for_good(tmp_path):
+    writer = full_disk_writer(tmp_path)
+    rng = random.Random(5)
+    record = bytes(rng.randrange(256) for _ in range(4096))  # incompressible
+    with pytest.raises(OSError) as caught:
+        for _ in range(2_000):  # 8 MB: the 1 MiB file buffer overflows
+            writer.write(record)
+        writer.close()
+    assert caught.value.errno == errno.ENOSPC
+    # Records after a lost batch must never reach the file: every later call fails.
+    with pytest.raises(OSError):
+        writer.write(b"after")
+    with pytest.raises(OSError):
+        writer.flush()
+    with pytest.raises(OSError):
+        writer.close()
+
+
+def test_a_lost_batch_surfaces_at_close(tmp_path):
+    writer = full_disk_writer(tmp_path)
+    writer.write_many([b"small"] * 10)  # stays in buffers until close
+    with pytest.raises(OSError) as caught:
+        writer.close()
+    assert caught.value.errno == errno.ENOSPC
+
+
+def test_dropped_writer_closes_its_file(tmp_path):
+    path = tmp_path / "dropped.bagz"
+    records = [b"%d" % i * 50 for i in range(5_000)]
+    writer = sackli.Writer(path)
+    for record in records:
+        writer.write(record)
+    del writer
+    gc.collect()
+    assert sackli.Reader(path).read() == records
+
+
+def test_exit_with_open_writers(tmp_path, run_python):
+    # Batches still in flight when the interpreter exits must not crash it.
+    outcome = run_python("""
+import sackli
+writers = [sackli.Writer(f"open{k}.bagz", max_parallelism=2) for k in range(3)]
+for writer in writers:
+    for i in range(20_000):
+        writer.write(b"%d" % i * 30)
+report(lambda: "exiting")
+""", timeout=120).outcome()
+    assert outcome == {"ok": repr("exiting")}
