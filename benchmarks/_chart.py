@@ -80,8 +80,8 @@ def render(rows: list[dict[str, Any]], path: str, env: dict[str, str], repeat: i
     figure.legend(handles, labels, loc="upper right", fontsize=8)
     figure.suptitle(
         f"sackli {env['sackli']} vs bagz {env['bagz']}: speed-up per workload, median of {repeat} runs\n"
-        f"{env['machine']}, Python {env['python']}, libzstd {env['libzstd (sackli)']} (sackli, ceiling) / "
-        f"{env['libzstd (bagz)']} (bagz)\ncommand: {env['command']}",
+        f"{env['machine']}, Python {env['python']}, zstd {env['zstd (sackli)']} (sackli, ceiling) / "
+        f"{env['zstd (bagz)']} (bagz)\ncommand: {env['command']}",
         fontsize=10,
     )
     figure.tight_layout(rect=(0, 0, 1, 0.97))

@@ -1,7 +1,5 @@
 #include "read_plan.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
@@ -43,27 +41,6 @@ uint64_t DecodedSizeOf(const Shard& shard, uint64_t local, uint64_t begin,
   }
 }
 
-// Fresh output buffers of large records are faulted in page by page as they
-// are written; one madvise(MADV_POPULATE_WRITE) maps them in a single call,
-// which is cheaper. Best effort: kernels before 5.14 refuse it, and nothing
-// depends on it.
-constexpr uint64_t kPrefaultBytes = 256 * 1024;
-
-void PrefaultOutput(char* dst, uint64_t size) {
-#ifdef MADV_POPULATE_WRITE
-  if (size < kPrefaultBytes) return;
-  const uintptr_t page = 4096;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(dst) + page - 1) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(dst) + size) & ~(page - 1);
-  if (end > begin) {
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-  }
-#else
-  (void)dst;
-  (void)size;
-#endif
-}
-
 }  // namespace
 
 
@@ -89,7 +66,6 @@ void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
 }
 
 void DecodeStored(const StoredRecord& record, char* dst) {
-  PrefaultOutput(dst, record.decoded_size);
   if (!record.unsized.empty() || record.decoded_size == 0) {
     std::copy(record.unsized.begin(), record.unsized.end(), dst);
     return;
@@ -259,7 +235,6 @@ void ReadPlan::ResolveDecodedSizes() {
 
 void ReadPlan::DecodeOne(size_t i, char* dst) const {
   const Entry& e = entries_[i];
-  PrefaultOutput(dst, e.decoded_size);
   if (e.unsized >= 0) {
     const std::string& decoded = unsized_[static_cast<size_t>(e.unsized)];
     std::copy(decoded.begin(), decoded.end(), dst);
