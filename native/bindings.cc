@@ -306,6 +306,21 @@ py::list ReadIndices(const std::shared_ptr<const Bag>& bag,
   return Scatter(ReadGlobals(bag, distinct.globals), distinct.slot);
 }
 
+// Waits for background work (anything with WaitFor(milliseconds)) with the
+// GIL released, noticing Ctrl-C.
+template <typename Task>
+void WaitNoticingSignals(Task& task) {
+  for (;;) {
+    bool done;
+    {
+      ReleaseGil release;
+      done = task.WaitFor(kSignalCheckMilliseconds);
+    }
+    if (done) return;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
+
 // Records read ahead for an iterator, handed over as `bytes` by result().
 // When planning needs no I/O (every file memory-mapped), the `bytes` are
 // allocated at the start and the pool decodes straight into them: one copy,
@@ -357,7 +372,7 @@ class PendingRecords {
   py::list Result() {
     if (error_) std::rethrow_exception(error_);
     if (read_) return CopyOut();
-    Wait([this](int64_t ms) { return fill_->WaitFor(ms); });
+    WaitNoticingSignals(*fill_);
     fill_->RethrowIfFailed();
     if (!objects_) throw py::value_error("result() was already taken");
     py::list objects = std::move(objects_);
@@ -365,22 +380,8 @@ class PendingRecords {
   }
 
  private:
-  // Waits with the GIL released, noticing Ctrl-C.
-  template <typename WaitFn>
-  static void Wait(const WaitFn& wait_for) {
-    for (;;) {
-      bool done;
-      {
-        ReleaseGil release;
-        done = wait_for(kSignalCheckMilliseconds);
-      }
-      if (done) return;
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    }
-  }
-
   py::list CopyOut() {
-    Wait([this](int64_t ms) { return read_->WaitFor(ms); });
+    WaitNoticingSignals(*read_);
     const DecodedRecords& records = read_->Result();
     const size_t n = records.offsets.empty() ? 0 : records.offsets.size() - 1;
     py::list out(n);
@@ -585,26 +586,13 @@ class PendingBatch {
 
   // The records as (data, offsets) buffers, without a Python object each.
   py::tuple Packed() {
-    Wait();
+    WaitNoticingSignals(*pending_);
     const DecodedRecords& records = pending_->Result();
     return PackedBuffers(pending_, records.data.data(), records.data.size(),
                          records.offsets);
   }
 
  private:
-  // Waits for the read, noticing Ctrl-C.
-  void Wait() {
-    for (;;) {
-      bool done;
-      {
-        ReleaseGil release;
-        done = pending_->WaitFor(kSignalCheckMilliseconds);
-      }
-      if (done) return;
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    }
-  }
-
   std::shared_ptr<PendingRead> pending_;
 };
 
@@ -758,21 +746,18 @@ std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
 // hash match release the GIL; in-memory ones are too short to.
 py::object IndexLookup(const RecordIndex& index, py::handle record) {
   BorrowedBytes bytes(record.ptr());
-  std::optional<uint64_t> first;
-  if (index.confirms_in_memory()) {
-    first = index.First(bytes.view());
-  } else {
+  auto lookup = [&](const auto& find) {
+    if (index.confirms_in_memory()) return find();
     ReleaseGil release;
-    first = index.First(bytes.view());
+    return find();
+  };
+  if (!index.keep_all()) {
+    const std::optional<uint64_t> first =
+        lookup([&] { return index.First(bytes.view()); });
+    return first ? py::int_(*first) : py::object(py::none());
   }
-  if (!first) return py::none();
-  if (!index.keep_all()) return py::int_(*first);
-  // MultiIndex: every index, following the chain of the same record.
-  std::vector<uint64_t> all{*first};
-  for (uint64_t j = index.NextSame(*first); j != RecordIndex::kEnd;
-       j = index.NextSame(j)) {
-    all.push_back(j);
-  }
+  const std::vector<uint64_t> all = lookup([&] { return index.All(bytes.view()); });
+  if (all.empty()) return py::none();
   py::list out(all.size());
   for (size_t k = 0; k < all.size(); ++k) {
     PyObject* value = PyLong_FromUnsignedLongLong(all[k]);
@@ -805,6 +790,7 @@ PyObject* SetPythonError() {
   return nullptr;
 }
 
+// ReaderCore.get(index), and r[i] once the core is found.
 PyObject* GetRecord(PyObject* core, PyObject* index) {
   try {
     const ReaderCore& c = py::cast<const ReaderCore&>(py::handle(core));
@@ -814,12 +800,8 @@ PyObject* GetRecord(PyObject* core, PyObject* index) {
   }
 }
 
-PyObject* ReaderCoreGet(PyObject* self, PyObject* index) {
-  return GetRecord(self, index);
-}
-
 PyMethodDef g_reader_core_get = {
-    "get", ReaderCoreGet, METH_O,
+    "get", GetRecord, METH_O,
     "get(index) -> bytes: the record at a view index (negative from the end)."};
 
 // reader_getitem(reader, index): slices (and closed readers, whose `_core`
@@ -955,24 +937,9 @@ PYBIND11_MODULE(_engine, m) {
            },
            py::arg("shard"), py::arg("first"), py::arg("count"));
 
-  m.def(
-      "open_bag",
-      [](const std::vector<std::string>& paths, int compression_mode, int level,
-         const py::bytes& dictionary, int layout, int placement, int storage,
-         size_t max_parallelism, int access, int cache, py::object remote) {
-        // pybind11 holds Bag as shared_ptr<Bag>; the engine treats it const.
-        return std::const_pointer_cast<Bag>(
-            OpenBag(paths, compression_mode, level, dictionary, layout,
-                    placement, storage, max_parallelism, access, cache,
-                    std::move(remote)));
-      },
-      py::arg("paths"), py::arg("compression_mode"), py::arg("level"),
-      py::arg("dictionary"), py::arg("layout"), py::arg("placement"),
-      py::arg("storage"), py::arg("max_parallelism"), py::arg("access"),
-      py::arg("cache"), py::arg("remote") = py::none());
-
-  // open_bag's arguments, positional, straight to a reader core over the whole
-  // bag: one call per Reader() (opening is dominated by per-call overhead).
+  // Opens a bag and returns a reader core over all of it, in one call per
+  // Reader() with positional arguments (opening is dominated by per-call
+  // overhead).
   m.def("open_reader",
         [](const std::vector<std::string>& paths, int compression_mode,
            int level, const py::bytes& dictionary, int layout, int placement,
@@ -997,10 +964,6 @@ PYBIND11_MODULE(_engine, m) {
       .def("result", &PendingRecords::Result);
 
   py::class_<ReaderCore>(m, "ReaderCore")
-      .def(py::init([](std::shared_ptr<Bag> bag) {
-        View view{0, 1, bag->size()};
-        return ReaderCore{std::move(bag), view};
-      }))
       .def(py::init([](std::shared_ptr<Bag> bag, uint64_t start, int64_t step,
                        uint64_t length) {
         // A view restored from a pickle: check it against the bag reopened.

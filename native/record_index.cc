@@ -78,11 +78,7 @@ RecordIndex::RecordIndex(std::shared_ptr<const Bag> bag, const View& view,
   }
   // Uncompressed records of mapped files are hashed and compared where they
   // lie; everything else is decoded first.
-  bool in_place = bag_->all_mapped();
-  for (size_t s = 0; s < bag_->num_shards() && in_place; ++s) {
-    in_place = !bag_->shard(s).codec().compressed();
-  }
-  if (in_place) {
+  if (bag_->all_mapped() && !bag_->any_compressed()) {
     BuildInPlace(checkpoint);
   } else {
     BuildDecoded(checkpoint);

@@ -47,11 +47,6 @@ class RecordIndex {
   // Requires keep_all.
   std::vector<uint64_t> All(std::string_view record) const;
 
-  // With keep_all: the next view index after j holding the same record as
-  // view index j, or kEnd.
-  static constexpr uint64_t kEnd = ~uint64_t{0};
-  uint64_t NextSame(uint64_t j) const { return next_same_[j]; }
-
  private:
   static constexpr uint64_t kNone = ~uint64_t{0};
   // A distinct record, all a lookup needs in one place (one cache miss).

@@ -112,30 +112,27 @@ void Writer::AppendLocked(std::string_view stored) {
   // A limit must never reach the disk before the bytes it points past.
   if (limits_.buffered() + kLimitBytes > kBufferBytes) records_.FlushBuffer();
   limits_.Append(limit, kLimitBytes);
-  ++records_written_;
 }
 
 void Writer::Write(std::string_view record) {
   std::unique_lock<std::mutex> lock(mutex_);
   CheckOpenLocked();
-  if (!options_.codec.compressed()) {
-    AppendLocked(record);
-    ++records_accepted_;
-    return;
-  }
-  EnqueueLocked(record, lock);
+  AcceptLocked(record, lock);
 }
 
 void Writer::WriteMany(const std::vector<std::string_view>& records) {
   std::unique_lock<std::mutex> lock(mutex_);
   CheckOpenLocked();
-  for (std::string_view record : records) {
-    if (options_.codec.compressed()) {
-      EnqueueLocked(record, lock);
-    } else {
-      AppendLocked(record);
-      ++records_accepted_;
-    }
+  for (std::string_view record : records) AcceptLocked(record, lock);
+}
+
+void Writer::AcceptLocked(std::string_view record,
+                          std::unique_lock<std::mutex>& lock) {
+  ++records_accepted_;
+  if (options_.codec.compressed()) {
+    EnqueueLocked(record, lock);
+  } else {
+    AppendLocked(record);
   }
 }
 
@@ -144,7 +141,6 @@ void Writer::EnqueueLocked(std::string_view record,
   if (!open_batch_) open_batch_ = std::make_unique<Batch>();
   open_batch_->raw.append(record.data(), record.size());
   open_batch_->ends.push_back(open_batch_->raw.size());
-  ++records_accepted_;
   if (open_batch_->raw.size() >= kBatchBytes ||
       open_batch_->ends.size() >= kBatchRecords) {
     SubmitLocked();

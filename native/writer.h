@@ -91,6 +91,8 @@ class Writer {
   void AppendLocked(std::string_view stored);
   void CheckOpenLocked() const;
   void AppendLimitsToRecordsLocked();
+  // Appends a record, or for compressed records, enqueues it.
+  void AcceptLocked(std::string_view record, std::unique_lock<std::mutex>& lock);
   // Adds a record to the open batch; submits the batch once full.
   void EnqueueLocked(std::string_view record, std::unique_lock<std::mutex>& lock);
   void SubmitLocked();
@@ -105,7 +107,6 @@ class Writer {
   mutable std::mutex mutex_;
   AppendFile records_;
   AppendFile limits_;
-  uint64_t records_written_ = 0;   // appended to the file
   uint64_t records_accepted_ = 0;  // appended or in a batch
   uint64_t bytes_written_ = 0;
   bool closed_ = false;

@@ -251,11 +251,11 @@ class WriterOptions:
         _set_checked(self, "max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
 
 
-# Default option sets, built once: they are immutable, and validating a new
-# one costs more than opening a small bag.
-_DEFAULTS: dict[type, Any] = {}
-_FIELDS: dict[type, frozenset[str]] = {}
+# Options are immutable, and validating a new set costs more than opening a
+# small bag: the defaults, and the same keyword overrides given again (e.g. on
+# every open), resolve to one shared instance.
 _RESOLVED: dict[tuple, Any] = {}
+_FIELDS: dict[type, frozenset[str]] = {}
 
 
 def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) -> Any:
@@ -264,11 +264,7 @@ def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) 
         raise TypeError(
             f"options must be a {options_type.__qualname__}, not {type(options).__name__}"
         )
-    if not overrides:
-        if options is None:
-            options = _DEFAULTS.get(options_type)
-            if options is None:
-                options = _DEFAULTS[options_type] = options_type()
+    if options is not None and not overrides:
         return options
     fields = _FIELDS.get(options_type)
     if fields is None:
@@ -279,22 +275,19 @@ def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) 
             f"unknown option(s) {', '.join(unknown)}; "
             f"{options_type.__qualname__} has {', '.join(sorted(fields))}"
         )
-    if options is None:
-        # Options are immutable: the same overrides (e.g. a keyword argument
-        # on every open) resolve to one shared, validated instance.
-        try:
-            # The type too: True == 1, but max_parallelism=True is an error.
-            key = (options_type, *sorted((k, type(v), v) for k, v in overrides.items()))
-            cached = _RESOLVED.get(key)
-        except TypeError:  # an unhashable value: nothing to share
-            return options_type(**overrides)
-        if cached is None:
-            cached = options_type(**overrides)
-            if len(_RESOLVED) >= 256:
-                _RESOLVED.clear()
-            _RESOLVED[key] = cached
-        return cached
-    return dataclasses.replace(options, **overrides)
+    if options is not None:
+        return dataclasses.replace(options, **overrides)
+    try:
+        # The type too: True == 1, but max_parallelism=True is an error.
+        key = (options_type, *sorted((k, type(v), v) for k, v in overrides.items()))
+        cached = _RESOLVED.get(key)
+    except TypeError:  # an unhashable value: nothing to share
+        return options_type(**overrides)
+    if cached is None:
+        if len(_RESOLVED) >= 256:
+            _RESOLVED.clear()
+        cached = _RESOLVED[key] = options_type(**overrides)
+    return cached
 
 
 def engine_compression(compression: Compression) -> tuple[int, int, bytes]:
