@@ -10,6 +10,8 @@
 
 namespace sackli {
 
+class MappingFaults;
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -18,7 +20,10 @@ class ByteSource {
   // The path or URL this source reads, for error messages.
   virtual const std::string& path() const = 0;
   // The whole content when it is addressable in memory (mmap), else nullptr.
+  // Read it only inside a FaultScope (fault_guard.h): the file may shrink.
   virtual const char* mapped() const { return nullptr; }
+  // The fault state of the mapping, or nullptr for unmapped sources.
+  virtual MappingFaults* faults() const { return nullptr; }
   // True for objects behind a network: every Read is a request, so readers
   // load such a file's limits once, in one read.
   virtual bool remote() const { return false; }
@@ -26,14 +31,6 @@ class ByteSource {
   // Throws sackli::Error (kCorruption for a read past the end).
   virtual void Read(uint64_t offset, size_t length, char* dst) const = 0;
 
-  // A pointer to [offset, offset + length): into the mapping when there is
-  // one, else into `scratch` after reading.
-  const char* View(uint64_t offset, size_t length, std::string& scratch) const {
-    if (const char* base = mapped()) return base + offset;
-    scratch.resize(length);
-    Read(offset, length, scratch.data());
-    return scratch.data();
-  }
 };
 
 // Opens a source by path; the reader uses this seam so that back-ends other

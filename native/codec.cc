@@ -56,6 +56,13 @@ ThreadContexts& Contexts() {
 // A zstd block of at most 128 KiB costs at least 4 encoded bytes (3 bytes of
 // header + 1 RLE byte), so no valid frame decodes to more than this. A larger
 // header value is corruption, caught before anything is allocated for it.
+uint32_t LoadU32(const char* p) {
+  return static_cast<uint32_t>(static_cast<unsigned char>(p[0])) |
+         static_cast<uint32_t>(static_cast<unsigned char>(p[1])) << 8 |
+         static_cast<uint32_t>(static_cast<unsigned char>(p[2])) << 16 |
+         static_cast<uint32_t>(static_cast<unsigned char>(p[3])) << 24;
+}
+
 uint64_t MaxDecodedSize(size_t encoded_size) {
   return (static_cast<uint64_t>(encoded_size) / 4 + 1) * ZSTD_BLOCKSIZE_MAX;
 }
@@ -99,9 +106,22 @@ Codec Codec::Zstd(int level, const std::string& dictionary) {
 
 uint64_t Codec::DecodedSize(const char* src, size_t n) const {
   if (!compressed_ || n == 0) return n;
+  // A stored record is exactly one zstd frame: no skippable frame, no second
+  // frame, no bytes after it.
+  if (n < 4 || LoadU32(src) != ZSTD_MAGICNUMBER) {
+    throw CodecError("not a zstd frame");
+  }
   const unsigned long long size = ZSTD_getFrameContentSize(src, n);
   if (size == ZSTD_CONTENTSIZE_ERROR) {
-    throw CodecError("not a zstd frame");
+    throw CodecError("not a zstd frame (bad or truncated frame header)");
+  }
+  const size_t frame_bytes = ZSTD_findFrameCompressedSize(src, n);
+  if (ZSTD_isError(frame_bytes)) {
+    throw CodecError(std::string("zstd: ") + ZSTD_getErrorName(frame_bytes));
+  }
+  if (frame_bytes != n) {
+    throw CodecError("zstd: " + std::to_string(n - frame_bytes) +
+                     " bytes after the end of the frame");
   }
   if (size == ZSTD_CONTENTSIZE_UNKNOWN) return kUnknownSize;
   if (size > MaxDecodedSize(n)) {
@@ -123,6 +143,9 @@ void Codec::Decode(const char* src, size_t n, char* dst,
     if (dst_size != 0) throw CodecError("record size mismatch");
     return;
   }
+  // A frame that claims 0 bytes is still decoded: it must hold nothing.
+  char nothing;
+  if (dst_size == 0) dst = &nothing;
   ZSTD_DCtx* dctx = Contexts().dctx;
   const size_t result =
       dictionary_ ? ZSTD_decompress_usingDDict(dctx, dst, dst_size, src, n,

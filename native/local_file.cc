@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "errors.h"
+#include "fault_guard.h"
 #include "posix_io.h"
 
 // Linux has both; elsewhere (e.g. macOS) the hints become no-ops and
@@ -116,6 +117,8 @@ class MappedFile final : public ByteSource {
     void* base = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd.get(), 0);
     if (base == MAP_FAILED) ThrowOsError(errno, "mmap", path_);
     base_ = static_cast<const char*>(base);
+    faults_ = std::make_unique<MappingFaults>(base_, size_, path_);
+    InstallFaultHandler();
     if (access == AccessPattern::kRandom) {
       ::madvise(base, size_, MADV_RANDOM);
     } else if (access == AccessPattern::kSequential) {
@@ -136,14 +139,15 @@ class MappedFile final : public ByteSource {
   // An empty file has no mapping; any non-null pointer serves since no byte
   // of it is ever read.
   const char* mapped() const override { return base_ ? base_ : kEmpty; }
+  MappingFaults* faults() const override { return faults_.get(); }
   void Read(uint64_t offset, size_t length, char* dst) const override {
     CheckBounds(offset, length, size_, path_);
     if (length == 0) return;
     if (offset >= size_ - tail_size_) {
       std::memcpy(dst, tail_ + (offset - (size_ - tail_size_)), length);
-    } else {
-      std::memcpy(dst, base_ + offset, length);
+      return;
     }
+    Guarded(*this, [&] { std::memcpy(dst, base_ + offset, length); });
   }
 
  private:
@@ -151,6 +155,7 @@ class MappedFile final : public ByteSource {
   std::string path_;
   uint64_t size_ = 0;
   const char* base_ = nullptr;
+  std::unique_ptr<MappingFaults> faults_;  // null for an empty file
   char tail_[8] = {};  // the file's last bytes, read at open
   size_t tail_size_ = 0;
 };

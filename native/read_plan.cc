@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "errors.h"
+#include "fault_guard.h"
 #include "thread_pool.h"
 
 namespace sackli {
@@ -44,6 +45,11 @@ uint64_t DecodedSizeOf(const Shard& shard, uint64_t local, uint64_t begin,
 }  // namespace
 
 
+// Every pointer to stored bytes is made here or in FetchStoredBytes, from an
+// extent that Shard::Limits validated (begin <= end <= end of the records
+// section, which lies inside the file): mapped bytes are never read past the
+// file, buffered ones never past their buffer. Reads of mapped bytes run in a
+// FaultScope, so a file that shrinks meanwhile raises instead of crashing.
 void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
   const Bag::Location loc = bag.Locate(g);
   const Shard& shard = bag.shard(loc.shard);
@@ -52,30 +58,42 @@ void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
   record.shard = &shard;
   record.local = loc.local;
   record.length = static_cast<size_t>(end - record.begin);
-  record.stored = shard.records().View(record.begin, record.length, record.scratch);
-  record.decoded_size = DecodedSizeOf(shard, loc.local, record.begin,
-                                      record.stored, record.length);
-  if (record.decoded_size == Codec::kUnknownSize) {
+  const ByteSource& source = shard.records();
+  if (const char* base = source.mapped()) {
+    record.stored = base + record.begin;
+  } else {
+    record.scratch.resize(record.length);
+    source.Read(record.begin, record.length, record.scratch.data());
+    record.stored = record.scratch.data();
+  }
+  Guarded(source, [&] {
+    record.decoded_size = DecodedSizeOf(shard, loc.local, record.begin,
+                                        record.stored, record.length);
+    if (record.decoded_size != Codec::kUnknownSize) return;
     try {
       record.unsized = shard.codec().DecodeUnsized(record.stored, record.length);
     } catch (const CodecError& e) {
       shard.ThrowBadRecord(loc.local, record.begin, e.what());
     }
     record.decoded_size = record.unsized.size();
-  }
+    record.decoded_early = true;
+  });
 }
 
 void DecodeStored(const StoredRecord& record, char* dst) {
-  if (!record.unsized.empty() || record.decoded_size == 0) {
+  if (record.decoded_early) {
     std::copy(record.unsized.begin(), record.unsized.end(), dst);
     return;
   }
-  try {
-    record.shard->codec().Decode(record.stored, record.length, dst,
-                                 static_cast<size_t>(record.decoded_size));
-  } catch (const CodecError& e) {
-    record.shard->ThrowBadRecord(record.local, record.begin, e.what());
-  }
+  const Shard& shard = *record.shard;
+  Guarded(shard.records(), [&] {
+    try {
+      shard.codec().Decode(record.stored, record.length, dst,
+                           static_cast<size_t>(record.decoded_size));
+    } catch (const CodecError& e) {
+      shard.ThrowBadRecord(record.local, record.begin, e.what());
+    }
+  });
 }
 
 void ReadOneInto(const Bag& bag, uint64_t g, std::string& out) {
@@ -172,8 +190,12 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
       continue;
     }
     if (!runs.empty()) {
+      // Records in index order start at non-decreasing offsets in a valid
+      // bag, but each extent is validated alone: a record that starts before
+      // the run (its neighbour's limit is corrupt) starts a run of its own.
       ByteRun& run = runs.back();
-      if (run.shard == e.shard && e.begin <= run.end + kCoalesceGapBytes &&
+      if (run.shard == e.shard && e.begin >= run.begin &&
+          e.begin <= run.end + kCoalesceGapBytes &&
           std::max(e.end, run.end) - run.begin <= kMaxCoalescedBytes) {
         run.end = std::max(run.end, e.end);
         run.last = k;
@@ -193,6 +215,9 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
                                                buffer.data());
         for (size_t k = run.first; k <= run.last; ++k) {
           Entry& e = entries_[order[k]];
+          if (e.begin < run.begin || e.end > run.end) {
+            throw std::logic_error("sackli: a record outside its coalesced read");
+          }
           e.stored = buffer.data() + (e.begin - run.begin);
         }
       });
@@ -215,15 +240,20 @@ void ReadPlan::ResolveDecodedSizes() {
       Entry& e = entries_[i];
       const Shard& shard = bag_->shard(e.shard);
       const uint64_t length = e.end - e.begin;
-      e.decoded_size = DecodedSizeOf(shard, e.local, e.begin, e.stored, length);
-      if (e.decoded_size != Codec::kUnknownSize) continue;
-      // Rare: a frame without its size is decoded now to learn it.
       std::string decoded;
-      try {
-        decoded = shard.codec().DecodeUnsized(e.stored, length);
-      } catch (const CodecError& error) {
-        shard.ThrowBadRecord(e.local, e.begin, error.what());
-      }
+      const bool sized = Guarded(shard.records(), [&] {
+        e.decoded_size =
+            DecodedSizeOf(shard, e.local, e.begin, e.stored, length);
+        if (e.decoded_size != Codec::kUnknownSize) return true;
+        // Rare: a frame without its size is decoded now to learn it.
+        try {
+          decoded = shard.codec().DecodeUnsized(e.stored, length);
+        } catch (const CodecError& error) {
+          shard.ThrowBadRecord(e.local, e.begin, error.what());
+        }
+        return false;
+      });
+      if (sized) continue;
       e.decoded_size = decoded.size();
       std::lock_guard<std::mutex> lock(unsized_mutex);
       e.unsized = static_cast<int64_t>(unsized_.size());
@@ -241,12 +271,14 @@ void ReadPlan::DecodeOne(size_t i, char* dst) const {
     return;
   }
   const Shard& shard = bag_->shard(e.shard);
-  try {
-    shard.codec().Decode(e.stored, static_cast<size_t>(e.end - e.begin), dst,
-                         static_cast<size_t>(e.decoded_size));
-  } catch (const CodecError& error) {
-    shard.ThrowBadRecord(e.local, e.begin, error.what());
-  }
+  Guarded(shard.records(), [&] {
+    try {
+      shard.codec().Decode(e.stored, static_cast<size_t>(e.end - e.begin), dst,
+                           static_cast<size_t>(e.decoded_size));
+    } catch (const CodecError& error) {
+      shard.ThrowBadRecord(e.local, e.begin, error.what());
+    }
+  });
 }
 
 void ReadPlan::Fill(char* const* dst) const {

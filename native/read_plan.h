@@ -34,6 +34,7 @@ struct StoredRecord {
   uint64_t decoded_size = 0;
   std::string scratch;            // holds the bytes of unmapped sources
   std::string unsized;            // decoded frame that had no size
+  bool decoded_early = false;     // true: `unsized` holds the record
 };
 
 // Locates global record g and fetches its stored bytes (I/O only for sources

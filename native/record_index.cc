@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fault_guard.h"
 #include "read_plan.h"
 #include "thread_pool.h"
 
@@ -70,7 +71,8 @@ RecordIndex::RecordIndex(std::shared_ptr<const Bag> bag, const View& view,
       view_(view),
       keep_all_(keep_all),
       max_memory_bytes_(max_memory_bytes),
-      hash_mask_(hash_mask) {
+      hash_mask_(hash_mask),
+      in_place_(bag_->all_mapped() && !bag_->any_compressed()) {
   slots_.resize(1024);
   if (keep_all_) {
     next_same_.assign(view_.length, kNone);
@@ -78,7 +80,7 @@ RecordIndex::RecordIndex(std::shared_ptr<const Bag> bag, const View& view,
   }
   // Uncompressed records of mapped files are hashed and compared where they
   // lie; everything else is decoded first.
-  if (bag_->all_mapped() && !bag_->any_compressed()) {
+  if (in_place_) {
     BuildInPlace(checkpoint);
   } else {
     BuildDecoded(checkpoint);
@@ -93,11 +95,13 @@ void RecordIndex::BuildInPlace(const std::function<void()>& checkpoint) {
   const uint64_t chunk = 16 * kHashBlockRecords;
   std::vector<const char*> data;
   std::vector<uint64_t> sizes, hashes;
+  std::vector<uint32_t> shards;
   for (uint64_t first = 0; first < n; first += chunk) {
     const size_t count = static_cast<size_t>(std::min(chunk, n - first));
     data.resize(count);
     sizes.resize(count);
     hashes.resize(count);
+    shards.resize(count);
     const size_t blocks = (count + kHashBlockRecords - 1) / kHashBlockRecords;
     ThreadPool::Shared().ParallelFor(
         blocks, bag_->options().max_parallelism, [&](size_t b) {
@@ -107,13 +111,19 @@ void RecordIndex::BuildInPlace(const std::function<void()>& checkpoint) {
             const Shard& shard = bag_->shard(loc.shard);
             uint64_t begin, stop;
             shard.Span(loc.local, &begin, &stop);
+            shards[k] = loc.shard;
             data[k] = shard.records().mapped() + begin;
             sizes[k] = stop - begin;
-            hashes[k] = HashRecord({data[k], static_cast<size_t>(sizes[k])}) & hash_mask_;
+            hashes[k] = Guarded(shard.records(), [&] {
+              return HashRecord({data[k], static_cast<size_t>(sizes[k])});
+            }) & hash_mask_;
           }
         });
     for (size_t k = 0; k < count; ++k) {
-      Add(first + k, hashes[k], {data[k], static_cast<size_t>(sizes[k])}, data[k]);
+      Guarded(bag_->shard(shards[k]).records(), [&] {
+        Add(first + k, hashes[k], {data[k], static_cast<size_t>(sizes[k])},
+            data[k]);
+      });
     }
     if (checkpoint && first + count < n) checkpoint();
   }
@@ -184,6 +194,13 @@ void RecordIndex::Grow() {
 
 bool RecordIndex::Equals(const Slot& slot, std::string_view record) const {
   if (slot.size != record.size()) return false;
+  if (slot.data != nullptr && in_place_ && !record.empty()) {
+    // The slot's bytes lie in a mapped file, which may have shrunk.
+    const Bag::Location loc = bag_->Locate(view_.Global(slot.first));
+    return Guarded(bag_->shard(loc.shard).records(), [&] {
+      return std::memcmp(slot.data, record.data(), record.size()) == 0;
+    });
+  }
   if (slot.data != nullptr) {
     return std::memcmp(slot.data, record.data(), record.size()) == 0;
   }

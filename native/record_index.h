@@ -74,6 +74,9 @@ class RecordIndex {
   bool keep_all_;
   uint64_t max_memory_bytes_;
   uint64_t hash_mask_;
+  // Records of uncompressed mapped files are hashed and compared where they
+  // lie (slots point into the mappings); others are decoded first.
+  bool in_place_;
   bool all_in_memory_ = true;
 
   std::vector<Slot> slots_;  // size a power of two, at most half full

@@ -1,6 +1,7 @@
 #include "shard.h"
 
 #include "errors.h"
+#include "fault_guard.h"
 #include "format.h"
 
 namespace sackli {
@@ -98,9 +99,11 @@ void Shard::ReadRawLimits(uint64_t first, uint64_t count,
   const uint64_t offset = limits_offset_ + first * kLimitBytes;
   const uint64_t bytes = count * kLimitBytes;
   if (const char* base = limits_source_->mapped()) {
-    for (uint64_t k = 0; k < count; ++k) {
-      out[k] = LoadU64(base + offset + k * kLimitBytes);
-    }
+    Guarded(*limits_source_, [&] {
+      for (uint64_t k = 0; k < count; ++k) {
+        out[k] = LoadU64(base + offset + k * kLimitBytes);
+      }
+    });
     return;
   }
   // Little-endian hosts can read the limits in place.

@@ -3,6 +3,10 @@ while the caller consumes the previous one.
 
 Records come out of `itertools.chain` over lists, so producing one record is
 a C-level step; Python code runs once per batch.
+
+A batch that fails (a corrupt record, a file changed under the reader) is
+read again one record at a time, so the iterator yields every record before
+the failing one and then raises that record's error, as `r[i]` would.
 """
 
 from __future__ import annotations
@@ -12,6 +16,10 @@ import itertools
 from typing import Any, Callable, Iterable, Iterator
 
 __all__ = ["iterate_indices", "iterate_range"]
+
+# What a failing batch raises for a bad record; other errors (Ctrl-C, a bad
+# index) pass through as they are.
+_RECORD_ERRORS = (ValueError, OSError)
 
 # The first batch is small so the first record arrives quickly; batches then
 # double up to the full size.
@@ -27,25 +35,41 @@ def _batch_sizes(full: int) -> Iterator[int]:
         size = min(size * 2, full)
 
 
+def _one_by_one(core: Any, positions: Iterable[int]) -> Iterator[bytes]:
+    """The records at view `positions`, read singly: the first bad one
+    raises its own error after the good ones before it came out."""
+    for position in positions:
+        yield core.get(position)
+
+
 def iterate_range(core: Any, start: int, stop: int, batch: int, read_ahead: bool) -> Iterator[bytes]:
     """Records [start, stop) of a reader core, in order."""
 
-    def batches() -> Iterator[list[bytes]]:
+    def batches() -> Iterator[Iterable[bytes]]:
         sizes = _batch_sizes(batch)
         position = start
         if not read_ahead:
             while position < stop:
                 n = min(next(sizes), stop - position)
-                yield core.read_range(position, n)
+                try:
+                    records: Iterable[bytes] = core.read_range(position, n)
+                except _RECORD_ERRORS:
+                    records = _one_by_one(core, range(position, position + n))
+                yield records
                 position += n
             return
         pending: collections.deque = collections.deque()
         while position < stop or pending:
             while position < stop and len(pending) <= _BATCHES_AHEAD:
                 n = min(next(sizes), stop - position)
-                pending.append(core.start_records_range(position, n))
+                pending.append((core.start_records_range(position, n), position, n))
                 position += n
-            yield pending.popleft().result()
+            read, first, n = pending.popleft()
+            try:
+                records = read.result()
+            except _RECORD_ERRORS:
+                records = _one_by_one(core, range(first, first + n))
+            yield records
 
     return itertools.chain.from_iterable(batches())
 
@@ -93,10 +117,14 @@ def iterate_indices(core: Any, indices: Iterable[Any], batch: int) -> Iterator[b
                     del chunk[valid:]
                     exhausted = True
                 read = core.start_records(chunk) if chunk else None
-                pending.append((read, error))
-            read, error = pending.popleft()
+                pending.append((read, chunk, error))
+            read, chunk, error = pending.popleft()
             if read is not None:
-                yield read.result()
+                try:
+                    records = read.result()
+                except _RECORD_ERRORS:
+                    records = _one_by_one(core, chunk)
+                yield records
             if error is not None:
                 raise error
 

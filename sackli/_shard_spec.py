@@ -15,10 +15,15 @@ from typing import Iterable
 
 from ._storage import is_remote, list_objects, normalize
 
-__all__ = ["choose_shard_set", "expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix"]
+__all__ = [
+    "choose_shard_set", "expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix",
+    "without_local_prefix",
+]
 
 _MAX_SHARDS = 99999
-_LOCAL_PREFIX = "posix:"
+# `posix:` marks a local path; `/posix:` is how pathlib spells it
+# (`pathlib.Path("/posix:" + path)`), as bagz accepts.
+_LOCAL_PREFIXES = ("posix:", "/posix:")
 _SCHEME = re.compile(r"^/?([a-zA-Z][a-zA-Z0-9+.-]*):/")
 
 
@@ -27,15 +32,25 @@ def shard_name(base: str, index: int, count: int, suffix: str) -> str:
     return f"{base}-{index:05d}-of-{count:05d}{suffix}"
 
 
+def without_local_prefix(path: str) -> str:
+    """`path` without a leading `posix:` (or pathlib's `/posix:`); `path`
+    itself, the same object, when it has none."""
+    for prefix in _LOCAL_PREFIXES:
+        if path.startswith(prefix):
+            return path[len(prefix):]
+    return path
+
+
 def strip_local_prefix(path: str) -> str:
     """A path as the engine opens it: a local path without its optional
-    `posix:` prefix, or a `gs://` / `s3://` URL in its canonical spelling
+    `posix:` (or `/posix:`) prefix, or a `gs://` / `s3://` URL in its canonical spelling
     (`/gs://b/k` and pathlib's `/gs:/b/k` are accepted).
 
     Raises ValueError for URLs of storage sackli cannot reach.
     """
-    if path.startswith(_LOCAL_PREFIX):
-        return path[len(_LOCAL_PREFIX):]
+    local = without_local_prefix(path)
+    if local is not path:
+        return local
     if is_remote(path):
         return normalize(path)
     scheme = _SCHEME.match(path)

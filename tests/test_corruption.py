@@ -10,6 +10,7 @@ the cases do not depend on the zstd version or on sackli's writer.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pathlib
 import random
@@ -627,3 +628,153 @@ def test_interleaved_shard_sizes_that_do_not_fit(tmp_path, run_python, sizes, su
     assert_error(outcome, "ValueError", "INTERLEAVED", str(shards[BAD_INTERLEAVED[sizes]]))
     assert outcome["mro"] == ["ValueError", "Exception", "BaseException", "object"]
     assert outcomes["concatenated"] == {"ok": repr(sum(sizes))}
+
+
+# --- Regression cases found by fuzzing (issue 13) ------------------------------------
+
+CACHE_POLICIES = ("SYSTEM", "DROP_AFTER_READ", "DIRECT_IO")
+
+
+def _zero_size_frame(frame: bytes, how: str) -> bytes:
+    """`frame` (1-byte Frame_Content_Size, as zstd writes short records) with a
+    header that parses to a content size of 0 while the frame still holds data."""
+    assert frame[:4] == ZSTD_MAGIC and frame[4] == 0x20, frame[:6]
+    if how == "content_size_0":
+        return frame[:5] + b"\x00" + frame[6:]
+    # The dictionary-ID flag (1-byte ID) turns the size byte into the ID and
+    # the next byte into the size, which is set to 0.
+    assert how == "dictionary_id_flag"
+    return frame[:4] + b"\x21" + frame[5:6] + b"\x00" + frame[7:]
+
+
+@pytest.mark.parametrize("how", ["content_size_0", "dictionary_id_flag"])
+@pytest.mark.parametrize("cache_policy", CACHE_POLICIES)
+def test_frame_claiming_zero_bytes_is_corrupt_on_every_path(tmp_path, run_python, how, cache_policy):
+    records = [b"first record " * 3, b"the record whose header lies " * 3, b"last record " * 3]
+    frames = compressed_frames(tmp_path, records)
+    frames[1] = _zero_size_frame(frames[1], how)
+    path = build_bag(tmp_path / "lying.bagz", frames)
+    offset = len(frames[0])
+    reader = reader_expr(path, cache_policy=cache_policy)
+    cases = {
+        "r[1]": f"{reader}[1]",
+        "r[-2]": f"{reader}[-2]",
+        "view": f"{reader}[1:][0]",
+        "read_indices": f"{reader}.read_indices([1])",
+        "read": f"{reader}.read()",
+        "iter": f"list({reader})",
+        "neighbours": f"[{reader}[0], {reader}[2]]",
+    }
+    outcomes = run_cases(run_python, tmp_path, cases)
+    assert outcomes.pop("neighbours") == {"ok": repr([records[0], records[2]])}
+    for name, outcome in outcomes.items():
+        assert_corruption(outcome, path, offset), name
+
+
+def test_index_candidate_check_of_a_frame_claiming_zero_bytes(tmp_path, run_python):
+    """Index lookups that read their candidate back (no memory budget) decode
+    it for real: a header edited under the index gives an error, not b""."""
+    records = [b"alpha " * 8, b"beta " * 8, b"gamma " * 8]
+    path = tmp_path / "index.bagz"
+    with sackli.Writer(path) as writer:
+        writer.write_many(records)
+    frames = compressed_frames(tmp_path, records)
+    header_at = len(frames[0]) + 5  # record 1's content-size byte
+    result = run_python(f"""
+        import sackli
+        r = sackli.Reader({str(path)!r})
+        index = sackli.Index(r, max_memory_bytes=0)
+        assert index[{records[2]!r}] == 2
+        with open({str(path)!r}, "r+b") as f:  # same size: the mapping sees it
+            f.seek({header_at})
+            f.write(b"\\x00")
+        report(lambda: index[{records[1]!r}])
+    """)
+    assert_corruption(result.outcome(), path, len(frames[0]))
+
+
+def _non_monotonic_bag(tmp_path: pathlib.Path, record_size: int, bad_limit: int, placement: str = "TAIL"):
+    """10 records of `record_size` bytes whose limits[5] is `bad_limit`."""
+    rng = random.Random(record_size)
+    records = [bytes(rng.randrange(256) for _ in range(64)) * (record_size // 64) for _ in range(10)]
+    ends = cumulative(records)
+    ends[5] = bad_limit
+    path = build_bag(tmp_path / "nonmono.bag", records, placement, limits=ends)
+    return path, b"".join(records)
+
+
+@pytest.mark.parametrize("cache_policy", CACHE_POLICIES)
+@pytest.mark.parametrize("storage", ["ON_DISK", "IN_MEMORY"])
+def test_non_monotonic_limits_never_read_foreign_bytes(tmp_path, run_python, cache_policy, storage):
+    """limits[5] = 3: record 5 is corrupt, record 6 spans [3, 7000) of the
+    records section, on every path and cache policy (the coalesced read of
+    records 4 and 6 used to point before its buffer)."""
+    path, section = _non_monotonic_bag(tmp_path, 1024, 3)
+    reader = reader_expr(path, cache_policy=cache_policy, limits_storage=storage)
+    six = section[3:7 * 1024]
+    cases = {
+        "pair": f"{reader}.read_indices([4, 6])",
+        "pair reversed": f"{reader}.read_indices([6, 4, 6])",
+        "r[6]": f"{reader}[6]",
+        "r[5]": f"{reader}[5]",
+        "iter from 6": f"list({reader}.read_range_iter(6, 4))",
+        "indices iter": f"list({reader}.read_indices_iter([4, 6, 7]))",
+        "iter": f"list({reader})",
+    }
+    outcomes = run_cases(run_python, tmp_path, cases)
+    assert outcomes["pair"] == {"ok": repr([section[4096:5120], six])}
+    assert outcomes["pair reversed"] == {"ok": repr([six, section[4096:5120], six])}
+    assert outcomes["r[6]"] == {"ok": repr(six)}
+    assert outcomes["iter from 6"] == {"ok": repr([six] + [section[k * 1024:(k + 1) * 1024] for k in (7, 8, 9)])}
+    assert outcomes["indices iter"] == {"ok": repr([section[4096:5120], six, section[7168:8192]])}
+    assert_corruption(outcomes["r[5]"], path, 10 * 1024 + 8 * 5)
+    assert_corruption(outcomes["iter"], path, 10 * 1024 + 8 * 5)
+
+
+@pytest.mark.parametrize("cache_policy", CACHE_POLICIES)
+def test_non_monotonic_limits_with_megabyte_records(tmp_path, run_python, cache_policy):
+    """1 MiB records with limits[5] = 0 used to kill the process (SIGSEGV)."""
+    path, section = _non_monotonic_bag(tmp_path, 1 << 20, 0)
+    result = run_python(f"""
+        import hashlib, sackli
+        r = sackli.Reader({str(path)!r}, cache_policy={cache_policy!r})
+        report(lambda: [hashlib.sha256(x).hexdigest() for x in r.read_indices([4, 6])])
+    """)
+    mib = 1 << 20
+    expected = [hashlib.sha256(section[4 * mib:5 * mib]).hexdigest(), hashlib.sha256(section[:7 * mib]).hexdigest()]
+    assert result.outcome() == {"ok": repr(expected)}
+
+
+@pytest.mark.parametrize("cache_policy", CACHE_POLICIES)
+def test_iterating_views_of_a_separate_bag_with_one_bad_limit(tmp_path, run_python, cache_policy):
+    """Views of a SEPARATE bag with one bad limit, iterated with read-ahead on
+    pool threads: a clean error after every record before the bad one (this
+    used to crash a pool thread about half the time)."""
+    path, section = _non_monotonic_bag(tmp_path, 4096, 0, placement="SEPARATE")
+    records = [section[k * 4096:(k + 1) * 4096] for k in range(10)]
+    result = run_python(f"""
+        import sackli
+        r = sackli.Reader({str(path)!r}, limits_placement="SEPARATE", cache_policy={cache_policy!r},
+                          max_parallelism=4)
+        outcomes = []
+        for attempt in range(20):
+            for view in (r[::1], r[1::2], r[3:8]):
+                got = []
+                try:
+                    for record in view:
+                        got.append(record)
+                except sackli.CorruptionError as error:
+                    got.append(("error", str(error)))
+                outcomes.append(got)
+        report(lambda: outcomes)
+    """)
+    outcomes = eval(result.outcome()["ok"])
+    error = ("error",)
+    expected = {
+        0: records[:5],  # r[::1]: 0..4, then record 5 is corrupt
+        1: [records[1], records[3]],  # r[1::2]: 1, 3, then 5
+        2: [records[3], records[4]],  # r[3:8]: 3, 4, then 5
+    }
+    for k, got in enumerate(outcomes):
+        assert got[:-1] == expected[k % 3], k
+        assert got[-1][0] == error[0] and str(limits_path(path)) in got[-1][1], got[-1]

@@ -458,7 +458,8 @@ def test_bad_compression_values(kwargs, error):
 
 
 def test_path_forms(bag_path):
-    for spec in (bag_path, str(bag_path), "posix:" + str(bag_path), pathlib.PurePosixPath(bag_path)):
+    for spec in (bag_path, str(bag_path), "posix:" + str(bag_path), pathlib.PurePosixPath(bag_path),
+                 pathlib.Path("/posix:" + str(bag_path)), pathlib.Path("/posix:") / bag_path.relative_to("/")):
         assert sackli.Reader(spec).read() == RECORDS
     assert sackli.Reader(bag_path).file_spec == str(bag_path)
     with pytest.raises(TypeError):

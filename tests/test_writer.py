@@ -169,11 +169,18 @@ def test_life_cycle(tmp_path):
 
 
 def test_path_forms(tmp_path):
-    for i, spec in enumerate([tmp_path / "a.bag", str(tmp_path / "b.bag"), "posix:" + str(tmp_path / "c.bag")]):
+    specs = [tmp_path / "a.bag", str(tmp_path / "b.bag"), "posix:" + str(tmp_path / "c.bag"),
+             pathlib.Path("/posix:" + str(tmp_path / "d.bag"))]
+    for i, spec in enumerate(specs):
         with sackli.Writer(spec) as writer:
             writer.write(b"%d" % i)
-        assert writer.path == str(spec).removeprefix("posix:")
+        assert writer.path == str(spec).removeprefix("posix:").removeprefix("/posix:")
         assert sackli.Reader(spec).read() == [b"%d" % i]
+    assert sackli.Reader(tmp_path / "d.bag").read() == [b"3"]
+    with sackli.Writer(tmp_path / "e.bag", limits_placement="SEPARATE") as writer:
+        writer.write(b"e")
+    assert sackli.recover(pathlib.Path("/posix:" + str(tmp_path / "e.bag"))) == (1, 0, 0)
+    assert sackli.Reader(tmp_path / "e.bag").read() == [b"e"]
 
 
 def test_relative_path(tmp_path, monkeypatch):

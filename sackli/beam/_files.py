@@ -17,7 +17,7 @@ from typing import NamedTuple
 from apache_beam.io.filesystems import FileSystems
 
 from .._options import LimitsPlacement, ReaderOptions
-from .._shard_spec import choose_shard_set, split_shard_entry
+from .._shard_spec import choose_shard_set, split_shard_entry, without_local_prefix
 
 __all__ = ["BagFile", "estimate_pattern_size", "expand_pattern", "limits_path", "split_name"]
 
@@ -49,10 +49,6 @@ def limits_path(path: str) -> str:
     return folder + _LIMITS_PREFIX + name
 
 
-def _strip_posix(entry: str) -> str:
-    return entry[len("posix:"):] if entry.startswith("posix:") else entry
-
-
 def _entries(pattern: str) -> list[str]:
     if not isinstance(pattern, str):
         raise TypeError(f"file_pattern must be a str or os.PathLike, not {type(pattern).__name__}")
@@ -61,7 +57,7 @@ def _entries(pattern: str) -> list[str]:
     entries = pattern.split(",")
     if not all(entries):
         raise ValueError(f"file_pattern {pattern!r} has an empty entry")
-    return [_strip_posix(entry) for entry in entries]
+    return [without_local_prefix(entry) for entry in entries]
 
 
 def _sizes(paths: list[str]) -> dict[str, int]:

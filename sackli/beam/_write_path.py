@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from .._shard_spec import without_local_prefix
 from ._files import split_name
 
 __all__ = ["ShardedPath", "parse_write_path"]
@@ -58,7 +59,7 @@ def parse_write_path(
         raise TypeError(
             f"shard_name_template must be a str, not {type(shard_name_template).__name__}"
         )
-    path = file_path[len("posix:"):] if file_path.startswith("posix:") else file_path
+    path = without_local_prefix(file_path)
     folder, name = split_name(path)
     sharded, unsharded = _SHARDED.fullmatch(name), _UNSHARDED.fullmatch(name)
     if sharded:
