@@ -804,8 +804,10 @@ PyMethodDef g_reader_core_get = {
     "get", GetRecord, METH_O,
     "get(index) -> bytes: the record at a view index (negative from the end)."};
 
-// reader_getitem(reader, index): slices (and closed readers, whose `_core`
-// raises) go to `reader._getitem_slow(index)`.
+// reader_getitem(reader, index): integers (ints, and scalars with __index__
+// that are not sequences, e.g. numpy integers) are read here; everything else
+// (slices, lists, arrays, wrong types) and closed readers, whose `_core`
+// raises, go to `reader._getitem_slow(index)`.
 PyObject* ReaderGetItem(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 2) {
     PyErr_SetString(PyExc_TypeError, "__getitem__ takes exactly one argument");
@@ -819,7 +821,8 @@ PyObject* ReaderGetItem(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (core_type == nullptr) {
     core_type = reinterpret_cast<PyTypeObject*>(py::type::of<ReaderCore>().ptr());
   }
-  if (!PySlice_Check(index)) {
+  // numpy arrays have __index__ too (for 0-d arrays), but are sequences.
+  if (PyLong_Check(index) || (PyIndex_Check(index) && !PySequence_Check(index))) {
     PyObject* core = PyObject_GetAttr(reader, core_name);
     if (core == nullptr) return nullptr;
     const bool open = Py_TYPE(core) == core_type;

@@ -25,6 +25,7 @@ from ._options import (
 )
 from ._reader import Reader
 from ._recover import RecoveryReport, recover
+from ._shard_indices import shard_indices
 from ._writer import Writer
 
 CorruptionError.__module__ = "sackli"
@@ -51,4 +52,5 @@ __all__ = [
     "ShardingLayout",
     "Writer",
     "recover",
+    "shard_indices",
 ]

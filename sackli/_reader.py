@@ -62,6 +62,21 @@ def _checked_range(start: Any, num_records: Any, length: int) -> tuple[int, int]
     return start, num_records
 
 
+def _is_array(value: Any) -> bool:
+    """Whether `value` is an array of indices (numpy and array-likes with
+    `__array__`, or objects with the buffer protocol such as array.array),
+    not bytes-like data."""
+    if isinstance(value, (bytes, bytearray, memoryview, str)):
+        return False
+    if hasattr(type(value), "__array_interface__") or hasattr(type(value), "__array__"):
+        return True
+    try:
+        memoryview(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _as_value(value: Any) -> bytes | None:
     """`value` as bytes when it can equal a record, else None."""
     if isinstance(value, bytes):
@@ -168,20 +183,41 @@ class Reader(collections.abc.Sequence):
     def __getitem__(self, index: int) -> bytes: ...
     @overload
     def __getitem__(self, index: slice) -> "Reader": ...
+    @overload
+    def __getitem__(self, index: list[int] | range | Any) -> list[bytes]: ...
 
     def __getitem__(self, index: Any) -> Any:
         """`r[i]`: the record at i (negative counts from the end; IndexError
-        outside the range). `r[a:b:c]`: a Reader view of those records."""
+        outside the range). `r[a:b:c]`: a Reader view of those records.
+        `r[[i, j, ...]]`, `r[range(...)]` or `r[array]` (a one-dimensional
+        integer array, e.g. numpy): those records as a list, as
+        `read_indices` returns them. Other index types raise TypeError."""
         return self._getitem_slow(index)
 
-    # `r[i]` runs in the engine without a Python frame; slices and closed
-    # readers reach `_getitem_slow`.
+    # `r[i]` runs in the engine without a Python frame; slices, lists,
+    # arrays, other types and closed readers reach `_getitem_slow`.
     __getitem__ = _engine.reader_getitem  # type: ignore[assignment]  # noqa: F811
 
     def _getitem_slow(self, index: Any) -> Any:
         if isinstance(index, slice):
             return self._view(self._core.slice(index))
+        if isinstance(index, (list, range)):
+            return self._core.read_indices(index)
+        if _is_array(index):
+            if getattr(index, "ndim", 1) == 0:  # a 0-d integer array is a scalar index
+                return self._core.get(index)
+            return self._core.read_indices(index)
+        if not hasattr(type(index), "__index__"):
+            raise TypeError(
+                "reader indices must be integers, slices, lists of integers or "
+                f"one-dimensional integer arrays, not {type(index).__name__}")
         return self._core.get(index)
+
+    def __getitems__(self, indices: Sequence[int] | Any) -> list[bytes]:
+        """The records at `indices` as a list: PyTorch's batched fetch
+        (`DataLoader` calls it with the list of a batch's indices). The same
+        as `read_indices`."""
+        return self._core.read_indices(indices)
 
     def __iter__(self) -> Iterator[bytes]:
         """Iterates over all records, reading ahead in the background."""
