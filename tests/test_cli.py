@@ -115,7 +115,8 @@ def test_python_dash_m_runs_the_same_cli(bag) -> None:
          "sackli: error: small.bagz: nothing to recover: limits.small.bagz does not exist "
          "(the bag is complete, or its limits are lost)"),
         (["frobnicate"], 2, None),
-        (["get", "small.bagz", "x"], 2, "sackli get: error: argument INDEX: invalid int value: 'x'"),
+        (["get", "small.bagz", "x"], 2,
+         "sackli get: error: argument INDEX: invalid int value: 'x' (see 'sackli get --help')"),
     ],
 )
 def test_errors_are_one_line(bag, args, status, line) -> None:
@@ -167,7 +168,7 @@ def test_dictionary_option(tmp_path) -> None:
     (tmp_path / "in.txt").write_bytes(lines)
     ok("convert", "in.txt", "d.bagz", "--dictionary", "dict", cwd=tmp_path)
     assert ok("cat", "d.bagz", "--dictionary", "dict", cwd=tmp_path) == lines
-    assert fails("cat", "d.bagz", cwd=tmp_path).startswith("sackli: error: d.bagz: record 0")
+    assert fails("cat", "d.bagz", cwd=tmp_path).startswith("sackli: error: index 0: d.bagz: record 0")
 
 
 def test_broken_pipe_ends_quietly(tmp_path) -> None:
@@ -475,3 +476,310 @@ def test_convert_parquet_refuses_nulls_in_a_column(tmp_path) -> None:
     ok("convert", "events.parquet", "kinds@2.bag", "--column", "kind", "--skip-nulls",
        cwd=tmp_path)
     assert len(sackli.Reader(tmp_path / "kinds@2.bag")) == 750
+
+
+# --- usage errors, option values and sizes -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        ([], "sackli: error: the following arguments are required: COMMAND (see 'sackli --help')"),
+        (["frobnicate"], "sackli: error: argument COMMAND: invalid choice: 'frobnicate' (choose from "
+                         "'info', 'count', 'head', 'cat', 'get', 'verify', 'recover', 'convert', "
+                         "'demo') "
+                         "(see 'sackli --help')"),
+        (["cat"], "sackli cat: error: the following arguments are required: SPEC "
+                  "(see 'sackli cat --help')"),
+        (["cat", "small.bagz", "--format", "xml"],
+         "sackli cat: error: argument --format: invalid choice: 'xml' (choose from 'text', 'raw', "
+         "'hex', 'json') (see 'sackli cat --help')"),
+        (["cat", "small.bagz", "--bogus"],
+         "sackli: error: unrecognized arguments: --bogus (see 'sackli --help')"),
+        (["convert", "small.bagz", "out@*.bag", "--max-shard-bytes", "20XB"],
+         "sackli convert: error: argument --max-shard-bytes: '20XB' is not a size: write a number "
+         "of bytes, optionally with a unit: kB, MB, GB, TB (x1000) or KiB, MiB, GiB, TiB (x1024), "
+         "e.g. 20MB or 1GiB (see 'sackli convert --help')"),
+        (["convert", "small.bagz", "out.tfrecord.gz", "--gzip-level", "10"],
+         "sackli convert: error: argument --gzip-level: invalid choice: 10 (choose from 0, 1, 2, 3, "
+         "4, 5, 6, 7, 8, 9) (see 'sackli convert --help')"),
+    ],
+)
+def test_usage_errors_are_one_line_with_status_2(bag, args, line) -> None:
+    result = sackli_cli(*args, cwd=bag)
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert result.stderr.decode().splitlines() == [line]
+
+
+def test_negative_ranges_and_indices_need_no_equals_sign(bag) -> None:
+    assert ok("cat", "small.bagz", "--range", "-2:", cwd=bag) == b"line\\nbreak\n\\xff\\xfe\n"
+    assert ok("cat", "small.bagz", "--range", "-4:-3", cwd=bag) == b"\n"
+    assert ok("cat", "small.bagz", "--indices", "-1,0", "--format", "hex", cwd=bag) == b"fffe\n616c706861\n"
+    assert ok("cat", "--range", "-1:", "small.bagz", cwd=bag) == b"\\xff\\xfe\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("1000", 1000), ("20MB", 20_000_000), ("20mb", 20_000_000), ("1GiB", 1 << 30),
+     ("1gib", 1 << 30), ("1.5kB", 1500), ("2 KiB", 2048), ("7b", 7), ("1TB", 10**12),
+     ("0.5MiB", 1 << 19), ("3PiB", 3 << 50)],
+)
+def test_sizes_take_decimal_and_binary_units(text, size) -> None:
+    from sackli.cli._arguments import parse_size
+
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "MB", "20XB", "1e6", "-5", "20 M B", "1,000", "20k"])
+def test_sizes_refuse_anything_else(text) -> None:
+    import argparse
+
+    from sackli.cli._arguments import parse_size
+
+    with pytest.raises(argparse.ArgumentTypeError, match="is not a size"):
+        parse_size(text)
+
+
+def test_max_shard_bytes_takes_units(tmp_path) -> None:
+    write_bag(tmp_path / "in.bag", [b"r" * 100] * 95)
+    ok("convert", "in.bag", "out@*.bag", "--max-shard-bytes", "1kB", cwd=tmp_path)
+    assert len(sackli.Reader(tmp_path / "out@*.bag").paths) == 11  # 9 records per 1000 bytes
+
+
+# --- control characters -------------------------------------------------------------
+
+
+def test_text_output_escapes_control_characters(tmp_path) -> None:
+    records = [b"\x1b[31mred\x1b[0m", b"bell\x07 nul\x00 del\x7f", "c1 \u009b2J".encode(),
+               b"tab\tstays", b"cr\r\nlf", "caf\u00e9 \u2603".encode()]
+    write_bag(tmp_path / "ctl.bag", records)
+    assert ok("cat", "ctl.bag", cwd=tmp_path) == (
+        b"\\x1b[31mred\\x1b[0m\n"
+        b"bell\\x07 nul\\x00 del\\x7f\n"
+        b"c1 \\u009b2J\n"
+        b"tab\tstays\n"
+        b"cr\\r\\nlf\n"
+        + "caf\u00e9 \u2603\n".encode())
+    json_lines = ok("cat", "ctl.bag", "--format", "json", cwd=tmp_path)
+    assert b"\x1b" not in json_lines and b"\x7f" not in json_lines
+    assert "\u009b".encode() not in json_lines
+    assert [json.loads(line).encode() for line in json_lines.splitlines()] == records
+    assert ok("get", "ctl.bag", "0", cwd=tmp_path) == b"\\x1b[31mred\\x1b[0m\n"
+    assert ok("get", "ctl.bag", "0", "--format", "raw", cwd=tmp_path) == records[0]
+
+
+# --- corrupt records in cat and head ----------------------------------------------------
+
+
+def _bag_with_corrupt_records(folder, corrupt: list[int]) -> dict[int, int]:
+    """c.bagz: records b"record 0" ... b"record 9", those in `corrupt` damaged
+    (their zstd magic overwritten); returns their byte offsets."""
+    path = folder / "c.bagz"
+    write_bag(path, [b"record %d" % i for i in range(10)])
+    raw = sackli.Reader(path, compression=sackli.CompressionNone())
+    sizes = [len(r) for r in raw.read()]
+    raw.close()
+    data = bytearray(path.read_bytes())
+    offsets = {index: sum(sizes[:index]) for index in corrupt}
+    for offset in offsets.values():
+        data[offset:offset + 4] = b"XXXX"
+    path.write_bytes(bytes(data))
+    return offsets
+
+
+def test_cat_prints_the_records_before_a_corrupt_one_then_fails(tmp_path) -> None:
+    offsets = _bag_with_corrupt_records(tmp_path, [3])
+    result = sackli_cli("cat", "c.bagz", "--range", "0:10", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == b"record 0\nrecord 1\nrecord 2\n"
+    assert result.stderr.decode().splitlines() == [
+        f"sackli: error: index 3: c.bagz: record 3 is corrupt: not a zstd frame (byte offset "
+        f"{offsets[3]}) (--skip-corrupt goes on past it)"]
+    head = sackli_cli("head", "c.bagz", "-n", "5", cwd=tmp_path)
+    assert (head.returncode, head.stdout) == (1, b"record 0\nrecord 1\nrecord 2\n")
+
+
+def test_skip_corrupt_goes_on_and_reports_what_it_skipped(tmp_path) -> None:
+    offsets = _bag_with_corrupt_records(tmp_path, [3, 7])
+    result = sackli_cli("cat", "c.bagz", "--skip-corrupt", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == b"".join(b"record %d\n" % i for i in range(10) if i not in (3, 7))
+    assert result.stderr.decode().splitlines() == [
+        f"sackli: skipped index 3: c.bagz: record 3 is corrupt: not a zstd frame (byte offset {offsets[3]})",
+        f"sackli: skipped index 7: c.bagz: record 7 is corrupt: not a zstd frame (byte offset {offsets[7]})",
+        "sackli: skipped 2 corrupt record(s) of 10",
+    ]
+    # Indices in the bag, also for a range, --indices and head.
+    ranged = sackli_cli("cat", "c.bagz", "--range", "5:9", "--skip-corrupt", cwd=tmp_path)
+    assert ranged.stdout == b"record 5\nrecord 6\nrecord 8\n"
+    assert ranged.stderr.decode().splitlines()[0].startswith("sackli: skipped index 7: ")
+    chosen = sackli_cli("cat", "c.bagz", "--indices", "-3,9,0", "--skip-corrupt", "--format", "json",
+                        cwd=tmp_path)
+    assert chosen.stdout == b'"record 9"\n"record 0"\n'
+    assert chosen.stderr.decode().splitlines()[0].startswith("sackli: skipped index 7: ")
+    head = sackli_cli("head", "c.bagz", "-n", "3", "--skip-corrupt", cwd=tmp_path)
+    assert (head.returncode, head.stdout, head.stderr) == (0, b"record 0\nrecord 1\nrecord 2\n", b"")
+
+
+def test_indices_out_of_range_fail_before_printing(bag) -> None:
+    result = sackli_cli("cat", "small.bagz", "--indices", "0,5", cwd=bag)
+    assert (result.returncode, result.stdout) == (1, b"")
+    assert result.stderr == b"sackli: error: index 5 out of range for a reader of 5 records\n"
+
+
+# --- progress bars ---------------------------------------------------------------------
+
+
+def on_terminal(*args: str, cwd, stdout_on_terminal: bool = False) -> tuple[int, bytes, str]:
+    """Runs the CLI with stderr (and optionally stdout) on a pseudo-terminal
+    of 100 columns; returns (status, stdout, what the terminal showed)."""
+    import fcntl
+    import pty
+    import termios
+    import threading
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    process = subprocess.Popen(
+        ["sackli", *args], cwd=cwd, stdin=subprocess.DEVNULL, stderr=slave,
+        stdout=slave if stdout_on_terminal else subprocess.PIPE)
+    os.close(slave)
+    shown: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 1 << 16)
+            except OSError:  # EIO once the process has closed the terminal
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    stdout, _ = process.communicate(timeout=60)
+    reader.join(timeout=10)
+    os.close(master)
+    return process.returncode, stdout or b"", b"".join(shown).decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize(
+    ("args", "label"),
+    [
+        (["info", "p.bagz"], "info"),
+        (["verify", "p.bagz"], "verify"),
+        (["cat", "p.bagz"], "cat"),
+        (["head", "p.bagz", "-n", "1000"], "head"),
+        (["convert", "p.bagz", "p.tfrecord.gz"], "convert"),
+        (["convert", "p.bagz", "p@3.bag"], "convert"),
+    ],
+)
+def test_progress_bars_show_a_total_and_an_eta_on_a_terminal(tmp_path, args, label) -> None:
+    write_bag(tmp_path / "p.bagz", (b"%d" % i for i in range(3000)))
+    status, _, shown = on_terminal(*args, cwd=tmp_path)
+    assert status == 0, shown
+    total = "1,000" if label == "head" else "3,000"
+    # The first frame: no progress yet, so the ETA after "<" is still "?".
+    assert f"{label}:   0%|" in shown and f"| 0/{total} [00:00<?, ? records/s]" in shown
+    assert shown.endswith("\r")  # the bar is erased when done
+
+
+def test_no_progress_bar_when_records_go_to_the_terminal(tmp_path) -> None:
+    write_bag(tmp_path / "p.bagz", [b"only"])
+    status, _, shown = on_terminal("cat", "p.bagz", cwd=tmp_path, stdout_on_terminal=True)
+    assert (status, shown) == (0, "only\r\n")
+
+
+def test_convert_from_a_file_of_unknown_length_counts_without_a_total(tmp_path) -> None:
+    (tmp_path / "in.txt").write_bytes(b"a\nb\n")
+    status, _, shown = on_terminal("convert", "in.txt", "out.bag", cwd=tmp_path)
+    assert status == 0, shown
+    assert "convert: 0 records [00:00, ? records/s]" in shown
+
+
+# --- convert: existing destinations, bag names, gzip -----------------------------------
+
+
+def test_convert_refuses_to_overwrite_without_force(bag) -> None:
+    ok("convert", "small.bagz", "out.jsonl", cwd=bag)
+    (bag / "out.jsonl").write_bytes(b"precious\n")
+    assert fails("convert", "small.bagz", "out.jsonl", cwd=bag) == (
+        "sackli: error: out.jsonl exists; pass --force to overwrite it")
+    assert (bag / "out.jsonl").read_bytes() == b"precious\n"
+    ok("convert", "small.bagz", "out.jsonl", "--force", cwd=bag)
+    assert (bag / "out.jsonl").read_bytes().startswith(b'"alpha"\n')
+    # A bag's limits file counts: it may hold an interrupted write to recover.
+    (bag / "limits.out.bag").write_bytes(b"")
+    assert fails("convert", "small.bagz", "out.bag", cwd=bag) == (
+        "sackli: error: out.bag: limits.out.bag exist(s); pass --force to overwrite")
+
+
+def test_convert_refuses_existing_shards(tmp_path) -> None:
+    write_bag(tmp_path / "in.bag", [b"r" * 100] * 30)
+    ok("convert", "in.bag", "out@3.bag", cwd=tmp_path)
+    assert fails("convert", "in.bag", "out@3.bag", cwd=tmp_path) == (
+        "sackli: error: out@3.bag: out-00000-of-00003.bag and 2 more file(s) exist(s); "
+        "pass --force to overwrite")
+    # name@*: any shard of that name is in the way, whatever the count.
+    assert fails("convert", "in.bag", "out@*.bag", "--max-shard-bytes", "1kB", cwd=tmp_path) == (
+        "sackli: error: out@*.bag: out-00000-of-00003.bag and 2 more file(s) exist(s); "
+        "pass --force to overwrite")
+    # --force replaces the set: the old count's shards go, so out@* finds one set.
+    ok("convert", "in.bag", "out@*.bag", "--max-shard-bytes", "1kB", "--force", cwd=tmp_path)
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out"))
+    assert names == [f"out-{i:05d}-of-00004.bag" for i in range(4)]
+    assert len(sackli.Reader(tmp_path / "out@*.bag")) == 30
+
+
+def test_convert_refuses_an_existing_parquet_destination(tmp_path) -> None:
+    _events_parquet(tmp_path)
+    ok("convert", "events.parquet", "e@2.bagz", cwd=tmp_path)
+    assert fails("convert", "events.parquet", "e@2.bagz", cwd=tmp_path).endswith(
+        "exist(s); pass --force to overwrite")
+    ok("convert", "e@2.bagz", "back.parquet", cwd=tmp_path)
+    assert fails("convert", "e@2.bagz", "back.parquet", cwd=tmp_path) == (
+        "sackli: error: back.parquet exists; pass --force to overwrite it")
+    ok("convert", "e@2.bagz", "back.parquet", "--force", cwd=tmp_path)
+
+
+@pytest.mark.parametrize("name", ["x.parquet", "x", "x.bagz.tmp", "x@4.parquet", "x@*.txt"])
+def test_write_table_refuses_names_that_are_not_bags(tmp_path, name) -> None:
+    import pyarrow as pa
+
+    import sackli.arrow
+
+    with pytest.raises(ValueError, match=r"names end in \.bag \(raw records\) or \.bagz \(zstd\)"):
+        sackli.arrow.write_table(pa.table({"a": [1]}), tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_table_accepts_bag_names(tmp_path) -> None:
+    import pyarrow as pa
+
+    import sackli.arrow
+
+    table = pa.table({"a": [1, 2]})
+    for name in ["x.bag", "y.bagz", "z@2.bagz", f"posix:{tmp_path}/w.bag"]:
+        sackli.arrow.write_table(table, name if name.startswith("posix:") else tmp_path / name)
+    assert sackli.arrow.write_table(table, tmp_path / "s@*.bag", max_shard_bytes=1 << 20) == [
+        str(tmp_path / "s-00000-of-00001.bag")]
+
+
+def test_gzip_level(tmp_path) -> None:
+    import gzip
+
+    records = [b"%d words and some text that compresses %d" % (i, i % 7) for i in range(20_000)]
+    write_bag(tmp_path / "in.bag", records)
+    ok("convert", "in.bag", "six.tfrecord.gz", cwd=tmp_path)
+    ok("convert", "in.bag", "one.tfrecord.gz", "--gzip-level", "1", cwd=tmp_path)
+    ok("convert", "in.bag", "nine.jsonl.gz", "--gzip-level", "9", cwd=tmp_path)
+    six, one = (tmp_path / "six.tfrecord.gz").read_bytes(), (tmp_path / "one.tfrecord.gz").read_bytes()
+    assert gzip.decompress(six) == gzip.decompress(one) == tfrecord_spec.write(records)
+    assert len(one) > len(six)
+    assert gzip.decompress((tmp_path / "nine.jsonl.gz").read_bytes()).count(b"\n") == len(records)
+    ok("convert", "six.tfrecord.gz", "back.bag", cwd=tmp_path)
+    assert sackli.Reader(tmp_path / "back.bag").read() == records
+    assert fails("convert", "in.bag", "x.tfrecord", "--gzip-level", "3", cwd=tmp_path) == (
+        "sackli: error: --gzip-level applies to .gz destinations only")

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 
 from .._options import WriterOptions
+from .._shard_spec import split_shard_entry, strip_local_prefix
 from .._shard_writer import ShardSetWriter
 from ._encode import make_encoder
 from ._inputs import open_table_stream
@@ -31,6 +32,23 @@ def _pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = max(1, min(_PIECE_ROWS, int(_PIECE_BYTES / row_bytes)))
         for start in range(0, batch.num_rows, rows):
             yield batch.slice(start, rows)
+
+
+# What a bag's name ends in: `.bag` (raw records) or `.bagz` (zstd).
+_BAG_SUFFIXES = (".bag", ".bagz")
+
+
+def _check_bag_name(spec: str) -> None:
+    """Raises ValueError unless `spec` (a path, `name@N.ext` or `name@*.ext`)
+    names a bag, so that `write_table(t, "x.parquet")` does not write a bag
+    called x.parquet."""
+    sharded = split_shard_entry(strip_local_prefix(spec))
+    name = spec if sharded is None else sharded[2]
+    if not name.endswith(_BAG_SUFFIXES):
+        raise ValueError(
+            f"{spec}: write_table writes bags, whose names end in .bag (raw records) or .bagz "
+            "(zstd), e.g. out.bagz, out@8.bagz or out@*.bagz; to write Parquet, use "
+            "pyarrow.parquet.write_table")
 
 
 def _progress_bar(total: int | None, enabled: bool | None) -> Any:
@@ -94,6 +112,7 @@ def write_table(
     spec = os.fspath(file_spec)
     if not isinstance(spec, str):
         raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(spec).__name__}")
+    _check_bag_name(spec)
     stream = open_table_stream(data)
     encoder = make_encoder(stream.schema, column, encoding, skip_nulls)
     # Nulls left out make the number of records unknown until the end.

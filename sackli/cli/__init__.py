@@ -2,7 +2,8 @@
 
 `main(argv)` parses the arguments, runs one subcommand and returns the exit
 status: 0 on success, 1 when the subcommand fails or finds problems, 2 for
-wrong arguments. Errors are one line on stderr, never a traceback.
+wrong arguments (usage errors). Errors are one line on stderr, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Callable, Sequence
 
 import sackli
 
+from ._arguments import join_negative_values
 from ._commands import build_parser
 from ._errors import error_message
 
@@ -51,5 +53,6 @@ def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace)
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the `sackli` command line with `argv` (default: sys.argv[1:])."""
     parser = build_parser(_PROGRAM)
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(join_negative_values(argv))
     return _run(args.command, args)

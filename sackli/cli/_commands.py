@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 import sackli
 
 from . import _convert, _demo, _inspect, _print, _recover, _verify
+from ._arguments import OneLineParser, parse_size
 from ._reading import add_spec_argument, reader_options_parser
 
 _DESCRIPTION = "Inspect, print, verify, recover and convert Bagz record files."
@@ -36,13 +37,13 @@ def _add(
         epilog="example:\n" + textwrap.indent(example.strip(), "  "),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(command=command)
+    parser.set_defaults(command=command, command_name=name)
     return parser
 
 
 def build_parser(program: str) -> argparse.ArgumentParser:
     """The `sackli` parser with all its subcommands."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=program, description=_DESCRIPTION, epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -65,18 +66,23 @@ def build_parser(program: str) -> argparse.ArgumentParser:
     add_spec_argument(head)
     head.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10)")
     _print.add_format_argument(head)
+    _print.add_skip_corrupt_argument(head)
 
     cat = _add(subparsers, "cat", _print.cat, "Print all records, a range, or chosen indices.",
                "sackli cat train.bagz --range 100:200 --format hex\n"
-               "sackli cat train.bagz --indices 5,3,-1 --format raw > records.bin", reading)
+               "sackli cat train.bagz --range -3:\n"
+               "sackli cat train.bagz --indices 5,3,-1 --format raw > records.bin\n"
+               "sackli cat damaged.bagz --skip-corrupt > good.txt", reading,
+               "A corrupt record stops the output after the records before it, with an error; "
+               "--skip-corrupt goes on past it.")
     add_spec_argument(cat)
     selection = cat.add_mutually_exclusive_group()
     selection.add_argument("--range", metavar="A:B",
                            help="records A (inclusive) to B (exclusive); either may be "
-                                "omitted, negatives count from the end (write --range=-3: so the "
-                                "minus is not taken for an option)")
+                                "omitted, negatives count from the end (e.g. --range -3:)")
     selection.add_argument("--indices", metavar="I,J,...", help="these records, in this order")
     _print.add_format_argument(cat)
+    _print.add_skip_corrupt_argument(cat)
 
     get = _add(subparsers, "get", _print.get, "Print the record at one index.",
                "sackli get train.bagz -1 --format raw > last.bin", reading)
@@ -106,7 +112,7 @@ def build_parser(program: str) -> argparse.ArgumentParser:
         "Recompress, reshard, or import/export TFRecord, JSON Lines, text and Parquet.",
         "sackli convert train.bag train.bagz --level 9\n"
         "sackli convert 'in@*.bagz' out@16.bagz\n"
-        "sackli convert in.bagz 'out@*.bagz' --max-shard-bytes 100000000\n"
+        "sackli convert in.bagz 'out@*.bagz' --max-shard-bytes 100MB\n"
         "sackli convert data.tfrecord data.bagz\n"
         "sackli convert data.bagz data.jsonl\n"
         "sackli convert events.parquet events@8.bagz\n"
@@ -117,21 +123,30 @@ def build_parser(program: str) -> argparse.ArgumentParser:
         'JSON string, {"base64": ...}, or any other JSON value kept as its text) and text '
         "(.txt, one record per line). Parquet (.parquet, a file or a folder of them) converts "
         "to and from bags through sackli.arrow (needs pyarrow): a row becomes a record. "
-        "Records stream in bounded memory; a progress bar shows on a terminal.",
+        "Records stream in bounded memory; a progress bar shows on a terminal. An existing "
+        "destination is refused unless --force is given.",
     )
     convert.add_argument("src", metavar="SRC", help="source: a bag spec, or TFRecord, JSON "
                          "Lines or text files (a path or a shard spec)")
     convert.add_argument("dst", metavar="DST", help="destination: a path, name@N.ext (N "
                          "shards) or name@*.ext (with --max-shard-bytes)")
     output = convert.add_argument_group("output options")
+    output.add_argument("--force", action="store_true",
+                        help="overwrite the destination if it exists (for name@*.ext: replace "
+                             "the shards of that name, whatever their count)")
     output.add_argument("--level", type=int, help="zstd level for .bagz (default 3)")
     output.add_argument("--dictionary", metavar="FILE",
                         help="zstd dictionary to compress .bagz records with")
     output.add_argument("--output-limits-placement", choices=list(sackli.LimitsPlacement.__members__),
                         default="TAIL", help="limits placement of the output bag (default TAIL)")
-    output.add_argument("--max-shard-bytes", type=int, metavar="BYTES",
+    output.add_argument("--max-shard-bytes", type=parse_size, metavar="SIZE",
                         help="with DST name@*.ext: start a new shard before one would exceed "
-                             "BYTES (records counted at their uncompressed size)")
+                             "SIZE bytes (records counted at their uncompressed size); units "
+                             "kB, MB, GB (x1000) and KiB, MiB, GiB (x1024) are understood, "
+                             "e.g. 500MB or 1GiB")
+    output.add_argument("--gzip-level", type=int, choices=range(10), metavar="0-9",
+                        help="gzip level for .gz destinations (default 6, as gzip's; 9 is a "
+                             "few percent smaller and 2-3 times slower)")
     parquet = convert.add_argument_group("Parquet options")
     parquet.add_argument("--encoding", choices=["arrow", "json"], default="arrow",
                          help="Parquet -> bag: a row becomes a one-row Arrow IPC message "

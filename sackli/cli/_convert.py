@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any, Iterator
 
 from .._shard_spec import split_shard_entry, shard_name
 from .._shard_writer import even_split
 from ._endpoints import (
     BAG, PARQUET, RECORD_OVERHEAD, Source, check_output_options, files_of, format_of,
-    open_writer, remove_quietly,
+    open_writer, refuse_existing, remove_other_shard_sets, remove_quietly,
 )
 from ._parquet import convert_parquet
+from ._progress import progress
 
 
 class _RecordStream:
@@ -68,14 +68,6 @@ class _RecordStream:
         taken = self._pending[self._offset:end]
         self._offset = end
         return taken
-
-
-def _progress(total: int | None) -> Any:
-    """A progress bar on stderr when it is a terminal; otherwise silent."""
-    from tqdm import tqdm  # only convert needs it
-
-    return tqdm(total=total, unit=" records", unit_scale=True, file=sys.stderr,
-                disable=not sys.stderr.isatty(), leave=False)
 
 
 class _Conversion:
@@ -168,6 +160,8 @@ def convert(args: argparse.Namespace) -> int:
     source_kind, kind = format_of(args.src), format_of(args.dst)
     check_output_options(kind, args.dst, args)
     if PARQUET in (source_kind, kind):
+        if not args.force:
+            refuse_existing(kind, args.dst)
         return convert_parquet(source_kind, kind, args)
     if args.column is not None or args.skip_nulls or args.encoding != "arrow" or args.decode != "auto":
         raise ValueError("--column, --skip-nulls, --encoding and --decode apply to Parquet "
@@ -187,10 +181,15 @@ def convert(args: argparse.Namespace) -> int:
         paths = [shard_name(base, i, int(count), suffix) for i in range(int(count))]
         counts = list(even_split(source.count(), int(count)))
     _check_distinct(source, [] if by_size else paths)
+    if not args.force:
+        refuse_existing(kind, args.dst)
 
-    total = None if None in counts or by_size else sum(c for c in counts if c is not None)
-    with _progress(total) as progress:
-        run = _Conversion(source, kind, args, progress)
+    if source_kind == BAG:
+        total: int | None = source.count()  # a bag knows its length
+    else:
+        total = None if None in counts or by_size else sum(c for c in counts if c is not None)
+    with progress(total, "convert") as bar:
+        run = _Conversion(source, kind, args, bar)
         try:
             if by_size:
                 assert sharded is not None
@@ -200,6 +199,8 @@ def convert(args: argparse.Namespace) -> int:
         except BaseException:
             remove_quietly(run.created)
             raise
+    if args.force:
+        remove_other_shard_sets(kind, args.dst, paths)
     shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
     print(f"converted {run.records} records from {args.src} to {shown}")
     return 0

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import itertools
 import os
+import re
 from typing import Any, Callable, Iterable, Iterator
 
 import sackli
 
 from .. import formats
-from .._shard_spec import expand_file_spec
+from .._shard_spec import expand_file_spec, shard_name, split_shard_entry
 from .._shard_writer import files_of as bag_files_of
 from ._reading import iter_batches, open_reader, read_file
 
@@ -119,6 +121,8 @@ def check_output_options(kind: str, spec: str, args: argparse.Namespace) -> None
     compressed = kind == BAG and spec.endswith(".bagz")
     if not compressed and (args.level is not None or args.dictionary):
         raise ValueError("--level and --dictionary apply to .bagz destinations only")
+    if args.gzip_level is not None and not spec.endswith(".gz"):
+        raise ValueError("--gzip-level applies to .gz destinations only")
     if kind not in (BAG, PARQUET) and args.output_limits_placement != "TAIL":
         raise ValueError("--output-limits-placement applies to bag destinations only")
 
@@ -129,13 +133,68 @@ def open_writer(kind: str, path: str, args: argparse.Namespace) -> Any:
         return sackli.Writer(path, **bag_writer_options(path, args))
     writer_type = {TFRECORD: formats.TFRecordWriter, JSON_LINES: formats.JsonLinesWriter,
                    TEXT: formats.TextLinesWriter}[kind]
-    return writer_type(path)
+    level = formats.DEFAULT_GZIP_LEVEL if args.gzip_level is None else args.gzip_level
+    return writer_type(path, gzip_level=level)
 
 
 def files_of(kind: str, path: str) -> list[str]:
     """The files a writer of `kind` creates for `path` (a bag may leave
     `limits.<name>` beside it)."""
     return bag_files_of(path) if kind == BAG else [path]
+
+
+def _shard_sets(base: str, suffix: str) -> dict[int, list[str]]:
+    """The shards on disk named `base-NNNNN-of-MMMMM<suffix>`, by count M."""
+    folder = os.path.dirname(base) or "."
+    shape = re.compile(re.escape(os.path.basename(base)) + r"-\d{5}-of-(\d{5})" + re.escape(suffix))
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return {}
+    sets: dict[int, list[str]] = {}
+    for name in names:
+        match = shape.fullmatch(name)
+        if match:
+            sets.setdefault(int(match.group(1)), []).append(os.path.join(os.path.dirname(base), name))
+    return sets
+
+
+def _destination_files(kind: str, spec: str) -> list[str]:
+    """The files of the destination `spec` that exist now (for name@*.ext:
+    every shard of that name, whatever the count)."""
+    sharded = split_shard_entry(spec)
+    if sharded is None:
+        paths = [spec]
+    elif sharded[1] == "*":
+        paths = [path for shards in _shard_sets(sharded[0], sharded[2]).values() for path in shards]
+    else:
+        base, count, suffix = sharded
+        paths = [shard_name(base, i, int(count), suffix) for i in range(int(count))]
+    return [file for path in paths for file in files_of(kind, path) if os.path.lexists(file)]
+
+
+def refuse_existing(kind: str, spec: str) -> None:
+    """Raises FileExistsError when writing `spec` would replace files."""
+    existing = _destination_files(kind, spec)
+    if existing == [spec]:
+        raise FileExistsError(errno.EEXIST, f"{spec} exists; pass --force to overwrite it")
+    if existing:
+        what = existing[0] + (f" and {len(existing) - 1} more file(s)" if len(existing) > 1 else "")
+        raise FileExistsError(
+            errno.EEXIST, f"{spec}: {what} exist(s); pass --force to overwrite")
+
+
+def remove_other_shard_sets(kind: str, spec: str, written: list[str]) -> None:
+    """After `--force` wrote the shards `written` of `spec`, deletes the
+    shards of the same name with another count, so that `name@*` finds one
+    set."""
+    sharded = split_shard_entry(spec)
+    if sharded is None:
+        return
+    base, _, suffix = sharded
+    for paths in _shard_sets(base, suffix).values():
+        if not set(paths) & set(written):
+            remove_quietly(file for path in paths for file in files_of(kind, path))
 
 
 def remove_quietly(paths: Iterable[str]) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import sackli
 
+from ._progress import progress
 from ._reading import open_reader
 
 _HISTOGRAM_BAR = 40
@@ -53,13 +54,16 @@ def _compression(paths: list[str], args: argparse.Namespace) -> str:
 
 
 def _record_sizes(reader: sackli.Reader) -> collections.Counter[int]:
-    """How many records of each decoded size the reader holds."""
+    """How many records of each decoded size the reader holds (with a
+    progress bar on a terminal: compressed records are decoded)."""
     sizes: collections.Counter[int] = collections.Counter()
     batch = _SIZE_BATCH_RECORDS
-    for start in range(0, len(reader), batch):
-        count = min(batch, len(reader) - start)
-        offsets = memoryview(reader._read_packed(start, count)[1])
-        sizes.update(end - begin for begin, end in itertools.pairwise(offsets))
+    with progress(len(reader), "info") as bar:
+        for start in range(0, len(reader), batch):
+            count = min(batch, len(reader) - start)
+            offsets = memoryview(reader._read_packed(start, count)[1])
+            sizes.update(end - begin for begin, end in itertools.pairwise(offsets))
+            bar.update(count)
     return sizes
 
 

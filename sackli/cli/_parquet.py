@@ -15,7 +15,8 @@ from typing import Any
 
 import sackli
 
-from ._endpoints import BAG, PARQUET, bag_writer_options, remove_quietly
+from ._endpoints import BAG, PARQUET, bag_writer_options, remove_other_shard_sets, remove_quietly
+from ._progress import progress
 from ._reading import open_reader
 
 
@@ -36,6 +37,8 @@ def _to_bag(args: argparse.Namespace) -> int:
         args.src, args.dst, column=args.column, encoding=args.encoding,
         skip_nulls=args.skip_nulls, options=sackli.Writer.Options(**bag_writer_options(args.dst, args)),
         max_shard_bytes=args.max_shard_bytes)
+    if args.force:
+        remove_other_shard_sets(BAG, args.dst, paths)
     shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
     print(f"converted {args.src} to {shown}")
     return 0
@@ -60,10 +63,12 @@ def _to_parquet(args: argparse.Namespace) -> int:
     temp = f"{args.dst}.sackli-partial"
     rows = 0
     try:
-        with pq.ParquetWriter(temp, batches.schema) as writer:
+        with pq.ParquetWriter(temp, batches.schema) as writer, \
+                progress(len(reader), "convert", unit=" rows") as bar:
             for batch in batches:
                 writer.write_batch(batch)
                 rows += batch.num_rows
+                bar.update(batch.num_rows)
         os.replace(temp, args.dst)
     except BaseException:
         remove_quietly([temp])

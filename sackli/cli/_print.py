@@ -1,31 +1,49 @@
-"""`sackli head`, `cat` and `get`: print records in a chosen format."""
+"""`sackli head`, `cat` and `get`: print records in a chosen format.
+
+A corrupt record stops the output after every record before it has been
+printed, with the error; `--skip-corrupt` reports it on stderr (its index and
+the error) and goes on, says at the end how many were skipped, and exits
+with status 1 if any was.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
-from typing import BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Sequence
 
 import sackli
 
 from ..formats.lines import record_to_json
-from ._reading import batch_records, iter_batches, open_reader
+from ._progress import progress
+from ._reading import BadRecord, batch_records, open_reader, read_checked
 
 FORMAT_HELP = (
-    "how records are printed: text (default; UTF-8 with invalid bytes as \\xNN and "
-    "newlines as \\n, one record per line), raw (the bytes as they are, nothing between "
-    "records; for pipes), hex (one record per line), json (one JSON string per line; a "
-    'record that is not UTF-8 is printed as {"base64": "..."})'
+    "how records are printed: text (default; UTF-8 with invalid bytes as \\xNN, newlines as "
+    "\\n and other control characters escaped, one record per line), raw (the bytes as they "
+    "are, nothing between records; for pipes), hex (one record per line), json (one JSON "
+    'string per line; a record that is not UTF-8 is printed as {"base64": "..."})'
 )
+
+# Control characters would move the cursor, change colours or worse on a
+# terminal: C0 (but tab), DEL and C1 are printed as escapes.
+_TEXT_ESCAPES = str.maketrans(
+    {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F] if code != 0x09}
+    | {code: f"\\u{code:04x}" for code in range(0x80, 0xA0)}
+    | {0x0A: "\\n", 0x0D: "\\r"}
+)
+# JSON already escapes C0; DEL and C1 become \u escapes (the same JSON value).
+_JSON_ESCAPES = str.maketrans({code: f"\\u{code:04x}" for code in [0x7F, *range(0x80, 0xA0)]})
 
 
 def _text(record: bytes) -> bytes:
     text = record.decode("utf-8", "backslashreplace")
-    return text.replace("\n", "\\n").replace("\r", "\\r").encode("utf-8") + b"\n"
+    return text.translate(_TEXT_ESCAPES).encode("utf-8") + b"\n"
 
 
 def _json(record: bytes) -> bytes:
-    return record_to_json(record).encode("utf-8") + b"\n"
+    return record_to_json(record).translate(_JSON_ESCAPES).encode("utf-8") + b"\n"
 
 
 FORMATTERS: dict[str, Callable[[bytes], bytes]] = {
@@ -41,13 +59,12 @@ def add_format_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=list(FORMATTERS), default="text", help=FORMAT_HELP)
 
 
-def write_records(batches: Iterable[list[bytes]], format_name: str, out: BinaryIO | None = None) -> None:
-    """Writes batches of records to `out` (stdout) in the named format."""
-    out = out or sys.stdout.buffer
-    formatter = FORMATTERS[format_name]
-    for batch in batches:
-        out.write(b"".join(map(formatter, batch)))
-    out.flush()
+def add_skip_corrupt_argument(parser: argparse.ArgumentParser) -> None:
+    """The --skip-corrupt option of `head` and `cat`."""
+    parser.add_argument(
+        "--skip-corrupt", action="store_true",
+        help="go on past records that do not decode: each is reported on stderr with its "
+             "index and error, then how many were skipped; the exit status is 1 if any was")
 
 
 def parse_range(text: str) -> slice:
@@ -69,10 +86,61 @@ def parse_indices(text: str) -> list[int]:
         raise ValueError(f"--indices {text!r} is not a comma-separated list of integers") from None
 
 
-def _index_batches(reader: sackli.Reader, indices: list[int]) -> Iterable[list[bytes]]:
-    step = batch_records(reader)
-    for start in range(0, len(indices), step):
-        yield reader.read_indices(indices[start : start + step])
+@dataclasses.dataclass
+class _Selection:
+    """Records to print: `count` positions, read by `fetch(start, count)`;
+    `index(position)` is a position's index in the bag, for messages."""
+
+    count: int
+    fetch: Callable[[int, int], list[bytes]]
+    index: Callable[[int], int]
+    batch: int
+
+
+def _range_selection(reader: sackli.Reader, selection: slice) -> _Selection:
+    start, _, step = selection.indices(len(reader))
+    view = reader[selection]
+    return _Selection(len(view), view.read_range, lambda position: start + position * step,
+                      batch_records(reader))
+
+
+def _index_selection(reader: sackli.Reader, indices: Sequence[int]) -> _Selection:
+    size = len(reader)
+    for index in indices:  # all checked before anything is printed
+        if not -size <= index < size:
+            raise IndexError(f"index {index} out of range for a reader of {size} records")
+    resolved = [index % size for index in indices]
+    return _Selection(len(resolved), lambda start, count: reader.read_indices(resolved[start:start + count]),
+                      resolved.__getitem__, batch_records(reader))
+
+
+def _print_selection(selection: _Selection, args: argparse.Namespace) -> int:
+    """Prints the records in args.format; returns the exit status."""
+    out: BinaryIO = sys.stdout.buffer
+    formatter = FORMATTERS[args.format]
+    skipped = 0
+    # The bar shows when the records go to a file or a pipe, not to the terminal.
+    with progress(selection.count, args.command_name, show=not sys.stdout.isatty()) as bar:
+        for start in range(0, selection.count, selection.batch):
+            count = min(selection.batch, selection.count - start)
+            for item in read_checked(selection.fetch, start, count):
+                if not isinstance(item, BadRecord):
+                    out.write(b"".join(map(formatter, item)))
+                    continue
+                out.flush()
+                index = selection.index(item.position)
+                if not args.skip_corrupt:
+                    raise sackli.CorruptionError(
+                        f"index {index}: {item.error} (--skip-corrupt goes on past it)")
+                skipped += 1
+                bar.clear()
+                print(f"sackli: skipped index {index}: {item.error}", file=sys.stderr, flush=True)
+            bar.update(count)
+    out.flush()
+    if skipped:
+        print(f"sackli: skipped {skipped} corrupt record(s) of {selection.count}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def head(args: argparse.Namespace) -> int:
@@ -80,24 +148,24 @@ def head(args: argparse.Namespace) -> int:
     if args.n < 0:
         raise ValueError(f"-n must be >= 0, not {args.n}")
     reader = open_reader(args.spec, args)
-    write_records(iter_batches(reader[: args.n]), args.format)
-    return 0
+    return _print_selection(_range_selection(reader, slice(0, args.n)), args)
 
 
 def cat(args: argparse.Namespace) -> int:
     """Prints all records, a range, or chosen indices."""
     reader = open_reader(args.spec, args)
     if args.indices is not None:
-        batches = _index_batches(reader, parse_indices(args.indices))
+        selection = _index_selection(reader, parse_indices(args.indices))
     else:
-        selection = parse_range(args.range) if args.range is not None else slice(None)
-        batches = iter_batches(reader[selection])
-    write_records(batches, args.format)
-    return 0
+        chosen = parse_range(args.range) if args.range is not None else slice(None)
+        selection = _range_selection(reader, chosen)
+    return _print_selection(selection, args)
 
 
 def get(args: argparse.Namespace) -> int:
     """Prints the record at one index."""
     reader = open_reader(args.spec, args)
-    write_records([[reader[args.index]]], args.format)
+    out: Any = sys.stdout.buffer
+    out.write(FORMATTERS[args.format](reader[args.index]))
+    out.flush()
     return 0

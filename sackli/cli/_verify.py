@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import sackli
 
 from .._shard_spec import expand_file_spec
 from ._errors import error_message
-from ._reading import batch_records, reader_options
+from ._progress import progress, progress_shown
+from ._reading import BadRecord, batch_records, read_checked, reader_options
 
 
 class _FailFast(Exception):
@@ -35,24 +36,17 @@ class _ShardCheck:
 
 def _bad_records(reader: sackli.Reader, start: int, count: int) -> Iterator[tuple[int, str]]:
     """(local index, error message) of every record in [start, start+count)
-    that does not decode: reads the range whole and, when that fails, splits
-    it in halves, so only damaged regions are read record by record."""
-    try:
-        reader.read_range(start, count)
-        return
-    except sackli.CorruptionError as error:
-        if count == 1:
-            yield start, str(error)
-            return
-    half = count // 2
-    yield from _bad_records(reader, start, half)
-    yield from _bad_records(reader, start + half, count - half)
+    that does not decode (only damaged regions are read record by record)."""
+    for item in read_checked(reader.read_range, start, count):
+        if isinstance(item, BadRecord):
+            yield item.position, str(item.error)
 
 
 def _check_shard(
-    check: _ShardCheck, args: argparse.Namespace, report: Callable[[str], None]
+    check: _ShardCheck, args: argparse.Namespace, report: Callable[[str], None], bar: Any
 ) -> int | None:
-    """Checks one shard; returns its record count (None when it cannot be opened)."""
+    """Checks one shard, counting its records on `bar`; returns its record
+    count (None when it cannot be opened)."""
     try:
         reader = sackli.Reader(check.path, **reader_options(args, sharded=False))
     except (sackli.CorruptionError, OSError) as error:
@@ -60,11 +54,26 @@ def _check_shard(
         return None
     step = batch_records(reader)
     for start in range(0, len(reader), step):
-        for local, message in _bad_records(reader, start, min(step, len(reader) - start)):
+        count = min(step, len(reader) - start)
+        for local, message in _bad_records(reader, start, count):
             where = check.global_index(local)
             global_text = "unknown" if where is None else str(where)
             report(f"global index {global_text} (shard {check.shard}, record {local}): {message}")
+        bar.update(count)
     return len(reader)
+
+
+def _total_records(paths: list[str], args: argparse.Namespace) -> int | None:
+    """The records of all the shards that open (for the progress bar), or
+    None when none does."""
+    total = None
+    for path in paths:
+        try:
+            with sackli.Reader(path, **reader_options(args, sharded=False)) as reader:
+                total = (total or 0) + len(reader)
+        except (sackli.CorruptionError, OSError):
+            pass  # reported when its turn comes
+    return total
 
 
 def verify(args: argparse.Namespace) -> int:
@@ -72,8 +81,12 @@ def verify(args: argparse.Namespace) -> int:
     paths = expand_file_spec(args.spec)
     problems: list[str] = []
 
+    total = _total_records(paths, args) if progress_shown() else None
+    bar = progress(total, "verify")
+
     def report(problem: str) -> None:
         problems.append(problem)
+        bar.clear()
         print(problem, flush=True)
         if args.fail_fast:
             raise _FailFast
@@ -82,12 +95,13 @@ def verify(args: argparse.Namespace) -> int:
     start: int | None = 0
     records = 0
     try:
-        for shard, path in enumerate(paths):
-            check = _ShardCheck(path, shard, len(paths), start, interleaved)
-            size = _check_shard(check, args, report)
-            records += size or 0
-            # Past a shard of unknown size, concatenated global indices are unknown.
-            start = None if start is None or size is None else start + size
+        with bar:
+            for shard, path in enumerate(paths):
+                check = _ShardCheck(path, shard, len(paths), start, interleaved)
+                size = _check_shard(check, args, report, bar)
+                records += size or 0
+                # Past a shard of unknown size, concatenated global indices are unknown.
+                start = None if start is None or size is None else start + size
         if not problems:
             # Each shard is fine; the set must also fit the layout.
             try:
