@@ -79,7 +79,8 @@ def render(rows: list[dict[str, Any]], path: str, env: dict[str, str], repeat: i
     handles, labels = axes.flat[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="upper right", fontsize=8)
     figure.suptitle(
-        f"sackli {env['sackli']} vs bagz {env['bagz']}: speed-up per workload, median of {repeat} runs\n"
+        f"sackli {env['sackli']} vs bagz {env['bagz']}: speed-up per workload, bagz's median time "
+        f"over the median time of {repeat} runs\n"
         f"{env['machine']}, Python {env['python']}, zstd {env['zstd (sackli)']} (sackli, ceiling) / "
         f"{env['zstd (bagz)']} (bagz)\ncommand: {env['command']}",
         fontsize=10,

@@ -2,13 +2,17 @@
 
 Generates deterministic data, then runs every workload for sackli and for
 bagz in turn (alternating which goes first), `--repeat` times, with the page
-cache warm. The table shows the median time of each, the speed-up of sackli
-(the median of the per-repetition ratios bagz time / sackli time: above 1
-means sackli is faster) and a "ceiling": `benchmarks/ceiling.cc`, compiled at
-run time, which does the same I/O and decompression in C++ without Python
-objects (mmap, parse the limits, memcpy or ZSTD_decompressDCtx each record
-into a reused buffer; one thread for per-record loops, one per core for
-batch reads). "ceiling/bagz" is bagz's median over the ceiling's median.
+cache warm. The table shows the median time of each; the speed-up of sackli,
+"bagz/sackli": bagz's median time over sackli's (above 1 means sackli is
+faster), which a reader can check against the two times; "per rep.": the
+median of the per-repetition ratios bagz time / sackli time (when the two
+differ much, the workload's times vary from run to run); and a "ceiling":
+`benchmarks/ceiling.cc`, compiled at run time, which does the same I/O and
+decompression in C++ without Python objects (mmap, parse the limits, memcpy
+or ZSTD_decompressDCtx each record into a reused buffer; one thread for
+per-record loops, one per core for batch reads). "bagz/ceiling" is bagz's
+median over the ceiling's median; a "†" marks a ceiling whose median is
+above sackli's (it measured slower there, so it is no bound in that row).
 
 Datasets (each as .bag and as .bagz, zstd level 3):
   1 KiB records: 200,000; 20,000 random reads; 200 slices of 1,000 records;
@@ -322,7 +326,10 @@ def compare(workload: Workload, data: Data, repeat: int) -> dict[str, Any]:
     return {
         "sackli_s": statistics.median(times["sackli"]),
         "bagz_s": statistics.median(times["bagz"]),
-        "speedup": statistics.median(ratios),
+        # Ratio of the medians, checkable against the times shown; the
+        # median of the per-repetition ratios tells how steady they were.
+        "speedup": statistics.median(times["bagz"]) / statistics.median(times["sackli"]),
+        "speedup_per_rep": statistics.median(ratios),
         "times": times,
     }
 
@@ -458,21 +465,28 @@ def read_peak_memory(data: Data) -> dict[str, float]:
     return ratios
 
 
+def ceiling_mark(row: dict[str, Any]) -> str:
+    """"†" when the ceiling's median is above sackli's (no bound there)."""
+    return "†" if row["ceiling_s"] and row["ceiling_s"] > row["sackli_s"] else ""
+
+
 def format_line(row: dict[str, Any]) -> str:
     ceiling = ceiling_speedup(row)
     return (f"{row['records']:5} {row['format']:5} {row['workload']:42} sackli {seconds_text(row['sackli_s']):>9}  "
-            f"bagz {seconds_text(row['bagz_s']):>9}  x{row['speedup']:<6.2f} ceiling "
-            f"{seconds_text(row['ceiling_s']):>9}" + (f"  x{ceiling:.2f}" if ceiling else ""))
+            f"bagz {seconds_text(row['bagz_s']):>9}  x{row['speedup']:<6.2f} (per rep. x{row['speedup_per_rep']:<6.2f}) "
+            f"ceiling {seconds_text(row['ceiling_s']):>9}"
+            + (f"  x{ceiling:.2f}{ceiling_mark(row)}" if ceiling else ""))
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| records | format | workload | sackli | bagz | ceiling | sackli/bagz | ceiling/bagz |",
-             "|---|---|---|--:|--:|--:|--:|--:|"]
+    lines = ["| records | format | workload | sackli | bagz | ceiling | bagz/sackli | per rep. | bagz/ceiling |",
+             "|---|---|---|--:|--:|--:|--:|--:|--:|"]
     for row in rows:
         ceiling = ceiling_speedup(row)
         lines.append(f"| {row['records']} | {row['format']} | {row['workload']} | {seconds_text(row['sackli_s'])} "
                      f"| {seconds_text(row['bagz_s'])} | {seconds_text(row['ceiling_s'])} | {row['speedup']:.2f}x "
-                     f"| {f'{ceiling:.2f}x' if ceiling else '–'} |")
+                     f"| {row['speedup_per_rep']:.2f}x "
+                     f"| {f'{ceiling:.2f}x{ceiling_mark(row)}' if ceiling else '–'} |")
     return "\n".join(lines)
 
 
