@@ -408,6 +408,9 @@ def test_demo_runs(tmp_path) -> None:
             "not a zstd frame (byte offset 0)") in out
     assert "log.bag: recovered 100 record(s)\n" in out
     assert out.endswith("That was sackli. Try `sackli COMMAND --help` for each command's options.\n")
+    again = sackli_cli("demo", "--dir", "d", cwd=tmp_path)  # the same folder again
+    assert again.returncode == 0, again.stderr.decode()
+    assert again.stdout.decode().replace("\n", "") == out.replace("\n", "")
 
 
 # --- Parquet --------------------------------------------------------------------

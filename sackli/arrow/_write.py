@@ -55,8 +55,11 @@ def _progress_bar(total: int | None, enabled: bool | None) -> Any:
     from tqdm import tqdm
 
     show = sys.stderr.isatty() if enabled is None else enabled
+    # Counts as integers ("0/1,000", not tqdm's scaled "0.00/1.00k"), then the ETA.
+    bar_format = ("{desc}{percentage:3.0f}%|{bar}| {n:,}/{total:,} [{elapsed}<{remaining}, {rate_fmt}]"
+                  if total is not None else "{desc}{n:,}{unit} [{elapsed}, {rate_fmt}]")
     return tqdm(total=total, unit=" rows", unit_scale=True, file=sys.stderr,
-                disable=not show, leave=False)
+                disable=not show, leave=False, bar_format=bar_format)
 
 
 def write_table(

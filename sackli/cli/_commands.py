@@ -132,8 +132,9 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                          "shards) or name@*.ext (with --max-shard-bytes)")
     output = convert.add_argument_group("output options")
     output.add_argument("--force", action="store_true",
-                        help="overwrite the destination if it exists (for name@*.ext: replace "
-                             "the shards of that name, whatever their count)")
+                        help="overwrite the destination if it exists (for a shard set, the "
+                             "shards of the same name with another count are removed once the "
+                             "new set is written, so that name@* finds one set)")
     output.add_argument("--level", type=int, help="zstd level for .bagz (default 3)")
     output.add_argument("--dictionary", metavar="FILE",
                         help="zstd dictionary to compress .bagz records with")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import shlex
@@ -36,6 +37,17 @@ def _damage(path: str, offset: int) -> None:
         file.write(b"\xde\xad\xbe\xef")
 
 
+# What a run leaves in its folder (removed first, so that --dir can be reused).
+_SAMPLE_FILES = ["animals.jsonl", "zoo-*-of-*.bagz", "zoo.tfrecord", "small-*-of-*.bag",
+                 "log.bag", "limits.log.bag"]
+
+
+def _clear_previous_sample() -> None:
+    for pattern in _SAMPLE_FILES:
+        for path in glob.glob(pattern):
+            os.remove(path)
+
+
 def _run_in(folder: str) -> int:
     from . import main  # the parser imports this module
 
@@ -44,6 +56,7 @@ def _run_in(folder: str) -> int:
         return main(list(argv))
 
     os.chdir(folder)
+    _clear_previous_sample()
     print(f"sackli demo: working in {folder}")
     _write_sample("animals.jsonl", 2000)
     step("import a JSON Lines file into 4 compressed shards", "convert", "animals.jsonl", "zoo@4.bagz")
