@@ -26,12 +26,10 @@ def make_record(i: int) -> bytes:
 def main(folder: pathlib.Path) -> None:
     spec = str(folder / f"example@{NUM_SHARDS}.bagz")
     start = time.perf_counter()
-    for shard in range(NUM_SHARDS):
-        path = folder / f"example-{shard:05d}-of-{NUM_SHARDS:05d}.bagz"
-        first = shard * RECORDS_PER_SHARD
-        with sackli.Writer(path) as writer:  # .bagz: zstd level 3 per record
-            writer.write_many(make_record(i) for i in range(first, first + RECORDS_PER_SHARD))
     total = NUM_SHARDS * RECORDS_PER_SHARD
+    # .bagz: zstd level 3 per record; the shards appear together when the writer closes.
+    with sackli.ShardedWriter(spec, num_records=total) as writer:
+        writer.write_many(make_record(i) for i in range(total))
     print(f"wrote {total:,} records into {NUM_SHARDS} shards ({spec}) in {time.perf_counter() - start:.2f} s")
 
     with sackli.Reader(spec) as reader:

@@ -1260,11 +1260,24 @@ PYBIND11_MODULE(_engine, m) {
              writer.Flush();
            })
       .def("close",
+           [](Writer& writer, bool publish) {
+             ReleaseGil release;
+             writer.Close(publish);
+           },
+           py::arg("publish") = true)
+      .def("publish",
+           [](Writer& writer, const std::string& target) {
+             ReleaseGil release;
+             writer.Publish(target);
+           },
+           py::arg("target"))
+      .def("discard",
            [](Writer& writer) {
              ReleaseGil release;
-             writer.Close();
+             writer.Discard();
            })
       .def_property_readonly("path", &Writer::path)
+      .def_property_readonly("partial_path", &Writer::partial_path)
       .def_property_readonly("records_written", &Writer::records_written)
       .def_property_readonly("bytes_written",
                              [](Writer& writer) {
@@ -1286,5 +1299,7 @@ PYBIND11_MODULE(_engine, m) {
   m.def("thread_pool_size", [] { return ThreadPool::Shared().num_threads(); });
   m.def("zstd_version", [] { return std::string(ZSTD_versionString()); });
   m.def("limits_path_for", &LimitsPathFor);
+  m.def("partial_folder_prefix", &PartialFolderPrefix);
+  m.attr("PARTIAL_MARKER") = kPartialMarker;
   m.def("has_zstd_suffix", &HasZstdSuffix);
 }

@@ -9,6 +9,12 @@ std::string LimitsPathFor(const std::string& records_path) {
          records_path.substr(slash + 1);
 }
 
+std::string PartialFolderPrefix(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const size_t name = slash == std::string::npos ? 0 : slash + 1;
+  return path.substr(0, name) + "." + path.substr(name) + kPartialMarker;
+}
+
 bool HasZstdSuffix(const std::string& path) {
   static constexpr char kSuffix[] = ".bagz";
   constexpr size_t n = sizeof(kSuffix) - 1;

@@ -34,6 +34,17 @@ inline void StoreU64(char* p, uint64_t value) {
 // limits, and where every writer keeps them while writing.
 std::string LimitsPathFor(const std::string& records_path);
 
+// Where a Writer keeps a bag until close() publishes it under its name: a
+// hidden folder beside the target, "/d/x.bagz" ->
+// "/d/.x.bagz.sackli-partial-<tag>/x.bagz" (and its limits file in the same
+// folder). Globs such as "*.bagz" or "x-*-of-*.bagz" never see it, the file
+// keeps its name (so compression follows the same suffix), and sackli.recover
+// finds interrupted writes of "/d/x.bagz" by this prefix.
+inline constexpr char kPartialMarker[] = ".sackli-partial-";
+// "/d/x.bagz" -> "/d/.x.bagz.sackli-partial-": every partial folder of the
+// target starts so.
+std::string PartialFolderPrefix(const std::string& path);
+
 // True when the file name ends in ".bagz", i.e. records are zstd frames.
 bool HasZstdSuffix(const std::string& path);
 

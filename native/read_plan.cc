@@ -66,6 +66,10 @@ void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
     source.Read(record.begin, record.length, record.scratch.data());
     record.stored = record.scratch.data();
   }
+  if (!shard.codec().compressed()) {
+    record.decoded_size = record.length;  // nothing to read to know it
+    return;
+  }
   Guarded(source, [&] {
     record.decoded_size = DecodedSizeOf(shard, loc.local, record.begin,
                                         record.stored, record.length);

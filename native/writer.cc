@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <random>
 
 #include "errors.h"
 #include "format.h"
@@ -49,9 +52,48 @@ void AppendFileContents(int from, const std::string& from_path, uint64_t n,
   }
 }
 
+// A tag that no other writer of the same target uses at the same time, in
+// this process or another (on this host or, on shared storage, another).
+std::string UniqueTag() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint32_t salt = std::random_device{}();
+  char tag[64];
+  std::snprintf(tag, sizeof(tag), "%ld-%llu-%08x", static_cast<long>(::getpid()),
+                static_cast<unsigned long long>(counter.fetch_add(1)), salt);
+  return tag;
+}
+
+// Creates the partial folder for `target` and returns it. Errors name the
+// target: for the user, that is the file being written.
+std::string CreatePartialFolder(const std::string& target) {
+  struct stat st;
+  if (::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    ThrowOsError(EISDIR, "open for writing", target);
+  }
+  const std::string folder = PartialFolderPrefix(target) + UniqueTag();
+  if (::mkdir(folder.c_str(), 0777) != 0) {
+    ThrowOsError(errno, "open for writing", target);
+  }
+  return folder;
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void RemoveQuietly(const std::string& path) { ::unlink(path.c_str()); }
+
+void Rename(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    ThrowOsError(errno, "rename " + from + " to", to);
+  }
+}
+
 }  // namespace
 
-Writer::AppendFile::AppendFile(std::string path) : path_(std::move(path)) {
+void Writer::AppendFile::Open(std::string path) {
+  path_ = std::move(path);
   fd_ = OpenForWriting(path_, O_RDWR | O_CREAT | O_TRUNC);
   buffer_.reserve(kBufferBytes);
 }
@@ -85,15 +127,25 @@ void Writer::AppendFile::Close() {
 Writer::Writer(std::string path, WriterOptions options)
     : path_(std::move(path)),
       options_(std::move(options)),
-      records_(path_),
-      limits_(LimitsPathFor(path_)),
-      max_in_flight_(2 * std::max<size_t>(options_.max_parallelism, 1)) {}
+      partial_folder_(CreatePartialFolder(path_)),
+      partial_path_(partial_folder_ + "/" + BaseName(path_)),
+      max_in_flight_(2 * std::max<size_t>(options_.max_parallelism, 1)) {
+  try {
+    records_.Open(partial_path_);
+    limits_.Open(LimitsPathFor(partial_path_));
+  } catch (...) {
+    RemoveQuietly(partial_path_);
+    RemoveQuietly(LimitsPathFor(partial_path_));
+    ::rmdir(partial_folder_.c_str());
+    throw;
+  }
+}
 
 Writer::~Writer() {
   try {
-    Close();
+    if (!closed()) Close();
   } catch (...) {
-    // A destructor cannot report; the limits file stays for recovery.
+    // A destructor cannot report; the partial files stay for recovery.
   }
 }
 
@@ -226,33 +278,82 @@ void Writer::AppendLimitsToRecordsLocked() {
                      records_.path());
 }
 
-void Writer::Close() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (closed_) return;
-  closed_ = true;
-  // Every batch reports before anything else happens: the pool must be done
-  // with this writer even when appending fails.
-  SubmitLocked();
+void Writer::WaitAllLocked(std::unique_lock<std::mutex>& lock) {
   batch_done_.wait(lock, [this] {
     for (const auto& batch : in_flight_) {
       if (!batch->done) return false;
     }
     return true;
   });
-  DrainLocked();
-  records_.FlushBuffer();
-  limits_.FlushBuffer();
-  if (options_.placement == LimitsPlacement::kTail) {
-    AppendLimitsToRecordsLocked();
-    records_.Close();
-    limits_.Close();
-    if (::unlink(limits_.path().c_str()) != 0 && errno != ENOENT) {
-      ThrowOsError(errno, "delete", limits_.path());
+}
+
+void Writer::Close(bool publish) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!closed_) {
+      closed_ = true;
+      // Every batch reports before anything else happens: the pool must be
+      // done with this writer even when appending fails.
+      SubmitLocked();
+      WaitAllLocked(lock);
+      DrainLocked();
+      records_.FlushBuffer();
+      limits_.FlushBuffer();
+      if (options_.placement == LimitsPlacement::kTail) {
+        AppendLimitsToRecordsLocked();
+        records_.Close();
+        limits_.Close();
+        if (::unlink(limits_.path().c_str()) != 0 && errno != ENOENT) {
+          ThrowOsError(errno, "delete", limits_.path());
+        }
+      } else {
+        records_.Close();
+        limits_.Close();
+      }
+      finished_ = true;
     }
-  } else {
+  }
+  if (publish) Publish(path_);
+}
+
+void Writer::Publish(const std::string& target) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (published_) return;
+  if (!finished_) {
+    throw Error(ErrorKind::kClosed,
+                path_ + ": cannot publish a write that did not finish (its "
+                        "files stay in " + partial_folder_ + " for sackli.recover)",
+                path_);
+  }
+  if (options_.placement == LimitsPlacement::kSeparate) {
+    Rename(LimitsPathFor(partial_path_), LimitsPathFor(target));
+  }
+  Rename(partial_path_, target);
+  if (options_.placement == LimitsPlacement::kTail) {
+    // A limits file beside the target belonged to its old content (a bag
+    // with SEPARATE limits): left there, sackli.recover would take it for an
+    // interrupted write of the new one.
+    RemoveQuietly(LimitsPathFor(target));
+  }
+  ::rmdir(partial_folder_.c_str());
+  published_ = true;
+}
+
+void Writer::Discard() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (published_ || discarded_) return;
+  closed_ = true;
+  WaitAllLocked(lock);  // the pool must be done with this writer
+  try {
     records_.Close();
     limits_.Close();
+  } catch (const Error&) {
+    // The files go anyway.
   }
+  RemoveQuietly(partial_path_);
+  RemoveQuietly(LimitsPathFor(partial_path_));
+  ::rmdir(partial_folder_.c_str());
+  discarded_ = true;
 }
 
 uint64_t Writer::records_written() const {

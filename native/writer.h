@@ -1,8 +1,13 @@
-// Writes one bag file as bagz does: payloads go to the records file and
-// limits to `limits.<name>` as they are written, so flush() makes everything
-// so far readable with SEPARATE placement and a crash leaves a recoverable
+// Writes one bag file as bagz does, but never in place: the bag is written in
+// a partial folder beside the target (format.h, PartialFolderPrefix) and
+// renamed onto the target when it is complete, so a reader of the target
+// sees the old file or the new one, never a half-written one (and readers of
+// the old file keep it). Payloads go to the partial records file and limits
+// to its `limits.<name>` as they are written, so flush() makes everything so
+// far readable there with SEPARATE placement and a crash leaves a recoverable
 // bag. On close, TAIL placement appends the limits to the records file and
-// deletes `limits.<name>`.
+// deletes `limits.<name>`; then the file (for SEPARATE, its limits file
+// first) is renamed onto the target and the partial folder removed.
 //
 // Compressed records are copied into batches that the shared thread pool
 // compresses while the caller goes on; finished batches are appended strictly
@@ -34,10 +39,12 @@ struct WriterOptions {
 
 class Writer {
  public:
-  // Creates (truncates) `path` and its limits file. Throws kNotFound when the
-  // folder does not exist, kIo (EISDIR) when `path` is a directory.
+  // Creates the partial folder of `path` and the files in it. Throws
+  // kNotFound when the folder of `path` does not exist, kIo (EISDIR) when
+  // `path` is a directory.
   Writer(std::string path, WriterOptions options);
-  // Closes the file if still open, swallowing errors (call Close() to see them).
+  // Closes (and publishes) the file if still open, swallowing errors (call
+  // Close() to see them).
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -48,10 +55,22 @@ class Writer {
   // Waits for the batches in flight, then hands everything written so far to
   // the OS (readable with SEPARATE limits).
   void Flush();
-  // Idempotent. Waits for the batches in flight.
-  void Close();
+  // Finishes the file (waiting for the batches in flight), then, with
+  // `publish`, renames it onto the target (Publish(path())). Idempotent. A
+  // Close that fails leaves the partial files for sackli.recover.
+  void Close(bool publish = true);
+  // After Close(false): renames the finished file onto `target` (and, for
+  // SEPARATE, its limits file onto `limits.<target name>` first) and removes
+  // the partial folder. Idempotent.
+  void Publish(const std::string& target);
+  // Stops writing and deletes the partial files: the target is left as it
+  // was. For a write that failed. Idempotent; no-op once published.
+  void Discard();
 
+  // The target.
   const std::string& path() const { return path_; }
+  // The records file being written, in the partial folder.
+  const std::string& partial_path() const { return partial_path_; }
   // Records accepted so far (compressed ones may still be in flight).
   uint64_t records_written() const;
   // Bytes of the records section so far; waits for the batches in flight.
@@ -63,8 +82,10 @@ class Writer {
  private:
   class AppendFile {
    public:
-    AppendFile(std::string path);
+    AppendFile() = default;
     ~AppendFile();
+    // Creates (truncates) `path` for appending.
+    void Open(std::string path);
     void Append(const char* data, size_t n);
     void FlushBuffer();
     void Close();
@@ -88,6 +109,8 @@ class Writer {
     std::exception_ptr error;
   };
 
+  // Waits until every batch reported (the pool is done with this writer).
+  void WaitAllLocked(std::unique_lock<std::mutex>& lock);
   void AppendLocked(std::string_view stored);
   void CheckOpenLocked() const;
   void AppendLimitsToRecordsLocked();
@@ -104,12 +127,17 @@ class Writer {
 
   const std::string path_;
   const WriterOptions options_;
+  const std::string partial_folder_;
+  const std::string partial_path_;
   mutable std::mutex mutex_;
   AppendFile records_;
   AppendFile limits_;
   uint64_t records_accepted_ = 0;  // appended or in a batch
   uint64_t bytes_written_ = 0;
   bool closed_ = false;
+  bool finished_ = false;   // closed, and the partial bag is complete
+  bool published_ = false;  // renamed onto its target
+  bool discarded_ = false;
   std::unique_ptr<Batch> open_batch_;
   std::deque<std::shared_ptr<Batch>> in_flight_;
   std::condition_variable batch_done_;

@@ -26,6 +26,7 @@ from ._options import (
 from ._reader import Reader
 from ._recover import RecoveryReport, recover
 from ._shard_indices import shard_indices
+from ._shard_writer import ShardedWriter
 from ._writer import Writer
 
 CorruptionError.__module__ = "sackli"
@@ -49,6 +50,7 @@ __all__ = [
     "MultiIndex",
     "Reader",
     "RecoveryReport",
+    "ShardedWriter",
     "ShardingLayout",
     "Writer",
     "recover",

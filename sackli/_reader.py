@@ -10,6 +10,7 @@ from typing import Any, Iterable, Iterator, Sequence, overload
 from . import _engine
 from ._options import ReaderOptions, ShardingLayout, with_overrides
 from ._read_ahead import iterate_indices, iterate_range
+from ._recover import partial_writes
 from ._shard_spec import expand_file_spec
 from ._storage import REMOTE_OPENER, is_remote
 
@@ -35,7 +36,20 @@ _CLOSED = _ClosedCore()
 
 def _open_core(paths: list[str], options: ReaderOptions) -> Any:
     remote = REMOTE_OPENER if any(map(is_remote, paths)) else None
-    return _engine.open_reader(paths, *options._engine_args, remote)
+    try:
+        return _engine.open_reader(paths, *options._engine_args, remote)
+    except FileNotFoundError as error:
+        missing = error.filename
+        if not isinstance(missing, str) or is_remote(missing) or not partial_writes(missing):
+            raise
+        raise FileNotFoundError(
+            error.errno,
+            f"{missing}: no such file, but an unfinished write of it exists "
+            f"({partial_writes(missing)[-1]}): complete it with "
+            "sackli.recover(path) (from a shell: sackli recover PATH), unless a writer "
+            "still has it open",
+            missing,
+        ) from None
 
 
 def _restore_reader(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import NamedTuple
 
 from . import _engine
 from ._shard_spec import strip_local_prefix
 
-__all__ = ["RecoveryReport", "recover"]
+__all__ = ["RecoveryReport", "partial_writes", "recover"]
 
 
 class RecoveryReport(NamedTuple):
@@ -22,17 +23,90 @@ class RecoveryReport(NamedTuple):
     """Record bytes after the last recovered record, removed."""
 
 
-def recover(path: str | os.PathLike[str]) -> RecoveryReport:
-    """Turns an interrupted write into a complete bag with TAIL limits.
+def partial_writes(path: str) -> list[str]:
+    """The temporary files of unfinished writes of local `path`: every
+    `.<name>.sackli-partial-<tag>/<name>` beside it, oldest first."""
+    prefix = _engine.partial_folder_prefix(path)
+    folder, start = os.path.split(prefix)
+    name = os.path.basename(path)
+    try:
+        entries = os.listdir(folder or ".")
+    except OSError:
+        return []
+    found = [os.path.join(folder, entry, name) for entry in entries if entry.startswith(start)]
+    found = [file for file in found if os.path.isfile(file)]
+    return sorted(found, key=os.path.getmtime)
 
-    An interrupted write leaves `path` with the records and `limits.<name>`
-    beside it. This keeps every record whose limit was written and lies
-    inside the file, truncates what follows, appends the limits to `path`
-    and deletes `limits.<name>`.
+
+def _target_of_partial(path: str) -> str | None:
+    """The target of `path` when it is a temporary file in a partial folder."""
+    folder, name = os.path.split(path)
+    parent, partial = os.path.split(folder)
+    if partial.startswith("." + name + _engine.PARTIAL_MARKER):
+        return os.path.join(parent, name)
+    return None
+
+
+def recover(path: str | os.PathLike[str]) -> RecoveryReport:
+    """Completes a bag whose write was interrupted (into a TAIL bag).
+
+    It looks for the interrupted write of `path` in this order:
+
+    1. `limits.<name>` beside `path`: a write in place, as bagz makes them
+       (or a bag with SEPARATE limits, turned into one with TAIL limits).
+    2. sackli's temporary files of an unfinished write of `path`:
+       `.<name>.sackli-partial-<tag>/<name>` beside it (sackli writes there
+       and renames onto `path` when a write completes). There must be only
+       one; with several, recover the one you want by its path.
+    3. `path` itself is such a temporary file: it is completed and renamed
+       onto its target.
+
+    It keeps every record whose limit was written and lies inside the file,
+    truncates what follows, appends the limits and deletes `limits.<name>`;
+    a temporary file is then renamed onto its target. Do not recover a bag
+    that a writer still has open.
 
     Raises:
-      FileNotFoundError: `path` or its `limits.<name>` does not exist.
+      FileNotFoundError: nothing to recover (no `limits.<name>`, no
+        unfinished write of `path`).
+      ValueError: several unfinished writes of `path` exist.
     """
     local = strip_local_prefix(os.fspath(path))
-    records, dropped_limits, dropped_bytes = _engine.recover(local)
-    return RecoveryReport(records, dropped_limits, dropped_bytes)
+    target = _target_of_partial(local)
+    if target is not None:
+        return _complete_partial(local, target)
+    if os.path.exists(_engine.limits_path_for(local)):
+        return RecoveryReport(*_engine.recover(local))
+    partials = partial_writes(local)
+    if len(partials) > 1:
+        listed = "\n  ".join(partials)
+        raise ValueError(
+            f"{local}: {len(partials)} unfinished writes of it exist; recover the one you "
+            f"want by its path:\n  {listed}"
+        )
+    if not partials:
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"{local}: nothing to recover: neither {os.path.basename(_engine.limits_path_for(local))} "
+            f"nor an unfinished write ({os.path.basename(_engine.partial_folder_prefix(local))}*) "
+            "exists beside it (the bag is complete, or it was never written)",
+            local,
+        )
+    return _complete_partial(partials[0], local)
+
+
+def _complete_partial(partial: str, target: str) -> RecoveryReport:
+    """Recovers the temporary file `partial` and renames it onto `target`."""
+    if os.path.exists(_engine.limits_path_for(partial)):
+        report = RecoveryReport(*_engine.recover(partial))
+    else:  # finished, but not yet renamed
+        from ._reader import Reader  # the reader imports this module
+
+        with Reader(partial) as complete:
+            report = RecoveryReport(len(complete), 0, 0)
+    os.replace(partial, target)
+    try:
+        os.rmdir(os.path.dirname(partial))
+    except OSError:
+        pass  # not empty: something else lives there
+    return report

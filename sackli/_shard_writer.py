@@ -1,28 +1,31 @@
-"""Writing one output spec: a single bag, `name@N.ext` or `name@*.ext`.
+"""`ShardedWriter`: writes a single bag, `name@N.ext` or `name@*.ext`.
 
 `name@N.ext` holds contiguous runs of records, as even as possible; that
 needs the number of records up front. When it is not known (a stream), the
 records go to an uncompressed spool file first and are split from there.
 `name@*.ext` starts a new shard whenever the next records would take a shard
-past `max_shard_bytes`; shards are written under temporary names and renamed
-to `name-0000i-of-0000N.ext` once N is known. Whatever goes wrong, no file
-is left behind under a final name.
+past `max_shard_bytes`. Every shard is written by an atomic `Writer` that is
+finished but not renamed until the whole set is complete: the set appears
+all at once at `close()`, and whatever goes wrong, no file is left behind
+under a final name.
 """
 
 from __future__ import annotations
 
+import array
 import bisect
+import itertools
 import os
-from typing import Any
+from typing import Any, Iterable
 
 from . import _engine
-from ._options import CompressionNone, LimitsPlacement, WriterOptions
+from ._options import CompressionNone, LimitsPlacement, WriterOptions, with_overrides
 from ._reader import Reader
 from ._shard_spec import split_shard_entry, shard_name, strip_local_prefix
 from ._storage import is_remote
-from ._writer import Writer
+from ._writer import Record, Writer
 
-__all__ = ["ShardSetWriter", "even_split"]
+__all__ = ["ShardedWriter", "even_split", "files_of"]
 
 # Bytes a record costs in a bag beyond its payload: its limit.
 _LIMIT_BYTES = 8
@@ -30,6 +33,10 @@ _LIMIT_BYTES = 8
 # time (compressed records of one write are held until it returns).
 _SPOOL_COPY_RECORDS = 4096
 _SPOOL_COPY_BYTES = 16 << 20
+# write() and write_many() gather records up to this many (or bytes) before
+# handing them on in one packed batch.
+_GATHER_RECORDS = 4096
+_GATHER_BYTES = 4 << 20
 
 
 def even_split(total: int, shards: int) -> list[int]:
@@ -40,43 +47,73 @@ def even_split(total: int, shards: int) -> list[int]:
 
 
 def files_of(path: str) -> list[str]:
-    """The files a Writer of `path` may create: the bag and its limits file."""
+    """The files a bag at `path` may consist of: the bag and its limits file."""
     return [path, _engine.limits_path_for(path)]
 
 
-class ShardSetWriter:
-    """Writes batches of records laid out together (`data`, int64 `offsets`)
-    to the files of `file_spec`.
+class ShardedWriter:
+    """Writes records to one bag or to a shard set, atomically.
 
     Args:
-      file_spec: `path`, `name@N.ext` or `name@*.ext` (the latter with
-        `max_shard_bytes`).
-      options: the options of every shard's Writer.
-      num_records: how many records will come, when known (for `@N`).
-      max_shard_bytes: for `@*`: the most bytes a shard should take (stored
-        records and limits); a record larger than that gets a shard alone.
+      file_spec: a path (`str` or `os.PathLike`), `name@N.ext` (N shards
+        of contiguous runs of records, as even as possible) or `name@*.ext`
+        (as many shards as `max_shard_bytes` needs, named
+        `name-0000i-of-0000N.ext` once N is known). Local paths only.
+      options: a `Writer.Options` for every shard; keyword arguments
+        override its fields (e.g. `limits_placement=...`).
+      max_shard_bytes: with `name@*.ext` (and only then): the most bytes a
+        shard should take (stored records and limits); a record larger than
+        that gets a shard alone.
+      num_records: for `name@N.ext`, how many records will come, when known;
+        otherwise they go to a spool file first and are split at `close()`.
+
+    Every file is written under a temporary name and the whole set is
+    renamed into place at `close()`: a reader or a glob sees the old files
+    or the complete new set, never part of one. A `with` block that raises
+    (or `abort()`) leaves nothing behind. Not thread-safe.
+
+    Example:
+      >>> with sackli.ShardedWriter("data@*.bagz", max_shard_bytes=1 << 30) as writer:
+      ...     writer.write_many(records)
+      >>> writer.paths  # data-00000-of-0000N.bagz ...
     """
 
     def __init__(
         self,
-        file_spec: str,
-        options: WriterOptions,
-        num_records: int | None = None,
+        file_spec: str | os.PathLike[str],
+        options: WriterOptions | None = None,
+        *,
         max_shard_bytes: int | None = None,
+        num_records: int | None = None,
+        **option_overrides: Any,
     ) -> None:
-        spec = strip_local_prefix(file_spec)
+        raw = os.fspath(file_spec)
+        if not isinstance(raw, str):
+            raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(raw).__name__}")
+        options = with_overrides(WriterOptions, options, option_overrides)
+        spec = strip_local_prefix(raw)
         if "," in spec:
             raise ValueError(f"{file_spec}: write to one path or one shard spec, not a list")
+        for name, value in (("max_shard_bytes", max_shard_bytes), ("num_records", num_records)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        if num_records is not None and num_records < 0:
+            raise ValueError(f"num_records must be >= 0, not {num_records}")
+        self._spec = spec
         self._options = options
-        self._created: list[str] = []
         self._writer: Writer | None = None
+        self._finished: list[tuple[Writer, str | None]] = []  # (writer, target)
+        self._published: list[str] = []
+        self._gathered: list[Any] = []
+        self._gathered_bytes = 0
+        self._closed = False
         self._records = 0
         self._shard_index = 0
         sharded = split_shard_entry(spec)
-        if sharded is not None and is_remote(spec):
+        if is_remote(spec):
             raise ValueError(
                 f"{file_spec}: writing shard sets to gs:// or s3:// is not supported here "
-                "yet; write each shard with sackli.Writer, or use sackli.beam.WriteToSackli"
+                "yet; write each object with sackli.Writer, or use sackli.beam.WriteToSackli"
             )
         by_size = sharded is not None and sharded[1] == "*"
         if by_size != (max_shard_bytes is not None):
@@ -87,7 +124,7 @@ class ShardSetWriter:
         if max_shard_bytes is not None and max_shard_bytes <= 0:
             raise ValueError(f"max_shard_bytes must be > 0, not {max_shard_bytes}")
         self._max_shard_bytes = max_shard_bytes
-        self._spool: str | None = None
+        self._spooling = False
         if sharded is None:
             self._paths = [spec]
             self._counts: list[int | None] = [None]
@@ -100,15 +137,26 @@ class ShardSetWriter:
                 n = int(count)
                 self._paths = [shard_name(base, i, n, suffix) for i in range(n)]
                 if num_records is None:
-                    self._spool = f"{base}.sackli-spool-{os.getpid()}.bag"
+                    self._spooling = True
                     self._counts = [None]
                 else:
                     self._counts = list(even_split(num_records, n))
-        if not is_remote(spec) and os.path.dirname(spec) and not os.path.isdir(os.path.dirname(spec)):
-            raise FileNotFoundError(2, f"{file_spec}: the folder does not exist",
-                                    os.path.dirname(spec))
+        folder = os.path.dirname(spec)
+        if folder and not os.path.isdir(folder):
+            raise FileNotFoundError(2, f"{file_spec}: the folder does not exist", folder)
         self._ratio = 1.0  # stored bytes per payload byte, learnt as we write
         self._payload = 0  # payload bytes written to the open shard
+
+    @property
+    def paths(self) -> list[str]:
+        """The files of the set: known up front for a path or `name@N.ext`,
+        for `name@*.ext` once `close()` returned."""
+        return list(self._paths)
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` or `abort()` was called."""
+        return self._closed
 
     @property
     def records_written(self) -> int:
@@ -117,8 +165,47 @@ class ShardSetWriter:
 
     # --- Writing ------------------------------------------------------------
 
+    def write(self, record: Record) -> None:
+        """Appends one record: bytes, str (UTF-8) or any bytes-like object."""
+        self.write_many((record,))
+
+    def write_many(self, records: Iterable[Record]) -> None:
+        """Appends records in order."""
+        self._check_open()
+        for record in records:
+            if isinstance(record, str):
+                record = record.encode()
+            elif not isinstance(record, bytes):
+                try:
+                    record = memoryview(record).cast("B")
+                except TypeError:
+                    raise TypeError(
+                        f"a record must be bytes, str or a bytes-like object, not {type(record).__name__}"
+                    ) from None
+            self._gathered.append(record)
+            self._gathered_bytes += len(record)
+            if len(self._gathered) >= _GATHER_RECORDS or self._gathered_bytes >= _GATHER_BYTES:
+                self._write_gathered()
+
+    def _write_gathered(self) -> None:
+        if not self._gathered:
+            return
+        records, self._gathered, self._gathered_bytes = self._gathered, [], 0
+        offsets = array.array("q", [0])
+        offsets.extend(itertools.accumulate(map(len, records)))
+        self.write_packed(b"".join(records), memoryview(offsets))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("write to a closed sackli.ShardedWriter")
+
     def write_packed(self, data: Any, offsets: memoryview) -> None:
-        """Writes records data[offsets[k]:offsets[k + 1]], k < len(offsets) - 1."""
+        """Writes records data[offsets[k]:offsets[k + 1]], k < len(offsets) - 1
+        (`offsets`: a contiguous int64 buffer), for callers that hold records
+        laid out together (sackli.arrow)."""
+        self._check_open()
+        if self._gathered:
+            self._write_gathered()
         first, last = 0, len(offsets) - 1
         while first < last:
             writer = self._current_writer()
@@ -135,32 +222,27 @@ class ShardSetWriter:
 
     def _current_writer(self) -> Writer:
         if self._writer is None:
-            path = self._next_path()
-            spooling = path == self._spool
-            self._writer = self._open(path, spool_options() if spooling else None)
+            if self._spooling:
+                path = f"{self._base}.sackli-spool{self._suffix}.bag"
+                self._writer = Writer(path, spool_options())
+            else:
+                self._writer = Writer(self._next_path(), self._options)
             self._payload = 0
         return self._writer
 
     def _next_path(self) -> str:
-        if self._spool is not None:
-            return self._spool
         if self._max_shard_bytes is not None:
-            return self._temp_name(self._shard_index)
+            # Named once the count is known; this name only labels its
+            # temporary folder.
+            return f"{self._base}-{self._shard_index:05d}-of-pending{self._suffix}"
         if self._shard_index >= len(self._paths):
             raise ValueError(
                 f"more records than announced ({sum(c or 0 for c in self._counts)})")
         return self._paths[self._shard_index]
 
-    def _temp_name(self, index: int) -> str:
-        return f"{self._base}-{index:05d}-of-pending{self._suffix}"
-
-    def _open(self, path: str, options: WriterOptions | None = None) -> Writer:
-        self._created.extend(files_of(path))
-        return Writer(path, options or self._options)
-
     def _records_that_fit(self, writer: Writer, offsets: memoryview, first: int, last: int) -> int:
         """How many of records [first, last) go to the open shard now."""
-        if self._spool is None and self._max_shard_bytes is None:
+        if not self._spooling and self._max_shard_bytes is None:
             count = self._counts[self._shard_index]
             if count is None:
                 return last - first
@@ -180,33 +262,40 @@ class ShardSetWriter:
         return end - first
 
     def _shard_full(self, writer: Writer) -> bool:
-        if self._spool is not None or self._max_shard_bytes is None:
-            count = None if self._spool is not None else self._counts[self._shard_index]
+        if self._spooling or self._max_shard_bytes is None:
+            count = None if self._spooling else self._counts[self._shard_index]
             return count is not None and writer.records_written >= count
         return writer.bytes_written + _LIMIT_BYTES * writer.records_written >= self._max_shard_bytes
 
     def _finish_shard(self) -> None:
+        """Finishes the open shard under its temporary name."""
         if self._writer is None:
             return
         writer, self._writer = self._writer, None
-        writer.close()
-        if self._spool is None:
+        self._finished.append((writer, None))
+        writer._close_unpublished()
+        if not self._spooling:
             self._shard_index += 1
 
     # --- Finishing ----------------------------------------------------------
 
     def close(self) -> list[str]:
-        """Finishes every file (creating empty shards where no record went);
-        returns the paths of the shards."""
+        """Finishes every file (creating empty shards where no record went),
+        then renames the whole set into place; returns the paths of the
+        files, in order. Idempotent."""
+        if self._closed:
+            return self.paths
         try:
-            if self._spool is not None:
+            self._write_gathered()
+            if self._spooling:
                 self._finish_shard()
                 self._split_spool()
             elif self._max_shard_bytes is not None:
                 if self._writer is not None or self._shard_index == 0:
                     self._current_writer()
                     self._finish_shard()
-                self._rename_temp_shards()
+                count = self._shard_index
+                self._paths = [shard_name(self._base, i, count, self._suffix) for i in range(count)]
             else:
                 while self._shard_index < len(self._paths):
                     self._current_writer()
@@ -214,64 +303,75 @@ class ShardSetWriter:
                 if None not in self._counts and self._records != sum(self._counts):
                     raise ValueError(f"{self._records} records came, "
                                      f"{sum(self._counts)} were announced")
+            shards = [writer for writer, _ in self._finished]
+            for writer, target in zip(shards, self._paths):
+                writer._publish(target)
+                self._published.append(target)
         except BaseException:
             self.abort()
             raise
-        return list(self._paths)
+        self._closed = True
+        return self.paths
 
     def _split_spool(self) -> None:
-        assert self._spool is not None
-        spool, self._spool = self._spool, None
-        if not os.path.exists(spool):  # no record came: only empty shards
+        """Copies the spooled records into the shards."""
+        self._spooling = False
+        if not self._finished:  # no record came: only empty shards
             self._counts = [0] * len(self._paths)
-            while self._shard_index < len(self._paths):
+            for _ in self._paths:
                 self._current_writer()
                 self._finish_shard()
             return
-        with Reader(spool) as records:
-            per_record = max(records.approximate_bytes_per_record(), 1.0)
-            step = max(1, min(_SPOOL_COPY_RECORDS, int(_SPOOL_COPY_BYTES / per_record)))
-            counts = even_split(len(records), len(self._paths))
-            self._counts = list(counts)
-            start = 0
-            for path, count in zip(self._paths, counts):
-                with self._open(path) as writer:
+        (spool, _), = self._finished
+        self._finished.clear()
+        try:
+            with Reader(spool.partial_path) as records:
+                per_record = max(records.approximate_bytes_per_record(), 1.0)
+                step = max(1, min(_SPOOL_COPY_RECORDS, int(_SPOOL_COPY_BYTES / per_record)))
+                self._counts = list(even_split(len(records), len(self._paths)))
+                start = 0
+                for count in self._counts:
+                    writer = self._current_writer()
                     for first in range(start, start + count, step):
                         n = min(step, start + count - first)
                         data, offsets = records._read_packed(first, n)
                         writer._write_packed(data, memoryview(offsets))
-                start += count
-                self._shard_index += 1
-        for file in files_of(spool):
-            _remove_quietly(file)
-
-    def _rename_temp_shards(self) -> None:
-        count = self._shard_index
-        self._paths = [shard_name(self._base, i, count, self._suffix) for i in range(count)]
-        for i, final in enumerate(self._paths):
-            for temp_file, final_file in zip(files_of(self._temp_name(i)), files_of(final)):
-                if os.path.exists(temp_file):
-                    os.replace(temp_file, final_file)
-                    self._created.append(final_file)
+                    self._finish_shard()
+                    start += count
+        finally:
+            spool._discard()
 
     def abort(self) -> None:
-        """Closes and deletes every file written so far."""
-        writer, self._writer = self._writer, None
-        if writer is not None:
+        """Stops writing and deletes every file written so far; files of the
+        set that were already renamed into place are deleted too."""
+        self._closed = True
+        writers = [writer for writer, _ in self._finished]
+        if self._writer is not None:
+            writers.append(self._writer)
+            self._writer = None
+        self._finished.clear()
+        for writer in writers:
             try:
-                writer.close()
+                writer._discard()
             except Exception:  # the files go anyway
                 pass
-        for path in self._created:
-            _remove_quietly(path)
-        self._created.clear()
+        for path in self._published:
+            for file in files_of(path):
+                _remove_quietly(file)
+        self._published.clear()
 
-    def __enter__(self) -> "ShardSetWriter":
+    def __enter__(self) -> "ShardedWriter":
         return self
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
         if exc_type is not None:
             self.abort()
+        else:
+            self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{self._records} records"
+        return f"<sackli.ShardedWriter({self._spec!r}): {state}>"
 
 
 def spool_options() -> WriterOptions:

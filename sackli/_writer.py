@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from . import _engine
 from ._options import LimitsPlacement, WriterOptions, engine_compression, with_overrides
-from ._shard_spec import strip_local_prefix
+from ._shard_spec import split_shard_entry, strip_local_prefix
 from ._storage import is_remote
 from ._storage._spool import Spool
 
@@ -17,13 +17,22 @@ Record = Any  # bytes, str (written as UTF-8), bytearray, memoryview, any buffer
 
 
 class Writer:
-    """Writes records to one bag file.
+    """Writes records to one bag file, atomically.
 
-    While writing, limits go to `limits.<name>` beside the file; `flush()`
-    makes everything written so far readable with SEPARATE placement, and an
-    interrupted write can be completed with `sackli.recover`. On `close()`,
-    TAIL placement (the default) appends the limits to the file and deletes
-    `limits.<name>`. Thread-safe; use it as a context manager.
+    The bag is written under a temporary name, in a hidden folder beside the
+    target (`partial_path`: `.<name>.sackli-partial-<tag>/<name>`), and
+    renamed onto the target by `close()`: readers of the target see its old
+    content (readers that have it open keep it) or the complete new bag,
+    never a half-written one. A `with` block that raises publishes nothing
+    and deletes the temporary files.
+
+    While writing, limits go to `limits.<name>` beside the temporary file;
+    `flush()` makes everything written so far readable there
+    (`Reader(writer.partial_path, limits_placement=SEPARATE)`), and a write
+    interrupted by a crash can be completed with `sackli.recover(path)`. On
+    `close()`, TAIL placement (the default) appends the limits to the file
+    and deletes `limits.<name>`; SEPARATE placement renames `limits.<name>`
+    onto the target's first. Thread-safe; use it as a context manager.
 
     Compressed records are copied into batches that the engine's thread pool
     compresses while the caller goes on (up to `max_parallelism` threads,
@@ -33,9 +42,10 @@ class Writer:
     record is ever written after a lost one.
 
     Args:
-      path: the file to create (truncated if it exists). Its folder must
-        exist. A `gs://bucket/key` or `s3://bucket/key` object is written to
-        a local spool file and uploaded by `close()`.
+      path: the file to create (replaced by `close()` if it exists). Its
+        folder must exist. A `gs://bucket/key` or `s3://bucket/key` object is
+        written to a local spool file and uploaded by `close()`. Write shard
+        sets (`name@N.ext`, `name@*.ext`) with `sackli.ShardedWriter`.
       options: a `Writer.Options`; keyword arguments override its fields.
 
     Raises:
@@ -61,6 +71,11 @@ class Writer:
             raise TypeError(f"path must be a str or os.PathLike[str], not {type(spec).__name__}")
         self._options = with_overrides(WriterOptions, options, option_overrides)
         self._path = strip_local_prefix(spec)
+        if split_shard_entry(self._path) is not None:
+            raise ValueError(
+                f"{spec!r} is a shard spec: sackli.Writer writes one file; write shard "
+                f"sets with sackli.ShardedWriter({spec!r})"
+            )
         # A remote bag is written locally and uploaded by close().
         self._spool = Spool(self._path) if is_remote(self._path) else None
         mode, level, dictionary = engine_compression(self._options.compression)
@@ -77,6 +92,12 @@ class Writer:
     def path(self) -> str:
         """The file being written."""
         return self._path
+
+    @property
+    def partial_path(self) -> str:
+        """Where the records are written until `close()` renames them onto
+        `path` (a local file, also for remote targets, whose spool it is)."""
+        return self._core.partial_path
 
     @property
     def options(self) -> WriterOptions:
@@ -121,14 +142,16 @@ class Writer:
         """Waits for the batches in flight, then hands everything written so
         far to the operating system.
 
-        Afterwards a Reader with `limits_placement=SEPARATE` sees every record
-        written so far. It does not fsync. For a `gs://` or `s3://` path it
+        Afterwards a Reader of `partial_path` with
+        `limits_placement=SEPARATE` sees every record written so far (`path`
+        itself changes only at `close()`). It does not fsync. For a `gs://` or `s3://` path it
         only flushes the local spool file: nothing is uploaded before close().
         """
         self._core.flush()
 
     def close(self) -> None:
-        """Finishes the file (appending the limits for TAIL). Idempotent.
+        """Finishes the file (appending the limits for TAIL) and renames it
+        onto `path`. Idempotent. It does not fsync.
 
         For a `gs://` or `s3://` path it then uploads the file (and, with
         SEPARATE placement, first its `limits.` file); the object appears
@@ -141,15 +164,30 @@ class Writer:
             spool, self._spool = self._spool, None
             spool.publish(self._options.limits_placement == LimitsPlacement.SEPARATE)
 
+    def _close_unpublished(self) -> None:
+        """Finishes the file but leaves it at `partial_path` until
+        `_publish` (for writers of shard sets, which appear all at once)."""
+        self._core.close(publish=False)
+
+    def _publish(self, target: str) -> None:
+        """After `_close_unpublished`: renames the file onto local `target`."""
+        self._core.publish(target)
+
+    def _discard(self) -> None:
+        """Stops writing and deletes the temporary files; `path` is left as
+        it was."""
+        self._core.discard()
+        if self._spool is not None:
+            self._spool.discard()
+            self._spool = None
+
     def __enter__(self) -> "Writer":
         return self
 
     def __exit__(self, exc_type: Any, *exc_info: object) -> None:
-        if exc_type is not None and self._spool is not None:
-            # A failed remote write publishes nothing rather than a partial bag.
-            self._core.close()
-            self._spool.discard()
-            self._spool = None
+        if exc_type is not None:
+            # A failed write publishes nothing rather than a partial bag.
+            self._discard()
             return
         self.close()
 

@@ -70,6 +70,22 @@ def test_truncated_under_an_open_reader_raises(tmp_path, run_python, name):
         assert "changed while this reader had it open" in outcome["message"]
 
 
+@pytest.mark.parametrize("cache_policy", ["DROP_AFTER_READ", "DIRECT_IO"])
+def test_truncated_under_an_unmapped_reader_raises(tmp_path, run_python, cache_policy):
+    """pread and O_DIRECT readers find the end of the file early."""
+    path = tmp_path / "data.bag"
+    write_bag(path)
+    result = run_python(f"""
+        import os, sackli
+        r = sackli.Reader({str(path)!r}, cache_policy={cache_policy!r})
+        os.truncate({str(path)!r}, os.path.getsize({str(path)!r}) // 2)
+        report(lambda: r.read_indices([0, {N - 10}]))
+    """)
+    outcome = result.outcome()
+    assert outcome.get("error") == "CorruptionError", outcome
+    assert str(path) in outcome["message"] and "end of file" in outcome["message"]
+
+
 def test_truncated_separate_limits_file_raises(tmp_path, run_python):
     path = tmp_path / "data.bag"
     write_bag(path, limits_placement="SEPARATE")

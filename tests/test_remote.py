@@ -29,6 +29,7 @@ import pathlib
 import pickle
 import random
 import re
+import struct
 import sys
 import time
 
@@ -675,6 +676,26 @@ def test_corrupt_remote_object_raises_corruption_error(remote):
         reader[0]
     with pytest.raises(sackli.CorruptionError, match=re.escape(remote.url("bad.bagz"))):
         reader.read()
+
+
+@pytest.mark.parametrize("storage", ["ON_DISK", "IN_MEMORY"])
+def test_non_monotonic_limits_never_read_foreign_bytes(remote, storage):
+    """Remote sources are unmapped: records 4 and 6 of a bag whose limits[5]
+    is 3 come from one coalesced GET, and record 6 spans [3, 7000) of it (the
+    coalesced read used to point before its buffer)."""
+    records = [bytes([65 + k]) * 1000 for k in range(10)]
+    section = b"".join(records)
+    limits = [1000 * (k + 1) for k in range(10)]
+    limits[5] = 3
+    remote.put("nonmono.bag", section + struct.pack("<10Q", *limits))
+    reader = sackli.Reader(remote.url("nonmono.bag"), limits_storage=storage)
+    assert reader.read_indices([4, 6]) == [records[4], section[3:7000]]
+    assert reader[6] == section[3:7000]
+    assert list(reader.read_range_iter(6, 4)) == [section[3:7000]] + records[7:]
+    with pytest.raises(sackli.CorruptionError, match=re.escape(remote.url("nonmono.bag"))):
+        reader[5]
+    with pytest.raises(sackli.CorruptionError, match=re.escape(remote.url("nonmono.bag"))):
+        list(reader)
 
 
 def test_url_without_object_name_raises_value_error(remote):

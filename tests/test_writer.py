@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import sackli
+from sackli._recover import partial_writes
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 SUFFIXES = pytest.mark.parametrize("suffix", [".bag", ".bagz"])
@@ -113,18 +114,24 @@ def test_flush_makes_records_readable(tmp_path, suffix, placement):
     writer = sackli.Writer(path, limits_placement=placement)
     writer.write_many(records[:3])
     writer.flush()
-    early = sackli.Reader(path, limits_placement="SEPARATE")
+    partial = writer.partial_path
+    early = sackli.Reader(partial, limits_placement="SEPARATE")
     assert early.read() == records[:3]
-    # While the writer is open, the file is an interrupted write for a TAIL reader.
-    with pytest.raises(sackli.CorruptionError, match="recover"):
+    # While the writer is open, the target does not exist yet, and its
+    # partial file is an interrupted write for a TAIL reader.
+    with pytest.raises(FileNotFoundError, match="recover"):
         sackli.Reader(path)
+    with pytest.raises(sackli.CorruptionError, match="recover"):
+        sackli.Reader(partial)
     writer.write_many(records[3:])
     writer.flush()
-    assert os.path.getsize(path) == writer.bytes_written
-    assert sackli.Reader(path, limits_placement="SEPARATE").read() == records
+    assert os.path.getsize(partial) == writer.bytes_written
+    assert sackli.Reader(partial, limits_placement="SEPARATE").read() == records
     assert early.read() == records[:3]  # an open reader keeps what it saw
     writer.close()
     assert sackli.Reader(path, limits_placement=placement).read() == records
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [path.name] + (["limits." + path.name] if placement == "SEPARATE" else []))
 
 
 @SUFFIXES
@@ -225,6 +232,110 @@ def test_truncates_existing_file(tmp_path):
         assert sackli.Reader(path).read() == records
 
 
+# --- Atomic writes -------------------------------------------------------------------
+
+
+def test_rewrite_under_an_open_reader_keeps_its_view(tmp_path, run_python):
+    """Rewriting a bag that a reader has open used to truncate it in place
+    (SIGBUS in the reader); now the reader keeps the file it opened."""
+    path = tmp_path / "a.bag"
+    old = [b"old %d" % i * 20 for i in range(1000)]
+    with sackli.Writer(path) as writer:
+        writer.write_many(old)
+    result = run_python(f"""
+        import sackli
+        r = sackli.Reader({str(path)!r})
+        with sackli.Writer({str(path)!r}) as w:
+            w.write(b"new")
+        report(lambda: (r[500] == {old[500]!r}, len(r), sackli.Reader({str(path)!r}).read()))
+    """)
+    assert result.outcome() == {"ok": repr((True, 1000, [b"new"]))}
+
+
+@PLACEMENTS
+def test_target_appears_only_at_close(tmp_path, placement):
+    path = tmp_path / "late.bagz"
+    with sackli.Writer(path, limits_placement=placement) as writer:
+        writer.write_many([b"x" * 100] * 1000)
+        writer.flush()
+        assert [p.name for p in tmp_path.iterdir()] == [pathlib.Path(writer.partial_path).parent.name]
+        assert pathlib.Path(writer.partial_path).name == "late.bagz"
+    expected = ["late.bagz"] + (["limits.late.bagz"] if placement == "SEPARATE" else [])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(expected)
+
+
+@PLACEMENTS
+def test_with_block_that_raises_publishes_nothing(tmp_path, placement):
+    path = tmp_path / "kept.bag"
+    with sackli.Writer(path, limits_placement=placement) as writer:
+        writer.write(b"old")
+    before = sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir())
+    with pytest.raises(RuntimeError, match="boom"):
+        with sackli.Writer(path, limits_placement=placement) as writer:
+            writer.write_many([b"new"] * 100)
+            raise RuntimeError("boom")
+    assert sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir()) == before
+    assert writer.closed
+
+
+def test_tail_write_over_a_separate_bag_removes_its_limits_file(tmp_path):
+    path = tmp_path / "was_separate.bag"
+    with sackli.Writer(path, limits_placement="SEPARATE") as writer:
+        writer.write_many([b"a", b"b"])
+    assert limits_path(path).exists()
+    with sackli.Writer(path) as writer:
+        writer.write(b"c")
+    assert not limits_path(path).exists()
+    with pytest.raises(FileNotFoundError, match="nothing to recover"):
+        sackli.recover(path)  # would otherwise "recover" the stale limits
+    assert sackli.Reader(path).read() == [b"c"]
+
+
+def test_concurrent_writers_of_one_target_do_not_mix(tmp_path):
+    path = tmp_path / "shared.bag"
+    first, second = sackli.Writer(path), sackli.Writer(path)
+    assert first.partial_path != second.partial_path
+    first.write_many([b"1"] * 10)
+    second.write_many([b"2"] * 20)
+    first.close()
+    assert sackli.Reader(path).read() == [b"1"] * 10
+    second.close()
+    assert sackli.Reader(path).read() == [b"2"] * 20
+    assert [p.name for p in tmp_path.iterdir()] == ["shared.bag"]
+
+
+@pytest.mark.parametrize("spec", ["out@8.bagz", "out@*.bagz", "out@3.bag"])
+def test_writer_refuses_shard_specs(tmp_path, spec):
+    with pytest.raises(ValueError, match="ShardedWriter"):
+        sackli.Writer(tmp_path / spec)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_recover_a_finished_write_that_was_not_renamed(tmp_path):
+    """A crash between finishing the file and renaming it: recover renames."""
+    path = tmp_path / "done.bag"
+    writer = sackli.Writer(path)
+    writer.write_many([b"p", b"q"])
+    writer._close_unpublished()
+    assert not path.exists()
+    assert sackli.recover(path) == (2, 0, 0)
+    assert sackli.Reader(path).read() == [b"p", b"q"]
+    assert [p.name for p in tmp_path.iterdir()] == ["done.bag"]
+
+
+def test_recover_with_several_unfinished_writes_names_them(tmp_path, run_python):
+    for _ in range(2):
+        interrupt(run_python, "twice.bag", [b"x"])
+    partials = partial_writes(str(tmp_path / "twice.bag"))
+    assert len(partials) == 2
+    with pytest.raises(ValueError, match="2 unfinished writes") as caught:
+        sackli.recover(tmp_path / "twice.bag")
+    assert all(p in str(caught.value) for p in partials)
+    assert sackli.recover(partials[0]) == (1, 0, 0)  # by its own path
+    assert sackli.Reader(tmp_path / "twice.bag").read() == [b"x"]
+    assert sackli.recover(tmp_path / "twice.bag") == (1, 0, 0)  # the one left
+
+
 # --- Placement and compression -----------------------------------------------------
 
 
@@ -235,7 +346,8 @@ def test_placement_files(tmp_path, suffix, placement, records):
     path = tmp_path / ("placed" + suffix)
     with sackli.Writer(path, sackli.Writer.Options(limits_placement=placement)) as writer:
         writer.write_many(records)
-        assert limits_path(path).exists()  # both placements keep limits aside while writing
+        # Both placements keep limits aside while writing.
+        assert limits_path(pathlib.Path(writer.partial_path)).exists()
     assert writer.options.limits_placement == sackli.LimitsPlacement[placement]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [path.name] + ([limits_path(path).name] if placement == "SEPARATE" else [])
@@ -332,7 +444,7 @@ INTERRUPTED_RECORDS = [b"rec%d|" % i * (i % 5) for i in range(1, 151)]  # the fi
 
 def interrupt(run_python, name: str, records: list[bytes]) -> None:
     """Writes `records` to `name` (in run_python's folder), flushes, and dies
-    without closing the writer."""
+    without closing the writer: its partial files stay beside `name`."""
     result = run_python(
         f"""
         import os, sackli
@@ -365,20 +477,27 @@ def test_interrupted_write_and_recover(tmp_path, run_python, suffix, damage, cou
     path = tmp_path / name
     records = INTERRUPTED_RECORDS[:count]
     interrupt(run_python, name, records)
-    assert limits_path(path).exists()
+    # The target never appeared; the write is in its partial folder.
+    assert not path.exists()
+    (partial,) = [pathlib.Path(p) for p in partial_writes(str(path))]
+    assert partial.parent.parent == tmp_path and partial.parent.name.startswith(f".{name}.sackli-partial-")
+    assert limits_path(partial).exists()
     damage_fn, dropped_limits, dropped_bytes = DAMAGE[damage]
-    damage_fn(path)
+    damage_fn(partial)
+    with pytest.raises(FileNotFoundError, match="recover") as missing:
+        sackli.Reader(path)
+    assert str(partial) in str(missing.value)
     # Also a 0-byte file (no record bytes yet) with limits.<name> beside it is
     # an interrupted write, not an empty bag.
     with pytest.raises(sackli.CorruptionError, match="recover") as caught:
-        sackli.Reader(path)
+        sackli.Reader(partial)
     assert isinstance(caught.value, ValueError)
     assert name in str(caught.value)
 
     report = sackli.recover(path)
     assert report == sackli.RecoveryReport(records=count, dropped_limits=dropped_limits, dropped_bytes=dropped_bytes)
     assert (report.records, report.dropped_limits, report.dropped_bytes) == (count, dropped_limits, dropped_bytes)
-    assert not limits_path(path).exists()
+    assert sorted(tmp_path.iterdir()) == [path]  # partial folder gone
     assert sackli.Reader(path).read() == records
     # The result is exactly what an uninterrupted write produces.
     complete = tmp_path / ("complete" + suffix)
@@ -439,43 +558,53 @@ def test_background_batches_keep_call_order(tmp_path, sizes):
                 writer.write(record)
             if k == 1_500:
                 writer.flush()
-                partial = sackli.Reader(path, limits_placement="SEPARATE").read()
+                partial = sackli.Reader(writer.partial_path, limits_placement="SEPARATE").read()
                 assert partial == records[:1_501]
     assert sackli.Reader(path).read() == records
 
 
-def full_disk_writer(tmp_path):
-    # Every write(2) to /dev/full fails with ENOSPC; the limits file is a
-    # normal file beside the link.
-    link = tmp_path / "full.bagz"
-    link.symlink_to("/dev/full")
-    return sackli.Writer(link)
+# A write past RLIMIT_FSIZE fails with EFBIG (SIGXFSZ ignored): a disk that
+# fills up, for one process. The writer writes in a partial folder beside its
+# target, so a link to /dev/full would not do.
+FULL_DISK = """
+import errno, random, resource, signal, sackli
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+"""
 
 
-def test_a_lost_batch_fails_the_writer_for_good(tmp_path):
-    writer = full_disk_writer(tmp_path)
-    rng = random.Random(5)
-    record = bytes(rng.randrange(256) for _ in range(4096))  # incompressible
-    with pytest.raises(OSError) as caught:
-        for _ in range(2_000):  # 8 MB: the 1 MiB file buffer overflows
-            writer.write(record)
-        writer.close()
-    assert caught.value.errno == errno.ENOSPC
-    # Records after a lost batch must never reach the file: every later call fails.
-    with pytest.raises(OSError):
-        writer.write(b"after")
-    with pytest.raises(OSError):
-        writer.flush()
-    with pytest.raises(OSError):
-        writer.close()
+def test_a_lost_batch_fails_the_writer_for_good(tmp_path, run_python):
+    result = run_python(FULL_DISK + """
+def outcome(call):
+    try:
+        call()
+    except OSError as error:
+        return error.errno
+    return None
+writer = sackli.Writer("full.bagz")
+record = random.Random(5).randbytes(4096)  # incompressible
+def fill():
+    for _ in range(2_000):  # 8 MB: past the limit
+        writer.write(record)
+    writer.close()
+first = outcome(fill)
+# Records after a lost batch must never reach the file: every later call fails.
+later = [outcome(lambda: writer.write(b"after")), outcome(writer.flush), outcome(writer.close)]
+report(lambda: (first == errno.EFBIG, [e is not None for e in later]))
+""")
+    assert result.outcome() == {"ok": repr((True, [True, True, True]))}
+    assert not (tmp_path / "full.bagz").exists()  # nothing published
 
 
-def test_a_lost_batch_surfaces_at_close(tmp_path):
-    writer = full_disk_writer(tmp_path)
-    writer.write_many([b"small"] * 10)  # stays in buffers until close
-    with pytest.raises(OSError) as caught:
-        writer.close()
-    assert caught.value.errno == errno.ENOSPC
+def test_a_lost_batch_surfaces_at_close(tmp_path, run_python):
+    result = run_python(FULL_DISK + """
+writer = sackli.Writer("full.bagz")
+writer.write_many([random.Random(1).randbytes(300_000) for _ in range(4)])  # in buffers until close
+report(lambda: writer.close())
+""")
+    outcome = result.outcome()
+    assert outcome["error"] == "OSError" and "full.bagz" in outcome["message"], outcome
+    assert not (tmp_path / "full.bagz").exists()
 
 
 def test_dropped_writer_closes_its_file(tmp_path):

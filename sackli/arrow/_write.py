@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from .._options import WriterOptions
 from .._shard_spec import split_shard_entry, strip_local_prefix
-from .._shard_writer import ShardSetWriter
+from .._shard_writer import ShardedWriter
 from ._encode import make_encoder
 from ._inputs import open_table_stream
 from ._schema_file import schema_path, write_schema_file
@@ -120,7 +120,8 @@ def write_table(
     encoder = make_encoder(stream.schema, column, encoding, skip_nulls)
     # Nulls left out make the number of records unknown until the end.
     num_records = None if column is not None and skip_nulls else stream.num_rows
-    sink = ShardSetWriter(spec, options or WriterOptions(), num_records, max_shard_bytes)
+    sink = ShardedWriter(spec, options or WriterOptions(), max_shard_bytes=max_shard_bytes,
+                         num_records=num_records)
     try:
         with _progress_bar(stream.num_rows, progress) as bar, \
                 concurrent.futures.ThreadPoolExecutor(1, "sackli-write-table") as writing:

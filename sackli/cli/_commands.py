@@ -101,11 +101,14 @@ def build_parser(program: str) -> argparse.ArgumentParser:
 
     recover = _add(subparsers, "recover", _recover.recover,
                    "Complete an interrupted write into a valid bag.",
-                   "sackli recover train-00003-of-00016.bagz", (),
-                   "An interrupted write leaves the records file and limits.<name> beside it; "
-                   "this keeps every record whose limit was written, appends the limits "
-                   "(TAIL) and reports how many records were saved.")
-    recover.add_argument("path", metavar="PATH", help="the bag file whose write was interrupted")
+                   "sackli recover 'train@16.bagz'", (),
+                   "An interrupted write leaves its records file and limits.<name>: sackli's "
+                   "writers in a hidden folder .<name>.sackli-partial-<tag>/ beside the bag, "
+                   "bagz's beside the bag itself. This keeps every record whose limit was "
+                   "written, appends the limits (TAIL), puts the bag in place and reports how "
+                   "many records were saved.")
+    recover.add_argument("path", metavar="PATH",
+                         help="the bag (or shard spec, e.g. 'train@16.bagz') whose write was interrupted")
 
     convert = _add(
         subparsers, "convert", _convert.convert,

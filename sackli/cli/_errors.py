@@ -5,11 +5,23 @@ from __future__ import annotations
 __all__ = ["error_message"]
 
 
+# The library's advice names Python calls; on the command line, the flags.
+_CLI_WORDING = (
+    ("Open it with limits_placement=LimitsPlacement.SEPARATE", "Read it with --limits-placement SEPARATE"),
+    ("sackli.recover(path) (from a shell: sackli recover PATH)", "sackli recover PATH"),
+)
+
+
 def error_message(error: BaseException) -> str:
     """One line that says what went wrong, naming the file when known."""
     if isinstance(error, OSError) and error.strerror:
         filename = error.filename
         if filename is None or str(filename) in error.strerror:  # already named
-            return error.strerror
-        return f"{filename}: {error.strerror}"
-    return str(error) or type(error).__name__
+            message = error.strerror
+        else:
+            message = f"{filename}: {error.strerror}"
+    else:
+        message = str(error) or type(error).__name__
+    for library, command_line in _CLI_WORDING:
+        message = message.replace(library, command_line)
+    return message
