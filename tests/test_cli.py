@@ -9,6 +9,7 @@ import pathlib
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -819,3 +820,26 @@ def test_gzip_level(tmp_path) -> None:
     assert sackli.Reader(tmp_path / "back.bag").read() == records
     assert fails("convert", "in.bag", "x.tfrecord", "--gzip-level", "3", cwd=tmp_path) == (
         "sackli: error: --gzip-level applies to .gz destinations only")
+
+
+def test_killed_convert_leaves_no_shard_under_a_final_name(tmp_path) -> None:
+    """kill -9 in the middle of `convert big.bagz 'k@8.bagz'` used to leave a
+    few complete shards and an empty one, which a glob took for a set."""
+    with sackli.ShardedWriter(tmp_path / "big.bagz") as writer:
+        writer.write_many(b"%09d" % i * 12 for i in range(400_000))
+    process = subprocess.Popen([sys.executable, "-m", "sackli", "convert", "big.bagz", "k@8.bagz"],
+                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = 60.0
+        while deadline > 0 and len(list(tmp_path.glob(".sackli-convert-*"))) < 3:
+            assert process.poll() is None, "convert finished before it could be interrupted"
+            deadline -= 0.005
+            time.sleep(0.005)
+    finally:
+        process.kill()
+        process.wait()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["big.bagz"]
+    # Run again, to the end: the set appears whole, the leftovers of the
+    # killed run are hidden files that no glob of the set matches.
+    assert ok("convert", "big.bagz", "k@8.bagz", cwd=tmp_path).startswith(b"converted 400000 records")
+    assert len(sackli.Reader(tmp_path / "k@*.bagz")) == 400_000

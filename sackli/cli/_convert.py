@@ -2,9 +2,10 @@
 
 Destinations: a single file; `name@N.ext`, N shards holding contiguous runs
 of records as even as possible; or `name@*.ext` with --max-shard-bytes, as
-many shards as needed, written under temporary names and renamed to
-`name-0000i-of-0000N.ext` once N is known. Memory stays bounded: records move
-in batches from reader to writer.
+many shards as needed, named `name-0000i-of-0000N.ext` once N is known.
+Every output file is written under a hidden temporary name and renamed at
+the end, all together: a set appears at once or not at all. Memory stays
+bounded: records move in batches from reader to writer.
 """
 
 from __future__ import annotations
@@ -70,21 +71,44 @@ class _RecordStream:
         return taken
 
 
+def _temp_name(path: str) -> str:
+    """Where `convert` writes `path` until the whole output is done: a hidden
+    name in the same folder, with the same ending (so formats and compression
+    follow it), that no glob of the output's shards matches."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".sackli-convert-{os.getpid()}-{name}")
+
+
 class _Conversion:
-    """One run of `convert`: the stream, the writers and the files written
-    (deleted again if the run fails)."""
+    """One run of `convert`: the stream, the writers and the files written,
+    under temporary names until `publish` renames them all (deleted again if
+    the run fails)."""
 
     def __init__(self, source: Source, kind: str, args: argparse.Namespace, progress: Any) -> None:
         self.kind = kind
         self.args = args
         self.progress = progress
         self.stream = _RecordStream(source.batches())
-        self.created: list[str] = []
+        self.created: list[str] = []  # every temporary file
+        self.written: list[str] = []  # the temporary name of each output, in order
         self.records = 0
 
     def _open(self, path: str) -> Any:
-        self.created.extend(files_of(self.kind, path))
-        return open_writer(self.kind, path, self.args)
+        temp = _temp_name(path)
+        self.created.extend(files_of(self.kind, temp))
+        self.written.append(temp)
+        return open_writer(self.kind, temp, self.args, name=path)
+
+    def publish(self, paths: list[str]) -> None:
+        """Renames the outputs onto `paths`, one after the other once all are
+        complete: the set appears at once. A bag's limits file goes with it;
+        a stale one beside a TAIL bag goes away."""
+        for temp, final in zip(self.written, paths):
+            for temp_file, final_file in zip(files_of(self.kind, temp), files_of(self.kind, final)):
+                if os.path.exists(temp_file):
+                    os.replace(temp_file, final_file)
+                elif final_file != final:
+                    remove_quietly([final_file])
 
     def _write(self, writer: Any, records: list[bytes]) -> None:
         writer.write_many(records)
@@ -106,14 +130,14 @@ class _Conversion:
             finally:
                 writer.close()
 
-    def write_by_size(self, temp_path: str, max_bytes: int) -> int:
-        """Writes shards of at most about `max_bytes` each, to temp_path with
-        `{index}` filled in; returns the number of shards."""
+    def write_by_size(self, base: str, suffix: str, max_bytes: int) -> int:
+        """Writes shards of at most about `max_bytes` each (to be named
+        `base-0000i-of-0000N.suffix` once N is known); returns N."""
         overhead = RECORD_OVERHEAD[self.kind]
         shards = 0
         more = True  # at least one shard, even for an empty source
         while more:
-            writer = self._open(temp_path.format(index=shards))
+            writer = self._open(f"{base}-{shards:05d}-of-pending{suffix}")
             shards += 1
             try:
                 while True:
@@ -136,21 +160,10 @@ def _check_distinct(source: Source, outputs: list[str]) -> None:
             raise ValueError(f"{path} is both source and destination; write elsewhere")
 
 
-def _rename_all(kind: str, temp_paths: list[str], final_paths: list[str]) -> None:
-    """Moves each written file (and a bag's limits file) to its final name."""
-    for temp, final in zip(temp_paths, final_paths):
-        for temp_file, final_file in zip(files_of(kind, temp), files_of(kind, final)):
-            if os.path.exists(temp_file):
-                os.replace(temp_file, final_file)
-
-
 def _write_by_size(run: _Conversion, base: str, suffix: str, max_bytes: int) -> list[str]:
     """Writes `base@*suffix` shards of about `max_bytes`; returns their paths."""
-    temp = f"{base}-{{index:05d}}-of-pending{suffix}"
-    shards = run.write_by_size(temp, max_bytes)
-    paths = [shard_name(base, i, shards, suffix) for i in range(shards)]
-    _rename_all(run.kind, [temp.format(index=i) for i in range(shards)], paths)
-    return paths
+    shards = run.write_by_size(base, suffix, max_bytes)
+    return [shard_name(base, i, shards, suffix) for i in range(shards)]
 
 
 def convert(args: argparse.Namespace) -> int:
@@ -196,6 +209,7 @@ def convert(args: argparse.Namespace) -> int:
                 paths = _write_by_size(run, sharded[0], sharded[2], args.max_shard_bytes)
             else:
                 run.write_counted(paths, counts)
+            run.publish(paths)
         except BaseException:
             remove_quietly(run.created)
             raise

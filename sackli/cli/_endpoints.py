@@ -127,14 +127,15 @@ def check_output_options(kind: str, spec: str, args: argparse.Namespace) -> None
         raise ValueError("--output-limits-placement applies to bag destinations only")
 
 
-def open_writer(kind: str, path: str, args: argparse.Namespace) -> Any:
-    """A writer (write_many, records_written, bytes_written, close) for one file."""
+def open_writer(kind: str, path: str, args: argparse.Namespace, name: str | None = None) -> Any:
+    """A writer (write_many, records_written, bytes_written, close) for one
+    file; `name` is what errors call it (default: `path`)."""
     if kind == BAG:
         return sackli.Writer(path, **bag_writer_options(path, args))
     writer_type = {TFRECORD: formats.TFRecordWriter, JSON_LINES: formats.JsonLinesWriter,
                    TEXT: formats.TextLinesWriter}[kind]
     level = formats.DEFAULT_GZIP_LEVEL if args.gzip_level is None else args.gzip_level
-    return writer_type(path, gzip_level=level)
+    return writer_type(path, gzip_level=level, name=name)
 
 
 def files_of(kind: str, path: str) -> list[str]:

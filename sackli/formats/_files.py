@@ -136,11 +136,15 @@ class RecordFileWriter:
     """Base of the writers here: owns the output file, counts records, and is
     a context manager. Subclasses implement `_encode(record) -> bytes`.
 
-    `gzip_level` (0-9) applies to files named `*.gz`.
+    `gzip_level` (0-9) applies to files named `*.gz`. `name` is what error
+    messages call the file (default: `path`), for a file written under a
+    temporary name.
     """
 
-    def __init__(self, path: str | os.PathLike[str], gzip_level: int = DEFAULT_GZIP_LEVEL) -> None:
+    def __init__(self, path: str | os.PathLike[str], gzip_level: int = DEFAULT_GZIP_LEVEL,
+                 name: str | None = None) -> None:
         self._path = os.fspath(path)
+        self.name = self._path if name is None else name
         self._file: BinaryIO | None = open_binary(self._path, "wb", gzip_level)
         self.records_written = 0
         self.bytes_written = 0
@@ -155,7 +159,7 @@ class RecordFileWriter:
 
     def _checked_file(self) -> BinaryIO:
         if self._file is None:
-            raise ValueError(f"{self._path}: write to a closed writer")
+            raise ValueError(f"{self.name}: write to a closed writer")
         return self._file
 
     def write(self, record: bytes | bytearray | memoryview) -> None:

@@ -97,7 +97,7 @@ class TextLinesWriter(RecordFileWriter):
     def _encode(self, record: bytes) -> bytes:
         if b"\n" in record:
             raise ValueError(
-                f"{self.path}: record {self.records_written} contains a newline and "
+                f"{self.name}: record {self.records_written} contains a newline and "
                 "cannot be written as one line of text; use .jsonl or .tfrecord"
             )
         return record + b"\n"
