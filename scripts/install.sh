@@ -2,10 +2,17 @@
 # Installs what sackli needs to build and test: the system zstd library and
 # the zstd command (the tests train dictionaries with it), via apt when
 # missing, then the package with its test extras, into the Python given by
-# $PYTHON (default: python3, e.g. an activated venv's).
+# $PYTHON (default: python3, e.g. an activated venv's). Every dependency is
+# held to the version pinned in requirements/dev.lock (scripts/lock.sh).
+#   SACKLI_EXTRAS=test,bench   which extras (default: test; bench adds what
+#                              benchmarks/*.py need)
+# Extra arguments go to pip install, e.g. --config-settings=... (see
+# scripts/sanitize.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+EXTRAS="${SACKLI_EXTRAS:-test}"
+LOCK=requirements/dev.lock
 
 have_zstd() {
   { command -v pkg-config >/dev/null && pkg-config --exists libzstd; } || [ -f /usr/include/zstd.h ]
@@ -35,5 +42,19 @@ else
   echo "== could not fetch zstd 1.5.7: building against the system's libzstd"
 fi
 
-echo "== building and installing sackli[test] into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
-"$PYTHON" -m pip install --quiet --disable-pip-version-check "${ZSTD_ARGS[@]}" ".[test]"
+PIP=("$PYTHON" -m pip --disable-pip-version-check)
+# In a virtualenv, pip itself first goes to the pinned version: only pip >=
+# 25.3 can also hold the build's own dependencies (scikit-build-core,
+# pybind11, cmake, ninja) to the lock. Another Python's pip is left alone.
+if "$PYTHON" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+  "${PIP[@]}" install --quiet --constraint "$LOCK" pip
+fi
+BUILD_PINS=()
+if "${PIP[@]}" install --help | grep -- --build-constraint >/dev/null; then
+  BUILD_PINS=(--build-constraint "$LOCK")
+else
+  echo "== pip $("${PIP[@]}" --version | cut -d' ' -f2) cannot pin build dependencies (needs >= 25.3): building with the newest"
+fi
+
+echo "== building and installing sackli[$EXTRAS] into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
+"${PIP[@]}" install --quiet --constraint "$LOCK" "${BUILD_PINS[@]}" "${ZSTD_ARGS[@]}" "$@" ".[$EXTRAS]"

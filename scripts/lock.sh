@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Refreshes requirements/dev.lock, the exact versions scripts/install.sh (so
+# scripts/test.sh, scripts/sanitize.sh and CI) installs: pyproject.toml's test
+# and bench extras plus requirements/dev.in (pip and the build's own
+# dependencies). One universal resolution, from PyPI only (uv reads no
+# pip.conf), valid for Python 3.10 and newer on every platform; versions that
+# differ between Pythons carry markers. Then it checks that every pinned
+# version has a Linux x86_64 wheel for Python 3.10-3.14.
+#
+#   pip install uv && bash scripts/lock.sh     # UV=/path/to/uv picks another uv
+#
+# Pins already in the lock are kept where the requirements still allow them;
+# extra arguments go to uv pip compile: --upgrade moves everything to the
+# newest versions, --upgrade-package duckdb one package. Review the diff and
+# run bash scripts/test.sh before committing it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+UV="${UV:-uv}"
+if ! command -v "$UV" >/dev/null; then
+  echo "scripts/lock.sh needs uv: pip install uv (or set UV=/path/to/uv)" >&2
+  exit 1
+fi
+INDEX=https://pypi.org/simple
+LOCK=requirements/dev.lock
+
+"$UV" pip compile --quiet --no-config --default-index "$INDEX" \
+  --universal --python-version 3.10 \
+  --custom-compile-command "bash scripts/lock.sh" \
+  "$@" \
+  pyproject.toml requirements/dev.in --extra test --extra bench \
+  --output-file "$LOCK"
+
+for version in 3.10 3.11 3.12 3.13 3.14; do
+  if ! "$UV" pip compile --quiet --no-config --default-index "$INDEX" \
+      --python-platform x86_64-manylinux_2_28 --python-version "$version" \
+      --only-binary :all: --no-deps "$LOCK" --output-file /dev/null; then
+    echo "scripts/lock.sh: a version in $LOCK has no Linux x86_64 wheel for Python $version" >&2
+    exit 1
+  fi
+done
+echo "wrote $LOCK ($(grep -c '^[A-Za-z0-9]' "$LOCK") pins)"
