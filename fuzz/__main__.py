@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--max-mutants", type=int)
     run.add_argument("--max-minimize", type=int, default=8,
                      help="new kinds of failure minimised and saved per run (default 8)")
+    run.add_argument("--seeds", help="comma-separated seed names to mutate (default: all; see "
+                     "`python -m fuzz corpus DIR`)")
     run.add_argument("--no-replay", action="store_true", help="skip the regression cases")
     _common(run)
     replay = commands.add_parser("replay", help="replay the regression cases only")
@@ -54,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
                    paths=args.paths.split(",") if args.paths else None, remote_every=args.remote_every)
     if args.command == "run":
         report = runner.run(args.seconds, args.seed, max_mutants=args.max_mutants,
-                            replay_first=not args.no_replay, max_minimize=args.max_minimize, **options)
+                            replay_first=not args.no_replay, max_minimize=args.max_minimize,
+                            seeds=args.seeds.split(",") if args.seeds else None, **options)
     else:
         report = runner.replay(**options)
     print(report.table())

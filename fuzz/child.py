@@ -21,6 +21,7 @@ import faulthandler
 import importlib.util
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -152,6 +153,9 @@ def evaluate(task: dict, emit) -> None:
 
 def main() -> None:
     faulthandler.enable(sys.stderr)
+    # The runner sends SIGUSR1 to a child that stopped making progress, for
+    # the traceback of every thread, before it kills it.
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints go to stderr
     sys.stdout = sys.stderr

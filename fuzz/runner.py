@@ -24,11 +24,13 @@ import queue
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -41,7 +43,7 @@ __all__ = ["Fuzzer", "Report", "run", "replay", "REGRESSIONS", "direct_io_works"
 REPO = pathlib.Path(__file__).resolve().parents[1]
 REGRESSIONS = pathlib.Path(__file__).resolve().parent / "regressions"
 FAILING = ("mismatch", "hang", "crash")
-# Raw files are stored in a regression case up to this size in all.
+# A regression case holds its files (zlib, base64) up to this size in all.
 MAX_INLINE_BYTES = 256 * 1024
 
 _CHILD_CODE = ("import sys; sys.path.append({root!r}); "
@@ -72,30 +74,35 @@ def normalize_sub(sub: str) -> str:
     return re.sub(r"\d+", "N", sub or "")
 
 
-def op_kind(op: dict) -> str:
-    """What an op does, without its numbers (e.g. "record:fcs=N/NB")."""
-    if op["op"] == "record":
-        return f"record:{normalize_sub(op.get('what', ''))}"
-    return op["op"]
+def oracle_reason(expected: str) -> str:
+    """Why the oracle says what it says, without paths and numbers
+    ("N bytes after the zstd frame", "record N spans [N, N)..."), or "" when
+    it expected data."""
+    if not expected.startswith("oracle:"):
+        return ""
+    text = re.sub(r"'?/[^\s']*'?:?\s*", "", expected)
+    text = re.sub(r"record \d+: ", "", text)
+    return normalize_sub(text)[:80]
 
 
-PATH_FAMILIES = {
-    "getitem": "single", "view_getitem": "single",
-    "iter": "iteration", "iter_sync": "iteration", "reversed": "iteration", "read_range_iter": "iteration",
-    "read_indices_iter": "iteration",
-    "arrow_batches": "stream", "arrow_indices": "stream", "beam": "stream",
-}
-
-
-def failure_kind(cls: str, path: str, sub: str, combo: str, recipe: dict | None) -> tuple:
-    """A kind of failure, to minimise and keep one input of each: its class,
-    the family of its path, what went wrong, whether the source was mapped,
-    and the kinds of its recipe's ops."""
+def source_kind(combo: str) -> str:
     where = combo.split("/")[0] if combo else ""
-    source = "remote" if where == "remote" else "mapped" if where == "SYSTEM" else "unmapped"
-    ops = tuple(sorted({op_kind(op) for op in (recipe or {}).get("ops", [])}))
-    return (cls, PATH_FAMILIES.get(path, "batch" if path not in ("open", "scan") else path),
-            normalize_sub(sub), source, ops)
+    return "remote" if where == "remote" else "mapped" if where == "SYSTEM" else "unmapped"
+
+
+def minimise_key(signature: tuple) -> tuple:
+    """One input is minimised and kept per key: the signature, where the
+    kind of source counts only when the oracle has data (a corrupt record
+    read wrongly from mapped and unmapped files is one kind)."""
+    cls, sub, reason, source = signature
+    return (cls, sub, reason, source if not reason or cls in ("crash", "hang") else "*")
+
+
+def failure_kind(cls: str, sub: str, combo: str, expected: str) -> tuple:
+    """A kind of failure, of which one input is minimised and kept: class,
+    what went wrong, why the oracle disagrees, kind of source (as
+    Finding.signature)."""
+    return (cls, normalize_sub(sub), oracle_reason(expected or ""), source_kind(combo))
 
 
 # --- Child processes ------------------------------------------------------------------
@@ -182,6 +189,7 @@ class Child:
             wait = min(idle_timeout, deadline - time.monotonic())
             message = self._next(wait)
             if message == "timeout":
+                self.dump_threads()
                 self.kill()
                 return TaskOutcome(results, "hang", in_flight, None, self._stderr_tail(offset))
             if message is None:  # the child died
@@ -197,6 +205,15 @@ class Child:
                 if "harness_error" in message:
                     return TaskOutcome(results, "harness_error", in_flight, error=message["harness_error"])
                 return TaskOutcome(results, "done", oracle=message.get("oracle"))
+
+    def dump_threads(self) -> None:
+        """Asks a hung child for the traceback of its threads (faulthandler)."""
+        if self.alive():
+            try:
+                self.process.send_signal(signal.SIGUSR1)
+                time.sleep(1.0)
+            except OSError:
+                pass
 
     def kill(self) -> None:
         if self.process is not None:
@@ -234,8 +251,10 @@ class Finding:
     regression: str | None = None
 
     @property
-    def signature(self) -> tuple[str, str, str]:
-        return (self.cls, self.path, normalize_sub(self.sub))
+    def signature(self) -> tuple[str, str, str, str]:
+        """What went wrong, regardless of the path: class, the judge's
+        words, the oracle's reason and the kind of source."""
+        return (self.cls, normalize_sub(self.sub), oracle_reason(self.expected), source_kind(self.combo))
 
     def as_dict(self) -> dict:
         out = {k: v for k, v in self.__dict__.items() if v not in (None, "")}
@@ -282,11 +301,14 @@ class Report:
         entry = self.distinct.get(finding.signature)
         if entry is None:
             self.distinct[finding.signature] = {"count": 1, "combos": {finding.combo}, "example": finding,
-                                                "sources": {finding.source}}
+                                                "sources": {finding.source}, "paths": {finding.path}}
             return True
         entry["count"] += 1
         entry["combos"].add(finding.combo)
         entry["sources"].add(finding.source)
+        entry["paths"].add(finding.path)
+        if entry["example"].regression is None and finding.regression is not None:
+            entry["example"] = finding
         return False
 
     def failing(self) -> list[Finding]:
@@ -298,8 +320,9 @@ class Report:
             if signature[0] not in FAILING:
                 continue
             ex: Finding = entry["example"]
-            lines.append(f"[{ex.cls}] {ex.path}: {ex.sub} x{entry['count']} "
-                         f"(options {', '.join(sorted(entry['combos']))})")
+            lines.append(f"[{ex.cls}] {ex.sub} ({signature[2] or 'the oracle has data'}) x{entry['count']} "
+                         f"in paths {', '.join(sorted(entry['paths']))}; options {', '.join(sorted(entry['combos']))}")
+            lines.append(f"    e.g. path {ex.path}, options {ex.combo}")
             lines.append(f"    call {ex.call}\n    expected {ex.expected}\n    actual   {ex.actual}")
             lines.append(f"    from {', '.join(sorted(entry['sources'])[:5])}")
             recipe = ex.minimized or ex.recipe
@@ -341,8 +364,11 @@ class Report:
         out += ["", f"distinct findings: {len(self.distinct)}"]
         for signature, entry in sorted(self.distinct.items(), key=lambda kv: (-CLASSES.index(kv[0][0]), kv[0])):
             ex = entry["example"]
-            out.append(f"  [{ex.cls}] {ex.path}: {ex.sub}  x{entry['count']} in {len(entry['sources'])} inputs, "
-                       f"options {', '.join(sorted(entry['combos'])[:4])}{'...' if len(entry['combos']) > 4 else ''}")
+            combos = sorted(entry["combos"])
+            out.append(f"  [{ex.cls}] {ex.sub} -- oracle: {signature[2] or 'data'} -- {signature[3]} source; "
+                       f"x{entry['count']} in {len(entry['sources'])} inputs")
+            out.append(f"      paths {', '.join(sorted(entry['paths']))}; "
+                       f"options {', '.join(combos[:4])}{f' +{len(combos) - 4}' if len(combos) > 4 else ''}")
             recipe = ex.minimized or ex.recipe
             if recipe is not None:
                 ops = "; ".join(mutators.describe(op) for op in recipe.get("ops", []))
@@ -365,7 +391,8 @@ class Report:
             "by_class": dict(self.by_class), "by_seed": dict(self.by_seed), "by_op": dict(self.by_op),
             "oracle_open": dict(self.oracle_open), "calls": self.calls,
             "distinct": [{"signature": list(sig), "count": e["count"], "combos": sorted(e["combos"]),
-                          "sources": sorted(e["sources"])[:20], "example": e["example"].as_dict()}
+                          "paths": sorted(e["paths"]), "sources": sorted(e["sources"])[:20],
+                          "example": e["example"].as_dict()}
                          for sig, e in self.distinct.items()],
             "saved": self.saved, "skipped": self.skipped, "harness_errors": self.harness_errors,
         }
@@ -375,7 +402,8 @@ class Report:
 
 
 def _snapshot(folder: str) -> dict[str, Any] | None:
-    """The files of a mutant folder, base64 (None when too big)."""
+    """The files of a mutant folder, zlib-compressed and base64 (None when
+    that is over MAX_INLINE_BYTES)."""
     out: dict[str, Any] = {}
     total = 0
     for name in sorted(os.listdir(folder)):
@@ -384,11 +412,11 @@ def _snapshot(folder: str) -> dict[str, Any] | None:
             out[name] = {"dir": True}
             continue
         with open(path, "rb") as f:
-            data = f.read()
-        total += len(data)
+            packed = base64.b64encode(zlib.compress(f.read(), 9)).decode()
+        total += len(packed)
         if total > MAX_INLINE_BYTES:
             return None
-        out[name] = base64.b64encode(data).decode()
+        out[name] = {"zlib": packed}
     return out
 
 
@@ -398,11 +426,13 @@ def _restore(files: dict[str, Any], folder: str) -> None:
     os.makedirs(folder)
     for name, content in files.items():
         path = os.path.join(folder, name)
-        if isinstance(content, dict):
+        if isinstance(content, dict) and content.get("dir"):
             os.mkdir(path)
-        else:
-            with open(path, "wb") as f:
-                f.write(base64.b64decode(content))
+            continue
+        data = (zlib.decompress(base64.b64decode(content["zlib"])) if isinstance(content, dict)
+                else base64.b64decode(content))
+        with open(path, "wb") as f:
+            f.write(data)
 
 
 def _ops_key(recipe: dict | None) -> str:
@@ -461,8 +491,9 @@ class Fuzzer:
         self.lock = threading.Lock()
         self.minimized = 0
         # Kinds of failure already kept as regression cases, or tried here.
-        self.known = {failure_kind(c.get("class", ""), c.get("path", ""), c.get("sub", ""), c.get("combo", ""),
-                                   c.get("recipe")) for c in load_regressions(self.regressions_dir)}
+        self.known = {minimise_key(failure_kind(c.get("class", ""), c.get("sub", ""), c.get("combo", ""),
+                                                c.get("expected", "")))
+                      for c in load_regressions(self.regressions_dir)}
         self.tried: set = set()
         self.saved_ops = {_ops_key(c.get("recipe")) for c in load_regressions(self.regressions_dir)}
         self.deadline = float("inf")  # no minimising after the fuzzing time
@@ -602,14 +633,20 @@ class Fuzzer:
 
     def handle(self, findings: list[Finding], scratch: str) -> None:
         """Counts findings; minimises and saves the first of each new kind
-        (class and the kinds of its recipe's ops)."""
-        for finding in findings:
-            key = failure_kind(finding.cls, finding.path, finding.sub, finding.combo, finding.recipe)
+        (see Finding.signature): crashes and hangs first, then wrong data."""
+        def priority(finding: Finding) -> int:
+            if finding.cls in ("crash", "hang"):
+                return 0
+            return 1 if ("bytes" in finding.sub or "data" in finding.sub) else 2
+
+        for finding in sorted(findings, key=priority):
+            key = minimise_key(finding.signature)
             with self.lock:
                 self.report.add_finding(finding)
-                budget = self.max_minimize * (3 if finding.cls in ("crash", "hang") else 1)
+                severe = finding.cls in ("crash", "hang")
                 wanted = (finding.cls in FAILING and finding.recipe is not None and key not in self.tried
-                          and key not in self.known and self.minimized < budget
+                          and key not in self.known
+                          and self.minimized < self.max_minimize * (3 if severe else 1)
                           and time.monotonic() < self.deadline)
                 if wanted:
                     self.minimized += 1
@@ -627,7 +664,7 @@ class Fuzzer:
                 finding.stderr = failure.get("stderr") or finding.stderr
             else:
                 self.log("  (did not reproduce alone in a fresh child: saved with its whole recipe)")
-            final = failure_kind(finding.cls, finding.path, finding.sub, finding.combo, minimized or finding.recipe)
+            final = minimise_key(finding.signature)
             ops = _ops_key(minimized or finding.recipe)
             with self.lock:
                 if final in self.known or ops in self.saved_ops:
@@ -648,8 +685,23 @@ class Fuzzer:
         else:
             meta = mutators.materialize(case["recipe"], str(self.corpus_dir), scratch, self.metas)
         seed = case.get("recipe", {}).get("mutant", 0)
-        task = self._task(f"regression {case['name']}", scratch, meta, self.pairs(), seed, f"r-{case['name']}")
-        results, _, oracle = self.evaluate(child, task)
+        pairs = self.pairs()
+        results: list[dict] = []
+        recorded = [case.get("combo"), case.get("path")]
+        if case.get("class") in ("crash", "hang") and recorded in pairs:
+            # A memory error may only crash in a fresh process (in one that
+            # ran other reads first, it may read foreign bytes instead).
+            fresh = self._child(f"replay-fresh-{threading.get_ident()}")
+            try:
+                task = self._task(f"regression {case['name']}", scratch, meta, [recorded], seed,
+                                  f"r-{case['name']}")
+                results, _, _ = self.evaluate(fresh, task)
+            finally:
+                fresh.close()
+            pairs = [p for p in pairs if p != recorded]
+        task = self._task(f"regression {case['name']}", scratch, meta, pairs, seed, f"r-{case['name']}")
+        more, _, oracle = self.evaluate(child, task)
+        results += more
         with self.lock:
             self.report.regressions += 1
             self.report.add_results(results)
@@ -698,12 +750,16 @@ class Fuzzer:
         if errors:
             raise RuntimeError("a fuzz worker failed:\n" + errors[0])
 
-    def fuzz(self, seconds: float, seed: int, max_mutants: int | None = None, max_ops: int = 4) -> Report:
+    def fuzz(self, seconds: float, seed: int, max_mutants: int | None = None, max_ops: int = 4,
+             seeds: list[str] | None = None) -> Report:
         self.report.seed = seed
         started = time.monotonic()
         deadline = self.deadline = started + seconds
         counter = itertools.count()
-        names = sorted(self.metas)
+        names = sorted(seeds or self.metas)
+        unknown = [n for n in names if n not in self.metas]
+        if unknown:
+            raise ValueError(f"no seed named {', '.join(unknown)}; seeds: {', '.join(sorted(self.metas))}")
         weights = [self.metas[n].get("weight", 1.0) for n in names]
         last_log = [started]
 
@@ -756,13 +812,13 @@ class Fuzzer:
 
 def run(seconds: float = 60, seed: int = 0, *, jobs: int = 2, remote: bool = False,
         max_mutants: int | None = None, work_dir: str | os.PathLike | None = None,
-        replay_first: bool = True, **kwargs: Any) -> Report:
+        replay_first: bool = True, seeds: list[str] | None = None, **kwargs: Any) -> Report:
     """Replays the regressions, then fuzzes for `seconds` (or `max_mutants`)."""
     fuzzer = Fuzzer(work_dir, jobs=jobs, remote=remote, **kwargs)
     try:
         if replay_first:
             fuzzer.replay()
-        return fuzzer.fuzz(seconds, seed, max_mutants)
+        return fuzzer.fuzz(seconds, seed, max_mutants, seeds=seeds)
     finally:
         fuzzer.close()
 
