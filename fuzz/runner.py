@@ -499,6 +499,14 @@ class Fuzzer:
         self.deadline = float("inf")  # no minimising after the fuzzing time
         env = dict(os.environ)
         env["PYTHONSAFEPATH"] = "1"
+        # Children find the fuzz package by appending the root themselves;
+        # the root first on their path would shadow the installed sackli.
+        kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                if p and os.path.abspath(p) != str(REPO)]
+        if kept:
+            env["PYTHONPATH"] = os.pathsep.join(kept)
+        else:
+            env.pop("PYTHONPATH", None)
         env.setdefault("PYTHONFAULTHANDLER", "1")
         if self.server is not None:
             env.update(self.server.env())
