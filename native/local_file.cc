@@ -57,6 +57,13 @@ int OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_flags);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
+    const int error = errno;
+    struct stat st;
+    // O_DIRECT on a directory fails with EINVAL: say what is wrong with it.
+    if (error == EINVAL && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      ThrowOsError(EISDIR, "open", path);
+    }
+    errno = error;
     if (errno == EINVAL && (extra_flags & O_DIRECT)) {
       throw Error(ErrorKind::kInvalidArgument,
                   path +
