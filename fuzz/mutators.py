@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import zstandard
 
@@ -302,14 +302,19 @@ def _gen_bytes(rng: random.Random, st: _State) -> Op | None:
     return {"op": "cut", "file": name, "pos": _pos(rng, size), "length": rng.choice([1, 2, 8, 16])}
 
 
-def _gen_limits(rng: random.Random, st: _State) -> Op | None:
+def _bags_with_limits(rng: random.Random, st: _State) -> Iterator[tuple[str, bytes, list[int]]]:
+    """(name, records section, limits) of each existing records file whose
+    limits parse and are not empty, in random order."""
     candidates = [f for f in _records_files(st.meta) if f in st.existing()]
     rng.shuffle(candidates)
     for name in candidates:
         found = st.limits(name)
-        if found is None or not found[1]:
-            continue
-        records, limits = found
+        if found is not None and found[1]:
+            yield name, found[0], found[1]
+
+
+def _gen_limits(rng: random.Random, st: _State) -> Op | None:
+    for name, records, limits in _bags_with_limits(rng, st):
         n = len(limits)
         if rng.random() < 0.15 and n >= 2:
             i, j = rng.sample(range(n), 2)
@@ -485,13 +490,7 @@ def _frame_edit(rng: random.Random, stored: bytes, dictionary: bytes | None) -> 
 
 
 def _gen_record(rng: random.Random, st: _State) -> Op | None:
-    candidates = [f for f in _records_files(st.meta) if f in st.existing()]
-    rng.shuffle(candidates)
-    for name in candidates:
-        found = st.limits(name)
-        if found is None or not found[1]:
-            continue
-        records, limits = found
+    for name, records, limits in _bags_with_limits(rng, st):
         valid = [k for k in range(len(limits))
                  if (limits[k - 1] if k else 0) <= limits[k] <= len(records)]
         if not valid:
