@@ -39,9 +39,6 @@ constexpr uint64_t kReleaseGilDecodeBytes = 16 * 1024;
 constexpr uint64_t kReleaseGilCopyBytes = 1024 * 1024;
 // How often a long wait re-takes the GIL to notice Ctrl-C.
 constexpr int64_t kSignalCheckMilliseconds = 100;
-// write_many hands the engine records in batches of about this size.
-constexpr size_t kWriteManyBatchRecords = 4096;
-constexpr size_t kWriteManyBatchBytes = 16 << 20;
 
 void RaiseOsError(int errno_value, const std::string& message,
                   const std::string& path) {
@@ -1182,7 +1179,7 @@ PYBIND11_MODULE(_engine, m) {
            [](Writer& writer, py::iterable records) {
              std::vector<BorrowedBytes> batch;
              // Never reallocated: a borrowed buffer is not moved once taken.
-             batch.reserve(kWriteManyBatchRecords);
+             batch.reserve(Writer::kWriteManyMaxRecords);
              std::vector<py::object> owners;  // keep borrowed objects alive
              std::vector<std::string_view> views;
              size_t batch_bytes = 0;
@@ -1201,8 +1198,8 @@ PYBIND11_MODULE(_engine, m) {
                owners.push_back(py::reinterpret_borrow<py::object>(record));
                batch.emplace_back(record.ptr());
                batch_bytes += batch.back().view().size();
-               if (batch.size() >= kWriteManyBatchRecords ||
-                   batch_bytes >= kWriteManyBatchBytes) {
+               if (batch.size() >= Writer::kWriteManyMaxRecords ||
+                   batch_bytes >= Writer::kWriteManyMaxBytes) {
                  flush_batch();
                }
              }
@@ -1238,20 +1235,8 @@ PYBIND11_MODULE(_engine, m) {
                views.emplace_back(base + ends[k],
                                   static_cast<size_t>(ends[k + 1] - ends[k]));
              }
-             // In sub-batches, as write_many: compressed records of one
-             // WriteMany are held until it returns.
              ReleaseGil release;
-             size_t first = 0;
-             while (first < n) {
-               size_t last = first;
-               size_t batch_bytes = 0;
-               while (last < n && last - first < kWriteManyBatchRecords &&
-                      batch_bytes < kWriteManyBatchBytes) {
-                 batch_bytes += views[last++].size();
-               }
-               writer.WriteMany({views.begin() + first, views.begin() + last});
-               first = last;
-             }
+             writer.WriteMany(views);
            },
            py::arg("data"), py::arg("offsets"))
       .def("flush",

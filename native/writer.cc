@@ -173,9 +173,19 @@ void Writer::Write(std::string_view record) {
 }
 
 void Writer::WriteMany(const std::vector<std::string_view>& records) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  CheckOpenLocked();
-  for (std::string_view record : records) AcceptLocked(record, lock);
+  size_t next = 0;
+  do {
+    std::unique_lock<std::mutex> lock(mutex_);
+    CheckOpenLocked();
+    // One slice per lock: a Flush, Close or Write of another thread gets its
+    // turn between slices of a long call.
+    const size_t end = next + std::min(records.size() - next, kWriteManyMaxRecords);
+    size_t bytes = 0;
+    while (next < end && bytes < kWriteManyMaxBytes) {
+      bytes += records[next].size();
+      AcceptLocked(records[next++], lock);
+    }
+  } while (next < records.size());
 }
 
 void Writer::AcceptLocked(std::string_view record,

@@ -49,8 +49,21 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
+  // How many records, and bytes of them, a caller gathering records one by
+  // one (the bindings' iterable path) should hand to one WriteMany: enough
+  // that a call costs nothing next to its records, few enough that what the
+  // caller holds for the call stays bounded.
+  static constexpr size_t kWriteManyMaxRecords = 4096;
+  static constexpr size_t kWriteManyMaxBytes = size_t{16} << 20;
+
   // Both raise the error of an earlier batch that could not be written.
   void Write(std::string_view record);
+  // Writes `records` in order, any number of them: the writer takes them in
+  // slices of at most kWriteManyMaxRecords / kWriteManyMaxBytes, so the
+  // memory it holds stays bounded (compressed records wait in at most a few
+  // batches in flight) and other threads' calls are not locked out for the
+  // whole call; their records may land between two slices. The records must
+  // stay valid until the call returns.
   void WriteMany(const std::vector<std::string_view>& records);
   // Waits for the batches in flight, then hands everything written so far to
   // the OS (readable with SEPARATE limits).
