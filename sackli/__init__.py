@@ -27,6 +27,7 @@ from ._reader import Reader
 from ._recover import RecoveryReport, recover
 from ._shard_indices import shard_indices
 from ._shard_writer import ShardedWriter
+from ._version import __version__, zstd_version
 from ._writer import Writer
 
 CorruptionError.__module__ = "sackli"
@@ -34,8 +35,6 @@ CorruptionError.__doc__ = (
     "A bag file is corrupt: bad limits, a truncated file, an undecodable record. "
     "A ValueError; the message names the file and byte offset."
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AccessPattern",
@@ -55,4 +54,5 @@ __all__ = [
     "Writer",
     "recover",
     "shard_indices",
+    "zstd_version",
 ]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what sackli needs to build and test: the system zstd library and
-# the zstd command (the tests train dictionaries with it), via apt when
-# missing, then the package with its test extras, into the Python given by
+# the zstd command (the tests train dictionaries with it), and for the
+# engine's C++ tests (tests/test_native_engine.py) cmake, ninja and
+# GoogleTest, via apt when missing, then the package with its test extras, into the Python given by
 # $PYTHON (default: python3, e.g. an activated venv's). Every dependency is
 # held to the version pinned in requirements/dev.lock (scripts/lock.sh).
 #   SACKLI_EXTRAS=test,bench   which extras (default: test; bench adds what
@@ -18,13 +19,19 @@ have_zstd() {
   { command -v pkg-config >/dev/null && pkg-config --exists libzstd; } || [ -f /usr/include/zstd.h ]
 }
 
-if ! have_zstd || ! command -v pkg-config >/dev/null || ! command -v zstd >/dev/null; then
+have_gtest() {
+  [ -f /usr/include/gtest/gtest.h ] || [ -f /usr/local/include/gtest/gtest.h ]
+}
+
+if ! have_zstd || ! command -v pkg-config >/dev/null || ! command -v zstd >/dev/null ||
+   ! have_gtest || ! command -v cmake >/dev/null || ! command -v ninja >/dev/null; then
   if command -v apt-get >/dev/null; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    echo "== installing libzstd-dev, zstd and pkg-config with apt-get"
+    echo "== installing libzstd-dev, zstd, pkg-config, libgtest-dev, cmake and ninja-build with apt-get"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libzstd-dev zstd pkg-config >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libzstd-dev zstd pkg-config \
+      libgtest-dev cmake ninja-build >/dev/null
   elif ! have_zstd; then
     echo "sackli needs the zstd library and headers: install libzstd-dev (Debian/Ubuntu)," >&2
     echo "libzstd-devel (Fedora) or zstd (Homebrew), then run this again." >&2
