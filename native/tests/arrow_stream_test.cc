@@ -87,24 +87,12 @@ TEST(ArrowStream, SchemaIsOneNonNullableLargeBinaryRecord) {
   EXPECT_EQ(moved.release, nullptr);
 }
 
-struct Case {
-  const char* name;
-  const char* suffix;
-  CachePolicy cache;
-};
-
-class ArrowBagStream : public ::testing::TestWithParam<Case> {};
+class ArrowBagStream : public ::testing::TestWithParam<testing::SourceCase> {};
 
 TEST_P(ArrowBagStream, BatchesHoldEveryRecordOfTheViewInOrder) {
   TempDir dir;
   const std::vector<std::string> records = testing::MakeRecords(500);
-  const std::string a = dir.File(std::string("a") + GetParam().suffix);
-  const std::string b = dir.File(std::string("b") + GetParam().suffix);
-  testing::WriteTailBag(a, {records.begin(), records.begin() + 300});
-  testing::WriteTailBag(b, {records.begin() + 300, records.end()});
-  OpenOptions options;
-  options.cache = GetParam().cache;
-  const auto bag = OpenBag({a, b}, options);
+  const auto bag = testing::OpenTwoShards(dir, GetParam(), records, 300);
 
   // About 20 records per batch; batches stop at the shard boundary.
   const uint64_t batch_bytes = 20 * bag->records_bytes() / bag->size();
@@ -140,12 +128,8 @@ TEST_P(ArrowBagStream, BatchesHoldEveryRecordOfTheViewInOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sources, ArrowBagStream,
-    ::testing::Values(Case{"MappedRaw", ".bag", CachePolicy::kSystem},
-                      Case{"MappedZstd", ".bagz", CachePolicy::kSystem},
-                      Case{"PreadRaw", ".bag", CachePolicy::kDropAfterRead}),
-    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Sources, ArrowBagStream, ::testing::ValuesIn(testing::kSourceCases),
+                         testing::SourceCaseName);
 
 TEST(ArrowStream, RawMappedBatchesAreLentFromTheMapping) {
   TempDir dir;

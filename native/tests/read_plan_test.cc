@@ -39,26 +39,14 @@ std::vector<std::string> Pick(const std::vector<std::string>& records,
   return picked;
 }
 
-// Which shards the bag of one test is made of, and how it is opened.
-struct Case {
-  const char* name;
-  const char* suffix;
-  CachePolicy cache;
-};
+using testing::SourceCase;
 
-class ReadPlanTest : public ::testing::TestWithParam<Case> {};
+class ReadPlanTest : public ::testing::TestWithParam<SourceCase> {};
 
 TEST_P(ReadPlanTest, ReturnsRecordsInRequestOrderWithDuplicates) {
   TempDir dir;
   const std::vector<std::string> records = testing::MakeRecords(200);
-  // Two shards: 120 then 80 records.
-  const std::string a = dir.File(std::string("a") + GetParam().suffix);
-  const std::string b = dir.File(std::string("b") + GetParam().suffix);
-  testing::WriteTailBag(a, {records.begin(), records.begin() + 120});
-  testing::WriteTailBag(b, {records.begin() + 120, records.end()});
-  OpenOptions options;
-  options.cache = GetParam().cache;
-  const auto bag = OpenBag({a, b}, options);
+  const auto bag = testing::OpenTwoShards(dir, GetParam(), records, 120);
   ASSERT_EQ(bag->size(), 200u);
 
   const std::vector<uint64_t> indices = {199, 0, 5, 5, 121, 119, 120, 3, 199, 0, 7};
@@ -116,13 +104,8 @@ TEST_P(ReadPlanTest, IndexPastTheEndIsOutOfRange) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sources, ReadPlanTest,
-    ::testing::Values(Case{"MappedRaw", ".bag", CachePolicy::kSystem},
-                      Case{"MappedZstd", ".bagz", CachePolicy::kSystem},
-                      Case{"PreadRaw", ".bag", CachePolicy::kDropAfterRead},
-                      Case{"PreadZstd", ".bagz", CachePolicy::kDropAfterRead}),
-    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Sources, ReadPlanTest, ::testing::ValuesIn(testing::kSourceCases),
+                         testing::SourceCaseName);
 
 // A local file read with pread that counts its reads.
 class CountingSource : public ByteSource {
@@ -193,32 +176,29 @@ void ExpectCorruption(const std::shared_ptr<const Bag>& bag,
   }
 }
 
-TEST(ReadPlanCorruption, DecreasingLimitRaises) {
+// Over the records "aaaa" "bbbb" "cc" with `limits` (the middle one bad),
+// reading each of `bad` raises, mapped or not, and record 0 stays readable.
+void ExpectBadLimitRaises(const std::vector<uint64_t>& limits,
+                          const std::vector<std::vector<uint64_t>>& bad) {
   TempDir dir;
   const std::string path = dir.File("x.bag");
-  WriteRawTail(path, "aaaabbbbcc", {4, 2, 10});
+  WriteRawTail(path, "aaaabbbbcc", limits);
   for (CachePolicy cache : {CachePolicy::kSystem, CachePolicy::kDropAfterRead}) {
     OpenOptions options;
     options.cache = cache;
     const auto bag = OpenBag({path}, options);
-    ExpectCorruption(bag, {1}, path);
-    ExpectCorruption(bag, {0, 1, 2}, path);
-    // Record 0 alone is intact.
+    for (const std::vector<uint64_t>& indices : bad) ExpectCorruption(bag, indices, path);
     EXPECT_EQ(ReadWithPlan(bag, {0}), std::vector<std::string>{"aaaa"});
   }
 }
 
+TEST(ReadPlanCorruption, DecreasingLimitRaises) {
+  ExpectBadLimitRaises({4, 2, 10}, {{1}, {0, 1, 2}});
+}
+
 TEST(ReadPlanCorruption, LimitPastTheRecordsRaises) {
-  TempDir dir;
-  const std::string path = dir.File("x.bag");
-  WriteRawTail(path, "aaaabbbbcc", {4, 1000, 10});
-  for (CachePolicy cache : {CachePolicy::kSystem, CachePolicy::kDropAfterRead}) {
-    OpenOptions options;
-    options.cache = cache;
-    const auto bag = OpenBag({path}, options);
-    ExpectCorruption(bag, {1}, path);
-    ExpectCorruption(bag, {2}, path);  // starts at the bad limit
-  }
+  // Record 2 starts at the bad limit.
+  ExpectBadLimitRaises({4, 1000, 10}, {{1}, {2}, {2, 0}});
 }
 
 TEST(ReadPlanCorruption, BadFrameRaisesWithItsOffset) {

@@ -132,6 +132,18 @@ std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
   return Bag::Open(shards, bag_options, opener ? *opener : local);
 }
 
+std::shared_ptr<const Bag> OpenTwoShards(const TempDir& dir, const SourceCase& source,
+                                         const std::vector<std::string>& records,
+                                         size_t split) {
+  const std::string a = dir.File(std::string("a") + source.suffix);
+  const std::string b = dir.File(std::string("b") + source.suffix);
+  WriteTailBag(a, {records.begin(), records.begin() + split});
+  WriteTailBag(b, {records.begin() + split, records.end()});
+  OpenOptions options;
+  options.cache = source.cache;
+  return OpenBag({a, b}, options);
+}
+
 std::vector<std::string> ReadAll(const Bag& bag) {
   std::vector<std::string> records(static_cast<size_t>(bag.size()));
   for (uint64_t g = 0; g < bag.size(); ++g) ReadOneInto(bag, g, records[g]);

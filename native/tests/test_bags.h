@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "bag.h"
 #include "byte_source.h"
 #include "local_file.h"
@@ -63,6 +65,30 @@ struct OpenOptions {
 std::shared_ptr<const Bag> OpenBag(const std::vector<std::string>& paths,
                                    const OpenOptions& options = {},
                                    const SourceOpener* opener = nullptr);
+
+// How the shards of a parameterised test are stored and opened: raw or
+// zstd (by suffix), mapped or read with pread.
+struct SourceCase {
+  const char* name;
+  const char* suffix;
+  CachePolicy cache;
+};
+inline constexpr SourceCase kSourceCases[] = {
+    {"MappedRaw", ".bag", CachePolicy::kSystem},
+    {"MappedZstd", ".bagz", CachePolicy::kSystem},
+    {"PreadRaw", ".bag", CachePolicy::kDropAfterRead},
+    {"PreadZstd", ".bagz", CachePolicy::kDropAfterRead},
+};
+// The name of a case in test names, for INSTANTIATE_TEST_SUITE_P.
+inline std::string SourceCaseName(const ::testing::TestParamInfo<SourceCase>& info) {
+  return info.param.name;
+}
+
+// Writes `records` as two shards of `source` in `dir` (the first `split`
+// records, then the rest) and opens them as one CONCATENATED bag.
+std::shared_ptr<const Bag> OpenTwoShards(const TempDir& dir, const SourceCase& source,
+                                         const std::vector<std::string>& records,
+                                         size_t split);
 
 // Every record of `bag`, read one at a time.
 std::vector<std::string> ReadAll(const Bag& bag);
