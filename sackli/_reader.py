@@ -37,7 +37,7 @@ _CLOSED = _ClosedCore()
 def _open_core(paths: list[str], options: ReaderOptions) -> Any:
     remote = REMOTE_OPENER if any(map(is_remote, paths)) else None
     try:
-        return _engine.open_reader(paths, *options._engine_args, remote)
+        return _engine.open_reader(paths, options._engine_options, remote)
     except FileNotFoundError as error:
         missing = error.filename
         if not isinstance(missing, str) or is_remote(missing) or not partial_writes(missing):
