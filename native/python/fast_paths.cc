@@ -69,9 +69,16 @@ PyMethodDef g_reader_getitem = {
     METH_FASTCALL, "reader_getitem(reader, index): sackli.Reader.__getitem__."};
 
 // The engine index inside `self` (a RecordIndex or a Python subclass of it,
-// which the method descriptor has checked).
+// which the method descriptor has checked). Read from pybind11's instance
+// layout directly: py::cast would look the subclass's type up on every call,
+// which made a lookup ~1.5x slower (90 -> 130 ns measured).
 const RecordIndex& IndexOf(PyObject* self) {
-  return py::cast<const RecordIndex&>(py::handle(self));
+  auto* instance = reinterpret_cast<py::detail::instance*>(self);
+  const void* value = instance->get_value_and_holder().value_ptr();
+  if (value == nullptr) {
+    throw py::type_error("the index was not initialised (__init__ not called)");
+  }
+  return *static_cast<const RecordIndex*>(value);
 }
 
 PyObject* IndexGetItem(PyObject* self, PyObject* record) {
