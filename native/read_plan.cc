@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <numeric>
@@ -119,8 +120,10 @@ ReadPlan::ReadPlan(std::shared_ptr<const Bag> bag, const uint64_t* indices,
 
 void ReadPlan::LocateAndSort(const uint64_t* indices, size_t n,
                              std::vector<uint32_t>& order) {
+  positions_ = n;
   entries_.resize(n);
   bool sorted = true;
+  bool repeats = false;
   for (size_t i = 0; i < n; ++i) {
     const Bag::Location loc = bag_->Locate(indices[i]);
     entries_[i].shard = loc.shard;
@@ -129,17 +132,59 @@ void ReadPlan::LocateAndSort(const uint64_t* indices, size_t n,
       const Entry& p = entries_[i - 1];
       sorted = p.shard < loc.shard ||
                (p.shard == loc.shard && p.local <= loc.local);
+      repeats = repeats || (p.shard == loc.shard && p.local == loc.local);
     }
   }
   order.resize(n);
   std::iota(order.begin(), order.end(), 0);
   if (!sorted) {
+    // Ties by position: the first of a group of repeats has the lowest.
     std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
       const Entry& x = entries_[a];
       const Entry& y = entries_[b];
-      return x.shard != y.shard ? x.shard < y.shard : x.local < y.local;
+      if (x.shard != y.shard) return x.shard < y.shard;
+      return x.local != y.local ? x.local < y.local : a < b;
     });
+    repeats = true;  // not known yet: looked for below
   }
+  if (!repeats) return;
+  // Repeats are neighbours in `order`.
+  std::vector<uint32_t> first_of(n);
+  bool found = false;
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t p = order[k];
+    first_of[p] = p;
+    if (k == 0) continue;
+    const Entry& prev = entries_[order[k - 1]];
+    if (prev.shard == entries_[p].shard && prev.local == entries_[p].local) {
+      first_of[p] = first_of[order[k - 1]];
+      found = true;
+    }
+  }
+  if (found) DropRepeats(first_of, order);
+}
+
+void ReadPlan::DropRepeats(const std::vector<uint32_t>& first_of,
+                           std::vector<uint32_t>& order) {
+  const size_t n = entries_.size();
+  std::vector<Entry> distinct;
+  entry_of_.resize(n);
+  for (size_t p = 0; p < n; ++p) {
+    if (first_of[p] == p) {
+      entry_of_[p] = static_cast<uint32_t>(distinct.size());
+      first_position_.push_back(static_cast<uint32_t>(p));
+      distinct.push_back(entries_[p]);
+    } else {
+      entry_of_[p] = entry_of_[first_of[p]];  // first_of[p] < p: assigned
+    }
+  }
+  // `order` over the distinct entries, still sorted.
+  size_t kept = 0;
+  for (const uint32_t p : order) {
+    if (first_of[p] == p) order[kept++] = entry_of_[p];
+  }
+  order.resize(kept);
+  entries_ = std::move(distinct);
 }
 
 void ReadPlan::ResolveSpans(const std::vector<uint32_t>& order) {
@@ -230,10 +275,8 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
 void ReadPlan::ResolveDecodedSizes() {
   const size_t n = entries_.size();
   if (!bag_->any_compressed()) {
-    for (Entry& e : entries_) {
-      e.decoded_size = e.end - e.begin;
-      total_decoded_bytes_ += e.decoded_size;
-    }
+    for (Entry& e : entries_) e.decoded_size = e.end - e.begin;
+    SumDecodedSizes();
     return;
   }
   const size_t parallelism =
@@ -264,10 +307,19 @@ void ReadPlan::ResolveDecodedSizes() {
       unsized_.push_back(std::move(decoded));
     }
   });
-  for (const Entry& e : entries_) total_decoded_bytes_ += e.decoded_size;
+  SumDecodedSizes();
 }
 
-void ReadPlan::DecodeOne(size_t i, char* dst) const {
+void ReadPlan::SumDecodedSizes() {
+  for (const Entry& e : entries_) distinct_decoded_bytes_ += e.decoded_size;
+  if (!has_repeats()) {
+    total_decoded_bytes_ = distinct_decoded_bytes_;
+    return;
+  }
+  for (size_t k = 0; k < positions_; ++k) total_decoded_bytes_ += decoded_size(k);
+}
+
+void ReadPlan::DecodeEntry(size_t i, char* dst) const {
   const Entry& e = entries_[i];
   if (e.unsized >= 0) {
     const std::string& decoded = unsized_[static_cast<size_t>(e.unsized)];
@@ -289,17 +341,18 @@ void ReadPlan::Fill(char* const* dst) const {
   const size_t n = entries_.size();
   const uint64_t threshold =
       bag_->any_compressed() ? kParallelDecodeBytes : kParallelCopyBytes;
-  const size_t parallelism = total_decoded_bytes_ >= threshold && n > 1
+  const size_t parallelism = distinct_decoded_bytes_ >= threshold && n > 1
                                  ? bag_->options().max_parallelism
                                  : 1;
   if (parallelism == 1) {
-    for (size_t i = 0; i < n; ++i) DecodeOne(i, dst[i]);
+    for (size_t i = 0; i < n; ++i) DecodeEntry(i, dst[PositionOfEntry(i)]);
+    CopyRepeats(dst);
     return;
   }
   // Blocks of about equal decoded bytes, several per thread so that a slow
   // block does not leave the others idle.
   const uint64_t per_block =
-      std::max<uint64_t>(1, total_decoded_bytes_ / (parallelism * 8));
+      std::max<uint64_t>(1, distinct_decoded_bytes_ / (parallelism * 8));
   std::vector<size_t> block_starts{0};
   uint64_t in_block = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -315,16 +368,37 @@ void ReadPlan::Fill(char* const* dst) const {
       block_starts.size() - 1, parallelism, [&](size_t b) {
         try {
           for (size_t i = block_starts[b]; i < block_starts[b + 1]; ++i) {
-            DecodeOne(i, dst[i]);
+            DecodeEntry(i, dst[PositionOfEntry(i)]);
           }
         } catch (...) {
           errors[b] = std::current_exception();
         }
       });
-  // The first failing record by position raises, whatever thread saw it.
+  // The first failing record by position raises, whatever thread saw it
+  // (entries are in order of their first positions).
   for (const std::exception_ptr& error : errors) {
     if (error) std::rethrow_exception(error);
   }
+  CopyRepeats(dst);
+}
+
+void ReadPlan::CopyRepeats(char* const* dst) const {
+  if (!has_repeats()) return;
+  for (size_t k = 0; k < positions_; ++k) {
+    const char* first = dst[FirstPosition(k)];
+    if (dst[k] == nullptr || dst[k] == first) continue;
+    std::memcpy(dst[k], first, static_cast<size_t>(decoded_size(k)));
+  }
+}
+
+std::vector<uint32_t> FirstPositions(const ReadPlan& plan) {
+  std::vector<uint32_t> first;
+  if (!plan.has_repeats()) return first;
+  first.resize(plan.size());
+  for (size_t k = 0; k < plan.size(); ++k) {
+    first[k] = static_cast<uint32_t>(plan.FirstPosition(k));
+  }
+  return first;
 }
 
 size_t RecordsPerChunk(const Bag& bag) {
@@ -415,6 +489,7 @@ std::shared_ptr<PendingRead> PendingRead::Start(std::shared_ptr<const Bag> bag,
           dst[i] = records->data.data() + records->offsets[i];
         }
         plan.Fill(dst.data());
+        records->first_position = FirstPositions(plan);
       },
       parallelism);
   return pending;

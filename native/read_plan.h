@@ -11,6 +11,14 @@
 //      shared thread pool.
 // Any failing record raises (the first one, by position); no record is ever
 // returned empty or wrong because a neighbour failed.
+//
+// Repeated indices: a plan decodes each distinct record once, whatever path
+// reads it. It keeps one position per request entry and says which position
+// repeats which (FirstPosition): Fill() decodes a record into the buffer of
+// its first position and copies it into the buffer of every repeat that has
+// its own (packed buffers need one span per position); a caller whose output
+// objects may be shared (immutable Python `bytes`) passes nullptr for the
+// repeats and shares the first position's object instead.
 #pragma once
 
 #include <cstdint>
@@ -53,15 +61,30 @@ class ReadPlan {
   // allowed). Throws kOutOfRange for an index past the end.
   ReadPlan(std::shared_ptr<const Bag> bag, const uint64_t* indices, size_t n);
 
-  size_t size() const { return entries_.size(); }
-  uint64_t decoded_size(size_t i) const { return entries_[i].decoded_size; }
+  // Positions of the request (n), repeats included.
+  size_t size() const { return positions_; }
+  // Distinct records, each decoded once.
+  size_t num_distinct() const { return entries_.size(); }
+  bool has_repeats() const { return !entry_of_.empty(); }
+  // The lowest position asking for the same record as position k (k itself
+  // when no earlier position does).
+  size_t FirstPosition(size_t k) const {
+    return entry_of_.empty() ? k : first_position_[entry_of_[k]];
+  }
+  uint64_t decoded_size(size_t k) const {
+    return entries_[EntryOf(k)].decoded_size;
+  }
+  // Decoded bytes of every position (repeats counted each time).
   uint64_t total_decoded_bytes() const { return total_decoded_bytes_; }
 
-  // Step 2: decodes record i into dst[i], which holds decoded_size(i) bytes.
+  // Step 2: decodes the record of position k into dst[k], which holds
+  // decoded_size(k) bytes. For a repeat (FirstPosition(k) != k) dst[k] may be
+  // nullptr or dst[FirstPosition(k)] (nothing written) or a buffer of its own
+  // (the record is copied there); first positions need a buffer.
   void Fill(char* const* dst) const;
 
-  // Decodes record i into dst (decoded_size(i) bytes).
-  void DecodeOne(size_t i, char* dst) const;
+  // Decodes the record of position k into dst (decoded_size(k) bytes).
+  void DecodeOne(size_t k, char* dst) const { DecodeEntry(EntryOf(k), dst); }
 
  private:
   struct Entry {
@@ -73,18 +96,36 @@ class ReadPlan {
     uint64_t decoded_size = 0;
     int64_t unsized = -1;  // index into unsized_ for frames without a size
   };
+  size_t EntryOf(size_t k) const { return entry_of_.empty() ? k : entry_of_[k]; }
+  size_t PositionOfEntry(size_t e) const {
+    return first_position_.empty() ? e : first_position_[e];
+  }
+  void DecodeEntry(size_t e, char* dst) const;
+  void CopyRepeats(char* const* dst) const;
+  void SumDecodedSizes();
   void LocateAndSort(const uint64_t* indices, size_t n,
                      std::vector<uint32_t>& order);
+  void DropRepeats(const std::vector<uint32_t>& first_of,
+                   std::vector<uint32_t>& order);
   void ResolveSpans(const std::vector<uint32_t>& order);
   void FetchStoredBytes(const std::vector<uint32_t>& order);
   void ResolveDecodedSizes();
 
   std::shared_ptr<const Bag> bag_;
-  std::vector<Entry> entries_;
+  size_t positions_ = 0;
+  std::vector<Entry> entries_;  // distinct records, by first position
+  // Only when some index repeats: each position's entry, each entry's first
+  // position.
+  std::vector<uint32_t> entry_of_;
+  std::vector<uint32_t> first_position_;
+  uint64_t distinct_decoded_bytes_ = 0;
   std::vector<std::string> buffers_;  // coalesced reads of unmapped sources
   std::vector<std::string> unsized_;  // frames decoded in step 1
   uint64_t total_decoded_bytes_ = 0;
 };
+
+// plan.FirstPosition(k) for every position; empty when no index repeats.
+std::vector<uint32_t> FirstPositions(const ReadPlan& plan);
 
 // Reads records `indices[0, n)` in chunks of bounded size. For each chunk,
 // `allocate(first, plan, dst)` must point dst[k] at plan.decoded_size(k)
@@ -120,10 +161,14 @@ class BackgroundTask {
 };
 
 // Records decoded by a background task into one buffer: record k is
-// data[offsets[k], offsets[k + 1]).
+// data[offsets[k], offsets[k + 1]). Every position has its own span (a
+// repeated record is copied), so offsets never decrease.
 struct DecodedRecords {
   std::string data;
   std::vector<uint64_t> offsets;
+  // first_position[k]: the position whose record position k repeats (k when
+  // none); empty when no index repeats.
+  std::vector<uint32_t> first_position;
 };
 
 // A batch read running on the thread pool. Dropping it without waiting is

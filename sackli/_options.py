@@ -11,6 +11,8 @@ import enum
 import os
 from typing import Any, Union
 
+from . import _engine
+
 __all__ = [
     "AccessPattern",
     "CachePolicy",
@@ -180,6 +182,19 @@ def _default_parallelism() -> int:
     return _CORES
 
 
+def _state_without_engine_options(options: Any) -> dict[str, Any]:
+    """Pickled state of an options object: its fields (the engine's options
+    object is rebuilt on unpickling)."""
+    state = dict(options.__dict__)
+    state.pop("_engine_options", None)
+    return state
+
+
+def _restore_state(options: Any, state: dict[str, Any]) -> None:
+    options.__dict__.update(state)
+    options.__post_init__()
+
+
 def _set_checked(options: Any, name: str, checked: Any) -> None:
     """Stores a validated (possibly converted) field of a frozen dataclass."""
     if checked is not getattr(options, name):
@@ -220,13 +235,20 @@ class ReaderOptions:
         _set_checked(self, "access_pattern", _check_enum("access_pattern", self.access_pattern, AccessPattern))
         _set_checked(self, "cache_policy", _check_enum("cache_policy", self.cache_policy, CachePolicy))
         _set_checked(self, "read_ahead_bytes", _check_int("read_ahead_bytes", self.read_ahead_bytes, 0))
-        # What the engine's open takes, worked out once per options object
-        # (not a field: no part of equality, repr or replace()).
-        object.__setattr__(self, "_engine_args", (
-            *engine_compression(self.compression), int(self.sharding_layout),
-            int(self.limits_placement), int(self.limits_storage), self.max_parallelism,
-            int(self.access_pattern), int(self.cache_policy),
+        # What the engine's open takes, built once per options object (not a
+        # field: no part of equality, repr or replace(); not pickled).
+        object.__setattr__(self, "_engine_options", _engine.ReaderOptions(
+            **_engine_compression(self.compression),
+            sharding_layout=int(self.sharding_layout),
+            limits_placement=int(self.limits_placement),
+            limits_storage=int(self.limits_storage),
+            max_parallelism=self.max_parallelism,
+            access_pattern=int(self.access_pattern),
+            cache_policy=int(self.cache_policy),
         ))
+
+    __getstate__ = _state_without_engine_options
+    __setstate__ = _restore_state
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,6 +271,14 @@ class WriterOptions:
         _set_checked(self, "limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
         _set_checked(self, "compression", _check_compression(self.compression))
         _set_checked(self, "max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
+        object.__setattr__(self, "_engine_options", _engine.WriterOptions(
+            **_engine_compression(self.compression),
+            limits_placement=int(self.limits_placement),
+            max_parallelism=self.max_parallelism,
+        ))
+
+    __getstate__ = _state_without_engine_options
+    __setstate__ = _restore_state
 
 
 # Options are immutable, and validating a new set costs more than opening a
@@ -290,8 +320,9 @@ def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) 
     return cached
 
 
-def engine_compression(compression: Compression) -> tuple[int, int, bytes]:
-    """(mode, level, dictionary) as the engine takes them."""
+def _engine_compression(compression: Compression) -> dict[str, Any]:
+    """The compression fields of the engine's options objects."""
     if isinstance(compression, CompressionZstd):
-        return compression._mode, compression.level, compression.dictionary
-    return compression._mode, 3, b""
+        return {"compression_mode": compression._mode, "level": compression.level,
+                "dictionary": compression.dictionary}
+    return {"compression_mode": compression._mode, "level": 3, "dictionary": b""}

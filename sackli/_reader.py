@@ -37,7 +37,7 @@ _CLOSED = _ClosedCore()
 def _open_core(paths: list[str], options: ReaderOptions) -> Any:
     remote = REMOTE_OPENER if any(map(is_remote, paths)) else None
     try:
-        return _engine.open_reader(paths, *options._engine_args, remote)
+        return _engine.open_reader(paths, options._engine_options, remote)
     except FileNotFoundError as error:
         missing = error.filename
         if not isinstance(missing, str) or is_remote(missing) or not partial_writes(missing):
@@ -373,13 +373,15 @@ class Reader(collections.abc.Sequence):
         return boundaries
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        """The records as an Arrow stream of one `large_binary` column,
-        `record` (the Arrow PyCapsule interface): `pyarrow.table(reader)`,
-        `polars.from_arrow(reader)` and DuckDB read a Reader directly. Needs
-        the `arrow` extra; see `sackli.arrow.read_batches` for decoding."""
-        from .arrow import read_batches  # pyarrow is optional
-
-        return read_batches(self).__arrow_c_stream__(requested_schema)
+        """The records as an Arrow stream of one non-nullable `large_binary`
+        column, `record` (the Arrow PyCapsule interface): `pyarrow.table(reader)`,
+        `polars.DataFrame(reader)` and DuckDB read a Reader (or a view)
+        directly, without pyarrow installed. The engine exports the stream
+        itself; uncompressed mapped records are lent without a copy. The
+        schema is fixed: `requested_schema` is ignored, as the interface
+        allows (a consumer that wants another type casts). See
+        `sackli.arrow.read_batches` for decoding records into columns."""
+        return _engine.arrow_c_stream(self._core)
 
     def _batch_records(self) -> int:
         per_record = max(self._core.approximate_bytes_per_record(), 1.0)

@@ -6,7 +6,7 @@ import os
 from typing import Any, Iterable
 
 from . import _engine
-from ._options import LimitsPlacement, WriterOptions, engine_compression, with_overrides
+from ._options import LimitsPlacement, WriterOptions, with_overrides
 from ._shard_spec import split_shard_entry, strip_local_prefix
 from ._storage import is_remote
 from ._storage._spool import Spool
@@ -78,14 +78,9 @@ class Writer:
             )
         # A remote bag is written locally and uploaded by close().
         self._spool = Spool(self._path) if is_remote(self._path) else None
-        mode, level, dictionary = engine_compression(self._options.compression)
         self._core = _engine.WriterCore(
             self._path if self._spool is None else self._spool.local_path,
-            placement=int(self._options.limits_placement),
-            compression_mode=mode,
-            level=level,
-            dictionary=dictionary,
-            max_parallelism=self._options.max_parallelism,
+            self._options._engine_options,
         )
 
     @property

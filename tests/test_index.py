@@ -208,8 +208,8 @@ def test_colliding_hashes_never_mix_records(tmp_path, suffix, budget):
     records = [b"r%d" % (i % 97) for i in range(400)] + [b"", b"r1 ", b"r10"]
     reader = sackli.Reader(write(tmp_path / ("collide" + suffix), records))
     first, every = first_positions(records), all_positions(records)
-    index = sackli._engine.RecordIndex(reader._core, False, budget, 0)
-    multi = sackli._engine.RecordIndex(reader._core, True, budget, 0)
+    index = sackli._engine.testing.record_index_with_hash_mask(reader._core, False, budget, 0)
+    multi = sackli._engine.testing.record_index_with_hash_mask(reader._core, True, budget, 0)
     assert len(index) == len(multi) == len(first)
     assert {record: index[record] for record in first} == first
     assert {record: multi[record] for record in every} == every

@@ -1,0 +1,146 @@
+// `_engine.WriterCore`: the engine's Writer (writer.h), taking records as
+// bytes, str (UTF-8) or any bytes-like object. Compression runs on the
+// engine's pool; calls release the GIL whenever they may wait for it.
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "errors.h"
+#include "python/buffers.h"
+#include "python/gil.h"
+#include "python/options.h"
+#include "python/register.h"
+#include "writer.h"
+
+namespace py = pybind11;
+
+namespace sackli::python {
+namespace {
+
+// A single record this large is copied in with the GIL released.
+constexpr size_t kReleaseGilCopyBytes = 1024 * 1024;
+
+// write_many over a Python iterable gathers borrowed buffers up to the
+// engine's WriteMany slice bounds before each call: memory held for one
+// call stays bounded however long the iterable is.
+bool BatchFull(size_t records, size_t bytes) {
+  return records >= Writer::kWriteManyMaxRecords ||
+         bytes >= Writer::kWriteManyMaxBytes;
+}
+
+Writer* NewWriter(const std::string& path, const WriterOpenOptions& options) {
+  WriterOptions engine;
+  engine.placement = options.placement;
+  engine.codec = Codec::ForPaths({path}, options.compression)[0];
+  engine.max_parallelism = options.max_parallelism;
+  ReleaseGil release;
+  return new Writer(path, engine);
+}
+
+void Write(Writer& writer, py::handle record) {
+  BorrowedBytes bytes(record.ptr());
+  // Compression happens on the pool; the call copies the record and, when
+  // too many batches are in flight, waits.
+  if (bytes.view().size() >= kReleaseGilCopyBytes || writer.backlogged()) {
+    ReleaseGil release;
+    writer.Write(bytes.view());
+  } else {
+    writer.Write(bytes.view());
+  }
+}
+
+// Records of any iterable, gathered as borrowed buffers into batches.
+void WriteIterable(Writer& writer, py::iterable records) {
+  std::vector<BorrowedBytes> batch;
+  // Never reallocated: a borrowed buffer is not moved once taken.
+  batch.reserve(Writer::kWriteManyMaxRecords);
+  std::vector<py::object> owners;  // keep borrowed objects alive
+  std::vector<std::string_view> views;
+  size_t batch_bytes = 0;
+  auto flush_batch = [&] {
+    views.clear();
+    for (const BorrowedBytes& b : batch) views.push_back(b.view());
+    {
+      ReleaseGil release;
+      writer.WriteMany(views);
+    }
+    batch.clear();
+    owners.clear();
+    batch_bytes = 0;
+  };
+  for (py::handle record : records) {
+    owners.push_back(py::reinterpret_borrow<py::object>(record));
+    batch.emplace_back(record.ptr());
+    batch_bytes += batch.back().view().size();
+    if (BatchFull(batch.size(), batch_bytes)) flush_batch();
+  }
+  if (!batch.empty()) flush_batch();
+}
+
+// Records data[offsets[k], offsets[k + 1]): one Python call for a whole
+// batch of records already laid out together.
+void WritePacked(Writer& writer, const py::buffer& data, const py::buffer& offsets) {
+  const py::buffer_info d = data.request();
+  const py::buffer_info o = offsets.request();
+  if (o.ndim != 1 || o.itemsize != 8 ||
+      (o.format != "q" && o.format != "l" && o.format != "Q" && o.format != "L") ||
+      o.strides[0] != 8) {
+    throw py::type_error("offsets must be a contiguous int64 buffer");
+  }
+  const auto* ends = static_cast<const int64_t*>(o.ptr);
+  const size_t n = o.size > 0 ? static_cast<size_t>(o.size) - 1 : 0;
+  const int64_t size = static_cast<int64_t>(d.size * d.itemsize);
+  std::vector<std::string_view> views;
+  views.reserve(n);
+  const char* base = static_cast<const char*>(d.ptr);
+  for (size_t k = 0; k < n; ++k) {
+    if (ends[k] < 0 || ends[k] > ends[k + 1] || ends[k + 1] > size) {
+      ThrowInvalidArgument("offsets[" + std::to_string(k) + ":" +
+                           std::to_string(k + 2) + "] = [" +
+                           std::to_string(ends[k]) + ", " +
+                           std::to_string(ends[k + 1]) +
+                           "] is not a span of the data (" +
+                           std::to_string(size) + " bytes)");
+    }
+    views.emplace_back(base + ends[k], static_cast<size_t>(ends[k + 1] - ends[k]));
+  }
+  // WriteMany slices a call of any size itself.
+  ReleaseGil release;
+  writer.WriteMany(views);
+}
+
+// `method` of the writer with the GIL released (it may wait for the pool).
+template <typename... Args>
+auto Released(void (Writer::*method)(Args...)) {
+  return [method](Writer& writer, Args... args) {
+    ReleaseGil release;
+    (writer.*method)(args...);
+  };
+}
+
+}  // namespace
+
+void RegisterWriter(py::module_& m) {
+  py::class_<Writer>(m, "WriterCore")
+      .def(py::init(&NewWriter), py::arg("path"), py::arg("options"))
+      .def("write", &Write, py::arg("record"))
+      .def("write_many", &WriteIterable, py::arg("records"))
+      .def("write_packed", &WritePacked, py::arg("data"), py::arg("offsets"))
+      .def("flush", Released(&Writer::Flush))
+      .def("close", Released(&Writer::Close), py::arg("publish") = true)
+      .def("publish", Released(&Writer::Publish), py::arg("target"))
+      .def("discard", Released(&Writer::Discard))
+      .def_property_readonly("path", &Writer::path)
+      .def_property_readonly("partial_path", &Writer::partial_path)
+      .def_property_readonly("records_written", &Writer::records_written)
+      .def_property_readonly("bytes_written",
+                             [](Writer& writer) {
+                               ReleaseGil release;  // waits for the batches
+                               return writer.bytes_written();
+                             })
+      .def_property_readonly("closed", &Writer::closed);
+}
+
+}  // namespace sackli::python
