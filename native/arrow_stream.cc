@@ -111,10 +111,12 @@ int Fail(StreamPrivate& stream) {
     stream.last_error = e.path().empty() || what.find(e.path()) != std::string::npos
                             ? what
                             : e.path() + ": " + what;
-    stream.failed = e.kind() == ErrorKind::kInvalidArgument ||
-                            e.kind() == ErrorKind::kOutOfRange
-                        ? EINVAL
-                        : EIO;
+    // Bad data and bad requests are EINVAL, which pyarrow raises as
+    // ArrowInvalid, a ValueError as sackli.CorruptionError is; only the
+    // I/O kinds are EIO (an OSError).
+    stream.failed = e.kind() == ErrorKind::kIo || e.kind() == ErrorKind::kNotFound
+                        ? EIO
+                        : EINVAL;
   } catch (const std::bad_alloc&) {
     stream.last_error = "out of memory reading records";
     stream.failed = ENOMEM;

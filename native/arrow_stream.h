@@ -104,9 +104,10 @@ class RecordBatchSource {
 // Makes `out` a stream of the batches of `source`, which it then owns. The
 // consumer must call out->release. get_next returns 0 with a released
 // (release == nullptr) array at the end; a source that throws makes
-// get_next return EINVAL (kInvalidArgument, kOutOfRange), ENOMEM
-// (std::bad_alloc) or EIO (every other error), with the error's message from
-// get_last_error; the stream then stays failed. Throws only std::bad_alloc.
+// get_next return EINVAL (kCorruption, kInvalidArgument, kOutOfRange,
+// kClosed), ENOMEM (std::bad_alloc) or EIO (kIo, kNotFound and any other
+// exception), with the error's message from get_last_error; the stream then
+// stays failed. Throws only std::bad_alloc.
 void ExportRecordStream(std::unique_ptr<RecordBatchSource> source,
                         ArrowArrayStream* out);
 

@@ -375,13 +375,17 @@ class Reader(collections.abc.Sequence):
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The records as an Arrow stream of one non-nullable `large_binary`
         column, `record` (the Arrow PyCapsule interface): `pyarrow.table(reader)`,
-        `polars.DataFrame(reader)` and DuckDB read a Reader (or a view)
+        `polars.from_arrow(reader)` and DuckDB read a Reader (or a view)
         directly, without pyarrow installed. The engine exports the stream
         itself; uncompressed mapped records are lent without a copy. The
         schema is fixed: `requested_schema` is ignored, as the interface
         allows (a consumer that wants another type casts). See
-        `sackli.arrow.read_batches` for decoding records into columns."""
-        return _engine.arrow_c_stream(self._core)
+        `sackli.arrow.read_batches` for decoding records into columns.
+
+        A record that fails to decode ends the stream with the consumer's
+        error for invalid data (pyarrow: `ArrowInvalid`, a ValueError), whose
+        message names the file and byte offset."""
+        return self._core.arrow_c_stream()
 
     def _batch_records(self) -> int:
         per_record = max(self._core.approximate_bytes_per_record(), 1.0)

@@ -434,6 +434,23 @@ def test_48_mib_record_uses_multipart_upload(remote):
     assert reader.read_indices([2, 1, 0]) == records[::-1]
 
 
+def test_remote_reader_is_an_arrow_stream(remote):
+    """pyarrow and DuckDB read a remote Reader through the engine's Arrow
+    stream: the pool threads that fetch through Python are not blocked by a
+    consumer waiting with the GIL held."""
+    import duckdb
+    import pyarrow as pa
+
+    records = make_records(500, seed=4)
+    for shard in range(3):
+        write_bag(remote.url(f"stream-0000{shard}-of-00003.bagz"), records[shard::3])
+    reader = sackli.Reader(remote.url("stream@3.bagz"), sharding_layout=sackli.ShardingLayout.INTERLEAVED)
+    assert pa.table(reader).column("record").to_pylist() == records
+    assert pa.table(reader[::-7]).column("record").to_pylist() == records[::-7]
+    [(count, total)] = duckdb.sql("select count(*), sum(octet_length(record)) from reader").fetchall()
+    assert (count, total) == (len(records), sum(map(len, records)))
+
+
 def test_index_and_multi_index(remote):
     records = [b"a", b"b", b"a", b"", b"c", b"b", b"a"]
     url = remote.url("idx.bagz")

@@ -1,4 +1,4 @@
-// `_engine.arrow_c_stream(reader)`: a reader's records as an Arrow C stream
+// `ReaderCore.arrow_c_stream()`: a reader's records as an Arrow C stream
 // in a PyCapsule (the Arrow PyCapsule interface), for
 // `sackli.Reader.__arrow_c_stream__`. The stream itself is the engine's
 // (arrow_stream.h): pyarrow, Polars and DuckDB read a Reader without pyarrow
@@ -74,10 +74,14 @@ py::object ArrowCStream(const Reader& reader) {
 
 }  // namespace
 
+// A method of ReaderCore (bound in reader_core.cc), so that a closed
+// reader, whose core stands in for it and raises, raises here too.
 void RegisterArrowStream(py::module_& m) {
-  m.def("arrow_c_stream", &ArrowCStream, py::arg("reader"),
-        "arrow_c_stream(reader) -> PyCapsule: the reader's records as an "
-        "Arrow C stream of one non-nullable large_binary column `record`.");
+  py::object reader_core = m.attr("ReaderCore");
+  reader_core.attr("arrow_c_stream") = py::cpp_function(
+      &ArrowCStream, py::name("arrow_c_stream"), py::is_method(reader_core),
+      "arrow_c_stream() -> PyCapsule: the records as an Arrow C stream of one "
+      "non-nullable large_binary column `record`.");
 }
 
 }  // namespace sackli::python
