@@ -8,13 +8,13 @@ import os
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from . import _engine
-from ._options import ReaderOptions, ShardingLayout, with_overrides
+from ._options import ReaderOptions, with_overrides
 from ._read_ahead import iterate_indices, iterate_range
 from ._recover import partial_writes
 from ._shard_spec import expand_file_spec
 from ._storage import REMOTE_OPENER, is_remote
 
-__all__ = ["Reader"]
+__all__ = ["Reader", "checked_range"]
 
 # Bounds of a read-ahead batch, in records.
 _MIN_BATCH = 1
@@ -65,7 +65,7 @@ def _restore_reader(
     return reader
 
 
-def _checked_range(start: Any, num_records: Any, length: int) -> tuple[int, int]:
+def checked_range(start: Any, num_records: Any, length: int) -> tuple[int, int]:
     """(start, num_records) as ints; IndexError unless inside [0, length]."""
     start, num_records = operator.index(start), operator.index(num_records)
     if start < 0 or num_records < 0 or start + num_records > length:
@@ -280,7 +280,7 @@ class Reader(collections.abc.Sequence):
 
     def read_range(self, start: int, num_records: int) -> list[bytes]:
         """Records [start, start + num_records); IndexError outside the reader."""
-        start, num_records = _checked_range(start, num_records, len(self._core))
+        start, num_records = checked_range(start, num_records, len(self._core))
         return self._core.read_range(start, num_records)
 
     def read_range_iter(
@@ -291,7 +291,7 @@ class Reader(collections.abc.Sequence):
         `read_ahead` is how many records a background batch holds (default:
         about `options.read_ahead_bytes` worth).
         """
-        start, num_records = _checked_range(start, num_records, len(self._core))
+        start, num_records = checked_range(start, num_records, len(self._core))
         batch = self._batch_records() if read_ahead is None else max(1, read_ahead)
         return iterate_range(
             self._core, start, start + num_records, batch,
@@ -324,53 +324,6 @@ class Reader(collections.abc.Sequence):
         Exact for the bag as opened; for a view it is the bag's figure.
         """
         return self._core.approximate_bytes_per_record()
-
-    def _start_packed(self, start: int, num_records: int, prefix: bytes = b"") -> Any:
-        """Starts reading records [start, start + num_records) in the
-        background into one buffer after `prefix`; `.packed()` on the result
-        waits and gives (data, offsets) buffers (for sackli.arrow)."""
-        start, num_records = _checked_range(start, num_records, len(self._core))
-        return self._core.start_read_range(start, num_records, prefix)
-
-    def _start_packed_indices(self, indices: Any, prefix: bytes = b"") -> Any:
-        """As `_start_packed`, for the records at `indices`."""
-        return self._core.start_read_indices(indices, prefix)
-
-    def _mapped_run(self, start: int, num_records: int) -> tuple[Any, Any] | None:
-        """(data, offsets) buffers over records [start, start + num_records)
-        straight from the memory-mapped file, or None when they are not stored
-        that way (compressed, not mapped, in several files, a strided view)."""
-        return self._core.mapped_run(start, num_records)
-
-    def _read_packed(self, start: int, num_records: int) -> tuple[Any, Any]:
-        """(data, offsets) buffers of records [start, start + num_records):
-        lent from the mapped file when they lie there uncompressed, else
-        read and decoded into one buffer."""
-        return self._mapped_run(start, num_records) or self._start_packed(
-            start, num_records).packed()
-
-    def _record_offsets(self, shard: int, first: int, count: int) -> memoryview:
-        """Where records [first, first + count) of file `shard` lie in its
-        records section: count + 1 int64 offsets, the begin of record
-        `first`, then each record's end (for sackli.beam's splitting)."""
-        return memoryview(self._core.bag.record_offsets(shard, first, count))
-
-    def _shard_boundaries(self) -> list[int] | None:
-        """View positions where a new file starts, for a view whose
-        neighbouring records are neighbours on disk (step 1, concatenated
-        layout); None otherwise."""
-        start, step, length = self._core.view
-        if step != 1 or (
-            self._options.sharding_layout != ShardingLayout.CONCATENATED
-            and len(self._paths) > 1
-        ):
-            return None
-        boundaries, first = [], 0
-        for size in self._core.bag.shard_sizes():
-            first += size
-            if start < first < start + length:
-                boundaries.append(first - start)
-        return boundaries
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The records as an Arrow stream of one `large_binary` column,

@@ -18,7 +18,7 @@ import itertools
 import os
 from typing import Any, Iterable
 
-from . import _engine
+from . import _bulk, _engine
 from ._options import CompressionNone, LimitsPlacement, WriterOptions, with_overrides
 from ._reader import Reader
 from ._shard_spec import split_shard_entry, shard_name, strip_local_prefix
@@ -211,7 +211,7 @@ class ShardedWriter:
             writer = self._current_writer()
             take = self._records_that_fit(writer, offsets, first, last)
             piece = offsets[first:first + take + 1]
-            writer._write_packed(data, piece)
+            _bulk.write_packed(writer, data, piece)
             self._payload += piece[-1] - piece[0]
             if self._payload:
                 self._ratio = max(writer.bytes_written / self._payload, 1e-3)
@@ -273,7 +273,7 @@ class ShardedWriter:
             return
         writer, self._writer = self._writer, None
         self._finished.append((writer, None))
-        writer._close_unpublished()
+        _bulk.close_unpublished(writer)
         if not self._spooling:
             self._shard_index += 1
 
@@ -305,7 +305,7 @@ class ShardedWriter:
                                      f"{sum(self._counts)} were announced")
             shards = [writer for writer, _ in self._finished]
             for writer, target in zip(shards, self._paths):
-                writer._publish(target)
+                _bulk.publish(writer, target)
                 self._published.append(target)
         except BaseException:
             self.abort()
@@ -334,12 +334,12 @@ class ShardedWriter:
                     writer = self._current_writer()
                     for first in range(start, start + count, step):
                         n = min(step, start + count - first)
-                        data, offsets = records._read_packed(first, n)
-                        writer._write_packed(data, memoryview(offsets))
+                        data, offsets = _bulk.read_packed(records, first, n)
+                        _bulk.write_packed(writer, data, memoryview(offsets))
                     self._finish_shard()
                     start += count
         finally:
-            spool._discard()
+            _bulk.discard(spool)
 
     def abort(self) -> None:
         """Stops writing and deletes every file written so far; files of the
@@ -352,7 +352,7 @@ class ShardedWriter:
         self._finished.clear()
         for writer in writers:
             try:
-                writer._discard()
+                _bulk.discard(writer)
             except Exception:  # the files go anyway
                 pass
         for path in self._published:

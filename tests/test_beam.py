@@ -40,6 +40,7 @@ from google.protobuf import timestamp_pb2
 import sackli
 from sackli.beam import ReadAllFromSackli, ReadFromSackli, WriteToSackli
 from sackli import _storage
+from sackli._bulk import record_offsets
 from sackli.beam import sacklio
 from sackli.beam._files import BagFile, expand_pattern
 from sackli.beam._source import FileSource, PatternSource, ReadFileRanges
@@ -192,7 +193,7 @@ def file_source(path, options=READ_TAIL) -> FileSource:
 def record_positions(path, options=READ_TAIL) -> list[int]:
     """Record i's position: its begin offset + 8 * i (see sackli.beam._source)."""
     with sackli.Reader(str(path), options) as reader:
-        return [reader._record_offsets(0, i, 0)[0] + 8 * i for i in range(len(reader))]
+        return [record_offsets(reader, 0, i, 0)[0] + 8 * i for i in range(len(reader))]
 
 
 # --- Writing: round trips -------------------------------------------------------

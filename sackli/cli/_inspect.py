@@ -10,6 +10,7 @@ from typing import Any
 
 import sackli
 
+from .._bulk import read_packed
 from ._progress import progress
 from ._reading import open_reader
 
@@ -61,7 +62,7 @@ def _record_sizes(reader: sackli.Reader) -> collections.Counter[int]:
     with progress(len(reader), "info") as bar:
         for start in range(0, len(reader), batch):
             count = min(batch, len(reader) - start)
-            offsets = memoryview(reader._read_packed(start, count)[1])
+            offsets = memoryview(read_packed(reader, start, count)[1])
             sizes.update(end - begin for begin, end in itertools.pairwise(offsets))
             bar.update(count)
     return sizes
