@@ -1302,4 +1302,5 @@ PYBIND11_MODULE(_engine, m) {
   m.def("partial_folder_prefix", &PartialFolderPrefix);
   m.attr("PARTIAL_MARKER") = kPartialMarker;
   m.def("has_zstd_suffix", &HasZstdSuffix);
+  m.attr("LIMIT_BYTES") = kLimitBytes;
 }

@@ -8,6 +8,7 @@ import os
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from . import _engine
+from ._batching import records_per_batch
 from ._options import ReaderOptions, with_overrides
 from ._read_ahead import iterate_indices, iterate_range
 from ._recover import partial_writes
@@ -15,10 +16,6 @@ from ._shard_spec import expand_file_spec
 from ._storage import REMOTE_OPENER, is_remote
 
 __all__ = ["Reader", "checked_range"]
-
-# Bounds of a read-ahead batch, in records.
-_MIN_BATCH = 1
-_MAX_BATCH = 65536
 
 
 class _ClosedCore:
@@ -335,9 +332,8 @@ class Reader(collections.abc.Sequence):
         return read_batches(self).__arrow_c_stream__(requested_schema)
 
     def _batch_records(self) -> int:
-        per_record = max(self._core.approximate_bytes_per_record(), 1.0)
-        wanted = int(self._options.read_ahead_bytes / per_record)
-        return max(_MIN_BATCH, min(_MAX_BATCH, wanted))
+        return records_per_batch(self._options.read_ahead_bytes,
+                                 self._core.approximate_bytes_per_record())
 
     # --- Life cycle -------------------------------------------------------
 

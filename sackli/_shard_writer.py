@@ -18,7 +18,9 @@ import itertools
 import os
 from typing import Any, Iterable
 
-from . import _bulk, _engine
+from . import _bulk
+from ._batching import records_per_batch
+from ._format import limits_path_for, stored_bytes
 from ._options import CompressionNone, LimitsPlacement, WriterOptions, with_overrides
 from ._reader import Reader
 from ._shard_spec import split_shard_entry, shard_name, strip_local_prefix
@@ -27,8 +29,6 @@ from ._writer import Record, Writer
 
 __all__ = ["ShardedWriter", "even_split", "files_of"]
 
-# Bytes a record costs in a bag beyond its payload: its limit.
-_LIMIT_BYTES = 8
 # The spool is copied out this many records, or about this many bytes, at a
 # time (compressed records of one write are held until it returns).
 _SPOOL_COPY_RECORDS = 4096
@@ -48,7 +48,7 @@ def even_split(total: int, shards: int) -> list[int]:
 
 def files_of(path: str) -> list[str]:
     """The files a bag at `path` may consist of: the bag and its limits file."""
-    return [path, _engine.limits_path_for(path)]
+    return [path, limits_path_for(path)]
 
 
 class ShardedWriter:
@@ -249,12 +249,12 @@ class ShardedWriter:
             return min(last - first, count - writer.records_written)
         if self._max_shard_bytes is None:
             return last - first  # the spool takes everything
-        used = writer.bytes_written + _LIMIT_BYTES * writer.records_written
+        used = stored_bytes(writer.bytes_written, writer.records_written)
         budget = self._max_shard_bytes - used
         ratio, base = self._ratio, offsets[first]
 
         def cost(end: int) -> float:
-            return ratio * (offsets[end] - base) + _LIMIT_BYTES * (end - first)
+            return stored_bytes(ratio * (offsets[end] - base), end - first)
 
         end = max(first, bisect.bisect_right(range(first, last + 1), budget, key=cost) - 1 + first)
         if end == first and writer.records_written == 0:
@@ -265,7 +265,7 @@ class ShardedWriter:
         if self._spooling or self._max_shard_bytes is None:
             count = None if self._spooling else self._counts[self._shard_index]
             return count is not None and writer.records_written >= count
-        return writer.bytes_written + _LIMIT_BYTES * writer.records_written >= self._max_shard_bytes
+        return stored_bytes(writer.bytes_written, writer.records_written) >= self._max_shard_bytes
 
     def _finish_shard(self) -> None:
         """Finishes the open shard under its temporary name."""
@@ -326,8 +326,8 @@ class ShardedWriter:
         self._finished.clear()
         try:
             with Reader(spool.partial_path) as records:
-                per_record = max(records.approximate_bytes_per_record(), 1.0)
-                step = max(1, min(_SPOOL_COPY_RECORDS, int(_SPOOL_COPY_BYTES / per_record)))
+                step = records_per_batch(_SPOOL_COPY_BYTES, records.approximate_bytes_per_record(),
+                                         _SPOOL_COPY_RECORDS)
                 self._counts = list(even_split(len(records), len(self._paths)))
                 start = 0
                 for count in self._counts:

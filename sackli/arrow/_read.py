@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator, Sequence
 import pyarrow as pa
 
 from .. import _bulk
+from .._batching import records_per_batch
 from .._reader import Reader
 from ._decode import make_decoder
 from ._schema_file import read_schema_file, schema_path
@@ -46,8 +47,7 @@ def _stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.
 
 
 def _default_batch_size(reader: Reader) -> int:
-    per_record = max(reader.approximate_bytes_per_record(), 1.0)
-    return max(1, min(_MAX_BATCH, int(_BATCH_BYTES / per_record)))
+    return records_per_batch(_BATCH_BYTES, reader.approximate_bytes_per_record(), _MAX_BATCH)
 
 
 def _range_chunks(reader: Reader, batch_size: int) -> Iterator[tuple[int, int]]:

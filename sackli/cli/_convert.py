@@ -14,6 +14,7 @@ import argparse
 import os
 from typing import Any, Iterator
 
+from .._format import stored_bytes
 from .._shard_spec import split_shard_entry, shard_name
 from .._shard_writer import even_split
 from ._endpoints import (
@@ -141,7 +142,8 @@ class _Conversion:
             shards += 1
             try:
                 while True:
-                    used = writer.bytes_written + (8 * writer.records_written if self.kind == BAG else 0)
+                    used = (stored_bytes(writer.bytes_written, writer.records_written) if self.kind == BAG
+                            else writer.bytes_written)
                     records = self.stream.take_within(
                         max_bytes - used, overhead, at_least_one=writer.records_written == 0)
                     if not records:

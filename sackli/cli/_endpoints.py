@@ -14,6 +14,8 @@ from typing import Any, Callable, Iterable, Iterator
 import sackli
 
 from .. import formats
+from .._batching import batched
+from .._format import LIMIT_BYTES, has_zstd_suffix
 from .._shard_spec import expand_file_spec, shard_name, split_shard_entry
 from .._shard_writer import files_of as bag_files_of
 from ._reading import iter_batches, open_reader, read_file
@@ -33,7 +35,7 @@ _BATCH_BYTES = 4 << 20
 _DEFAULT_LEVEL = 3
 _BATCH_RECORDS = 16384
 # Bytes a record costs beyond its payload, by format (for --max-shard-bytes).
-RECORD_OVERHEAD = {BAG: 8, TFRECORD: 16, JSON_LINES: 3, TEXT: 1}
+RECORD_OVERHEAD = {BAG: LIMIT_BYTES, TFRECORD: 16, JSON_LINES: 3, TEXT: 1}
 
 
 def format_of(spec: str) -> str:
@@ -52,22 +54,6 @@ def format_of(spec: str) -> str:
     if len(found) > 1:
         raise ValueError(f"{spec}: entries of different formats ({', '.join(sorted(found))})")
     return found.pop()
-
-
-def batched(records: Iterable[bytes]) -> Iterator[list[bytes]]:
-    """Records grouped into lists of bounded size (count and bytes)."""
-    iterator = iter(records)
-    while True:
-        batch: list[bytes] = []
-        size = 0
-        for record in itertools.islice(iterator, _BATCH_RECORDS):
-            batch.append(record)
-            size += len(record)
-            if size >= _BATCH_BYTES:
-                break
-        if not batch:
-            return
-        yield batch
 
 
 _FILE_READERS: dict[str, Callable[[str], Iterator[bytes]]] = {
@@ -91,7 +77,8 @@ class Source:
             return iter_batches(open_reader(self.spec, self.args))
         read = _FILE_READERS[self.kind]
         paths = expand_file_spec(self.spec)
-        return batched(itertools.chain.from_iterable(read(path) for path in paths))
+        return batched(itertools.chain.from_iterable(read(path) for path in paths),
+                       _BATCH_RECORDS, _BATCH_BYTES)
 
     def count(self) -> int:
         """The number of records (for other formats than bags: one pass)."""
@@ -107,7 +94,7 @@ class Source:
 def bag_writer_options(path: str, args: argparse.Namespace) -> dict[str, Any]:
     """Writer option overrides for a bag destination, from the output flags."""
     options: dict[str, Any] = {"limits_placement": args.output_limits_placement}
-    if path.endswith(".bagz"):
+    if has_zstd_suffix(path):
         dictionary = read_file(args.dictionary) if args.dictionary else b""
         options["compression"] = sackli.CompressionZstd(level=_DEFAULT_LEVEL if args.level is None else args.level,
                                                 dictionary=dictionary)
@@ -118,7 +105,7 @@ def bag_writer_options(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def check_output_options(kind: str, spec: str, args: argparse.Namespace) -> None:
     """Refuses output options that mean nothing for the destination."""
-    compressed = kind == BAG and spec.endswith(".bagz")
+    compressed = kind == BAG and has_zstd_suffix(spec)
     if not compressed and (args.level is not None or args.dictionary):
         raise ValueError("--level and --dictionary apply to .bagz destinations only")
     if args.gzip_level is not None and not spec.endswith(".gz"):

@@ -8,9 +8,10 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import sackli
 
+from .._batching import records_per_batch
+
 # A batch read holds about this many bytes, so memory stays bounded.
 _BATCH_BYTES = 4 << 20
-_MAX_BATCH_RECORDS = 65536
 
 
 def reader_options_parser(dictionary_flag: str = "--dictionary") -> argparse.ArgumentParser:
@@ -61,8 +62,7 @@ def read_file(path: str) -> bytes:
 
 def batch_records(reader: sackli.Reader) -> int:
     """How many records of `reader` one bounded-memory batch holds."""
-    per_record = max(reader.approximate_bytes_per_record(), 1.0)
-    return max(1, min(_MAX_BATCH_RECORDS, int(_BATCH_BYTES / per_record)))
+    return records_per_batch(_BATCH_BYTES, reader.approximate_bytes_per_record())
 
 
 def iter_batches(reader: sackli.Reader) -> Iterator[list[bytes]]:
