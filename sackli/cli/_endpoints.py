@@ -9,7 +9,7 @@ import errno
 import itertools
 import os
 import re
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import sackli
 
@@ -17,7 +17,8 @@ from .. import formats
 from .._batching import batched
 from .._format import LIMIT_BYTES, has_zstd_suffix
 from .._shard_spec import expand_file_spec, shard_name, split_shard_entry
-from .._shard_writer import files_of as bag_files_of
+from .._shard_set import files_of as bag_files_of
+from .._shard_set import remove_quietly
 from ._reading import iter_batches, open_reader, read_file
 
 BAG, TFRECORD, JSON_LINES, TEXT, PARQUET = "bag", "tfrecord", "jsonl", "text", "parquet"
@@ -183,12 +184,3 @@ def remove_other_shard_sets(kind: str, spec: str, written: list[str]) -> None:
     for paths in _shard_sets(base, suffix).values():
         if not set(paths) & set(written):
             remove_quietly(file for path in paths for file in files_of(kind, path))
-
-
-def remove_quietly(paths: Iterable[str]) -> None:
-    """Deletes files that exist, ignoring those that do not."""
-    for path in paths:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
