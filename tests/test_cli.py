@@ -315,8 +315,8 @@ def test_recover_a_shard_spec(tmp_path) -> None:
 import os, sackli
 writer = sackli.ShardedWriter("set@3.bag", num_records=30)
 writer.write_many(b"r%d" % i for i in range(25))
-writer._write_gathered()  # hand the gathered records to the shard writers
-writer._writer.flush()
+writer._set._write_gathered()  # hand the gathered records to the shard writers
+writer._set._shard.writer.flush()
 os._exit(0)
 """
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, timeout=60)
