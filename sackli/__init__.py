@@ -27,9 +27,11 @@ from ._reader import Reader
 from ._recover import RecoveryReport, recover
 from ._shard_indices import shard_indices
 from ._shard_writer import ShardedWriter
+from ._skipping import SkippedRecord, SkippedRecords
 from ._writer import Writer
 
 CorruptionError.__module__ = "sackli"
+SkippedRecord.__module__ = SkippedRecords.__module__ = "sackli"
 CorruptionError.__doc__ = (
     "A bag file is corrupt: bad limits, a truncated file, an undecodable record. "
     "A ValueError; the message names the file and byte offset."
@@ -52,6 +54,8 @@ __all__ = [
     "RecoveryReport",
     "ShardedWriter",
     "ShardingLayout",
+    "SkippedRecord",
+    "SkippedRecords",
     "Writer",
     "recover",
     "shard_indices",

@@ -13,6 +13,9 @@ from ._options import ReaderOptions, with_overrides
 from ._read_ahead import iterate_indices, iterate_range
 from ._recover import partial_writes
 from ._shard_spec import expand_file_spec
+from ._skipping import (
+    SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
+)
 from ._storage import REMOTE_OPENER, is_remote
 
 __all__ = ["Reader", "checked_range"]
@@ -271,49 +274,86 @@ class Reader(collections.abc.Sequence):
 
     # --- Batch reads ------------------------------------------------------
 
-    def read(self) -> list[bytes]:
-        """All records of this reader (or view), read in parallel."""
-        return self._core.read_all()
+    # Every batch read is strict unless given `skip_corrupt`: a callable
+    # (e.g. sackli.SkippedRecords()) that receives a sackli.SkippedRecord
+    # for each record left out because it does not decode.
 
-    def read_range(self, start: int, num_records: int) -> list[bytes]:
-        """Records [start, start + num_records); IndexError outside the reader."""
+    def read(self, *, skip_corrupt: SkipHandler | None = None) -> list[bytes]:
+        """All records of this reader (or view), read in parallel.
+
+        `skip_corrupt`: leave out records that raise CorruptionError and
+        report each to this callable (see `sackli.SkippedRecords`).
+        """
+        on_skip = checked_handler(skip_corrupt)
+        if on_skip is None:
+            return self._core.read_all()
+        return read_skipping(self._core.read_range, len(self._core), self._scan_batch(), on_skip)
+
+    def read_range(
+        self, start: int, num_records: int, *, skip_corrupt: SkipHandler | None = None
+    ) -> list[bytes]:
+        """Records [start, start + num_records); IndexError outside the reader.
+
+        `skip_corrupt`: as for `read`; indices reported are the reader's.
+        """
         start, num_records = checked_range(start, num_records, len(self._core))
-        return self._core.read_range(start, num_records)
+        on_skip = checked_handler(skip_corrupt)
+        if on_skip is None:
+            return self._core.read_range(start, num_records)
+        return read_skipping(lambda first, n: self._core.read_range(start + first, n),
+                             num_records, self._scan_batch(), on_skip, start.__add__)
 
     def read_range_iter(
-        self, start: int, num_records: int, read_ahead: int | None = None
+        self, start: int, num_records: int, read_ahead: int | None = None, *,
+        skip_corrupt: SkipHandler | None = None,
     ) -> Iterator[bytes]:
         """Iterates over records [start, start + num_records), reading ahead.
 
         `read_ahead` is how many records a background batch holds (default:
-        about `options.read_ahead_bytes` worth).
+        about `options.read_ahead_bytes` worth). `skip_corrupt`: as for
+        `read`, called in order, between the records around the skipped one
+        (`read_range_iter(0, len(reader), skip_corrupt=...)` scans a whole
+        reader).
         """
         start, num_records = checked_range(start, num_records, len(self._core))
+        on_skip = checked_handler(skip_corrupt)
         batch = self._batch_records() if read_ahead is None else max(1, read_ahead)
         return iterate_range(
             self._core, start, start + num_records, batch,
             read_ahead=self._options.read_ahead_bytes > 0 or read_ahead is not None,
+            on_skip=on_skip,
         )
 
-    def read_indices(self, indices: Sequence[int] | slice | Any) -> list[bytes]:
+    def read_indices(
+        self, indices: Sequence[int] | slice | Any, *, skip_corrupt: SkipHandler | None = None
+    ) -> list[bytes]:
         """The records at `indices`, in order (duplicates allowed).
 
         `indices`: a list, tuple, range, slice, or one-dimensional numpy array
         of any integer dtype; negative indices count from the end.
+        `skip_corrupt`: as for `read` (a bad index still raises IndexError).
         """
-        return self._core.read_indices(indices)
+        on_skip = checked_handler(skip_corrupt)
+        if on_skip is None:
+            return self._core.read_indices(indices)
+        resolved = resolved_indices(indices, len(self._core))
+        return read_skipping(lambda first, n: self._core.read_indices(resolved[first:first + n]),
+                             len(resolved), self._scan_batch(), on_skip, resolved.__getitem__)
 
     def read_indices_iter(
-        self, indices: Iterable[int], read_ahead: int | None = None
+        self, indices: Iterable[int], read_ahead: int | None = None, *,
+        skip_corrupt: SkipHandler | None = None,
     ) -> Iterator[bytes]:
         """Iterates over the records at `indices`, any iterable (infinite
         generators too), reading ahead in parallel.
 
         Indices are pulled lazily, a batch ahead. An exception raised by the
         iterable, or a bad index, surfaces at the `next()` of its position.
+        `skip_corrupt`: as for `read_range_iter`.
         """
+        on_skip = checked_handler(skip_corrupt)
         batch = self._batch_records() if read_ahead is None else max(1, read_ahead)
-        return iterate_indices(self._core, indices, batch)
+        return iterate_indices(self._core, indices, batch, on_skip)
 
     def approximate_bytes_per_record(self) -> float:
         """Stored (possibly compressed) bytes per record of the whole bag.
@@ -330,6 +370,10 @@ class Reader(collections.abc.Sequence):
         from .arrow import read_batches  # pyarrow is optional
 
         return read_batches(self).__arrow_c_stream__(requested_schema)
+
+    def _scan_batch(self) -> int:
+        """Records per batch of a skipping scan."""
+        return records_per_batch(SCAN_BATCH_BYTES, self._core.approximate_bytes_per_record())
 
     def _batch_records(self) -> int:
         return records_per_batch(self._options.read_ahead_bytes,

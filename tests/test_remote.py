@@ -996,6 +996,36 @@ def test_parallel_gets_overlap_under_latency(remote):
     assert elapsed < 64 * latency / 3, f"{elapsed:.2f} s"
 
 
+# --- Skipping damaged records ----------------------------------------------------------
+
+
+def test_skip_corrupt_on_a_remote_bag(remote, tmp_path):
+    """The library's skipping scans work on remote bags as on local ones:
+    records whose zstd frame is damaged are left out and reported."""
+    records = [b"remote %03d " % i * 3 for i in range(150)]
+    local = tmp_path / "x.bagz"
+    write_bag(str(local), records)
+    data = bytearray(local.read_bytes())
+    start = struct.unpack("<Q", data[-8:])[0]
+    limits = struct.unpack(f"<{len(records)}Q", data[start:start + 8 * len(records)])
+    bad = [0, 70, 71, 149]
+    for index in bad:
+        begin = limits[index - 1] if index else 0
+        data[begin:begin + 4] = b"BAD!"
+    remote.put("x.bagz", bytes(data))
+    reader = sackli.Reader(remote.url("x.bagz"))
+    good = [record for i, record in enumerate(records) if i not in bad]
+    with pytest.raises(sackli.CorruptionError, match=r"x\.bagz: record 0 is corrupt"):
+        reader.read()
+    skipped = sackli.SkippedRecords()
+    assert reader.read(skip_corrupt=skipped) == good
+    assert skipped.indices == bad
+    assert all(remote.url("x.bagz") in str(error) for _, error in skipped)
+    skipped = sackli.SkippedRecords()
+    assert list(reader.read_range_iter(0, len(reader), skip_corrupt=skipped)) == good
+    assert skipped.indices == bad
+
+
 # --- Missing extras -------------------------------------------------------------------
 
 

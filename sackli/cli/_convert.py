@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
+
+import sackli
 
 from .. import _bulk
 from .._format import stored_bytes
@@ -99,6 +102,8 @@ def convert(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.dst}: the destination must be one path or one shard spec")
     source_kind, kind = format_of(args.src), format_of(args.dst)
     check_output_options(kind, args.dst, args)
+    if args.skip_corrupt and (source_kind != BAG or kind == PARQUET):
+        raise ValueError("--skip-corrupt applies to bag sources converted to other files than Parquet")
     if PARQUET in (source_kind, kind):
         if not args.force:
             refuse_existing(kind, args.dst)
@@ -115,19 +120,29 @@ def convert(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-shard-bytes must be > 0, not {args.max_shard_bytes}")
 
     # A bag knows its length; other sources are read once, and a name@N.ext
-    # destination then splits them from a spool at the end.
+    # destination then splits them from a spool at the end (so does a bag
+    # read with --skip-corrupt: how many records survive is not known).
     total = source.count() if source_kind == BAG else None
     shards = ShardSetWriter(
         args.dst, lambda path: _TempNamedShard(kind, path, args),
         record_overhead=RECORD_OVERHEAD[kind], max_shard_bytes=args.max_shard_bytes,
-        num_records=None if by_size else total)
+        num_records=None if by_size or args.skip_corrupt else total)
     _check_distinct(source, shards.paths)
     if not args.force:
         refuse_existing(kind, args.dst)
 
+    skipped = 0
+
+    def on_skip(item: sackli.SkippedRecord) -> None:
+        nonlocal skipped
+        skipped += 1
+        bar.update(1)
+        bar.clear()
+        print(f"sackli: skipped index {item.index}: {item.error}", file=sys.stderr, flush=True)
+
     with progress(total, "convert") as bar:
         try:
-            for batch in source.batches():
+            for batch in source.batches(on_skip if args.skip_corrupt else None):
                 shards.write_many(batch)
                 bar.update(len(batch))
             paths = shards.close()
@@ -138,4 +153,7 @@ def convert(args: argparse.Namespace) -> int:
         remove_other_shard_sets(kind, args.dst, paths)
     shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
     print(f"converted {shards.records_written} records from {args.src} to {shown}")
+    if skipped:
+        print(f"sackli: skipped {skipped} corrupt record(s) of {total}", file=sys.stderr)
+        return 1
     return 0

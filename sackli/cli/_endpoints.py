@@ -72,10 +72,11 @@ class Source:
     kind: str
     args: argparse.Namespace
 
-    def batches(self) -> Iterator[list[bytes]]:
-        """All records, in bounded-memory batches, in spec order."""
+    def batches(self, skip_corrupt: Any = None) -> Iterator[list[bytes]]:
+        """All records, in bounded-memory batches, in spec order
+        (`skip_corrupt`, for bags only: as for `Reader.read_range`)."""
         if self.kind == BAG:
-            return iter_batches(open_reader(self.spec, self.args))
+            return iter_batches(open_reader(self.spec, self.args), skip_corrupt)
         read = _FILE_READERS[self.kind]
         paths = expand_file_spec(self.spec)
         return batched(itertools.chain.from_iterable(read(path) for path in paths),

@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from typing import Any, BinaryIO, Callable, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 import sackli
 
 from ..formats.lines import record_to_json
 from ._progress import progress
-from ._reading import BadRecord, batch_records, open_reader, read_checked
+from ._reading import batch_records, open_reader
 
 FORMAT_HELP = (
     "how records are printed: text (default; UTF-8 with invalid bytes as \\xNN, newlines as "
@@ -60,7 +60,7 @@ def add_format_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_skip_corrupt_argument(parser: argparse.ArgumentParser) -> None:
-    """The --skip-corrupt option of `head` and `cat`."""
+    """The --skip-corrupt option of `head`, `cat` and `convert`."""
     parser.add_argument(
         "--skip-corrupt", action="store_true",
         help="go on past records that do not decode: each is reported on stderr with its "
@@ -88,11 +88,12 @@ def parse_indices(text: str) -> list[int]:
 
 @dataclasses.dataclass
 class _Selection:
-    """Records to print: `count` positions, read by `fetch(start, count)`;
-    `index(position)` is a position's index in the bag, for messages."""
+    """Records to print: `count` of them, scanned in order by
+    `records(skip_corrupt)` (the library's skipping scan);
+    `index(reported)` is the bag index of an index a SkippedRecord reports."""
 
     count: int
-    fetch: Callable[[int, int], list[bytes]]
+    records: Callable[[sackli.SkippedRecords | Callable[..., Any]], Iterator[bytes]]
     index: Callable[[int], int]
     batch: int
 
@@ -100,8 +101,10 @@ class _Selection:
 def _range_selection(reader: sackli.Reader, selection: slice) -> _Selection:
     start, _, step = selection.indices(len(reader))
     view = reader[selection]
-    return _Selection(len(view), view.read_range, lambda position: start + position * step,
-                      batch_records(reader))
+    batch = batch_records(reader)
+    return _Selection(
+        len(view), lambda on_skip: view.read_range_iter(0, len(view), batch, skip_corrupt=on_skip),
+        lambda position: start + position * step, batch)
 
 
 def _index_selection(reader: sackli.Reader, indices: Sequence[int]) -> _Selection:
@@ -110,32 +113,44 @@ def _index_selection(reader: sackli.Reader, indices: Sequence[int]) -> _Selectio
         if not -size <= index < size:
             raise IndexError(f"index {index} out of range for a reader of {size} records")
     resolved = [index % size for index in indices]
-    return _Selection(len(resolved), lambda start, count: reader.read_indices(resolved[start:start + count]),
-                      resolved.__getitem__, batch_records(reader))
+    batch = batch_records(reader)
+    return _Selection(
+        len(resolved), lambda on_skip: reader.read_indices_iter(resolved, batch, skip_corrupt=on_skip),
+        int, batch)
 
 
 def _print_selection(selection: _Selection, args: argparse.Namespace) -> int:
     """Prints the records in args.format; returns the exit status."""
     out: BinaryIO = sys.stdout.buffer
     formatter = FORMATTERS[args.format]
+    pending: list[bytes] = []
     skipped = 0
+
+    def emit() -> None:
+        out.write(b"".join(pending))
+        bar.update(len(pending))
+        pending.clear()
+
+    def on_skip(item: sackli.SkippedRecord) -> None:
+        nonlocal skipped
+        emit()  # every record before the damaged one is out first
+        out.flush()
+        index = selection.index(item.index)
+        if not args.skip_corrupt:
+            raise sackli.CorruptionError(
+                f"index {index}: {item.error} (--skip-corrupt goes on past it)")
+        skipped += 1
+        bar.update(1)
+        bar.clear()
+        print(f"sackli: skipped index {index}: {item.error}", file=sys.stderr, flush=True)
+
     # The bar shows when the records go to a file or a pipe, not to the terminal.
     with progress(selection.count, args.command_name, show=not sys.stdout.isatty()) as bar:
-        for start in range(0, selection.count, selection.batch):
-            count = min(selection.batch, selection.count - start)
-            for item in read_checked(selection.fetch, start, count):
-                if not isinstance(item, BadRecord):
-                    out.write(b"".join(map(formatter, item)))
-                    continue
-                out.flush()
-                index = selection.index(item.position)
-                if not args.skip_corrupt:
-                    raise sackli.CorruptionError(
-                        f"index {index}: {item.error} (--skip-corrupt goes on past it)")
-                skipped += 1
-                bar.clear()
-                print(f"sackli: skipped index {index}: {item.error}", file=sys.stderr, flush=True)
-            bar.update(count)
+        for record in selection.records(on_skip):
+            pending.append(formatter(record))
+            if len(pending) >= selection.batch:
+                emit()
+        emit()
     out.flush()
     if skipped:
         print(f"sackli: skipped {skipped} corrupt record(s) of {selection.count}", file=sys.stderr)
