@@ -209,7 +209,8 @@ def read_batches(
 
     Raises:
       FileNotFoundError: the bag, or for "arrow" its schema file, is missing.
-      ValueError: records that do not decode, naming the bag and record.
+      sackli.CorruptionError: records that do not decode (a ValueError), naming
+        the bag and record.
       IndexError: an index outside the reader.
 
     Example:

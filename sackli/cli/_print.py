@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, Callable, Iterator, Sequence
 import sackli
 
 from ..formats.lines import record_to_json
+from ._errors import BadArgument
 from ._progress import progress
 from ._reading import batch_records, open_reader
 
@@ -111,7 +112,7 @@ def _index_selection(reader: sackli.Reader, indices: Sequence[int]) -> _Selectio
     size = len(reader)
     for index in indices:  # all checked before anything is printed
         if not -size <= index < size:
-            raise IndexError(f"index {index} out of range for a reader of {size} records")
+            raise BadArgument(f"index {index} out of range for a reader of {size} records")
     resolved = [index % size for index in indices]
     batch = batch_records(reader)
     return _Selection(
@@ -180,7 +181,11 @@ def cat(args: argparse.Namespace) -> int:
 def get(args: argparse.Namespace) -> int:
     """Prints the record at one index."""
     reader = open_reader(args.spec, args)
+    try:
+        record = reader[args.index]
+    except IndexError as error:  # the user's index, not a bug
+        raise BadArgument(str(error)) from None
     out: Any = sys.stdout.buffer
-    out.write(FORMATTERS[args.format](reader[args.index]))
+    out.write(FORMATTERS[args.format](record))
     out.flush()
     return 0
