@@ -1,8 +1,10 @@
-"""Shared fixtures: the bagz golden files, and running code in a subprocess
-(so that a crash fails one test instead of killing the test runner)."""
+"""Shared fixtures: the bagz golden files, running code in a subprocess
+(so that a crash fails one test instead of killing the test runner), and
+the helper modules the test files share (importable by name)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -81,3 +83,18 @@ def run_python(tmp_path):
         return SubprocessResult(completed)
 
     return run
+
+
+def _register_helper_module(name: str) -> None:
+    """Makes tests/<name>.py importable as `name`: the suite runs with
+    --import-mode=importlib, so tests/ is not on sys.path."""
+    path = pathlib.Path(__file__).with_name(f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+
+
+# The sackli.arrow tests (tests/test_arrow_*.py) share these helpers.
+if importlib.util.find_spec("pyarrow") is not None:
+    _register_helper_module("arrow_helpers")
