@@ -98,3 +98,6 @@ def _register_helper_module(name: str) -> None:
 # The sackli.arrow tests (tests/test_arrow_*.py) share these helpers.
 if importlib.util.find_spec("pyarrow") is not None:
     _register_helper_module("arrow_helpers")
+
+# The `sackli` command-line tests (tests/test_cli*.py) share these.
+_register_helper_module("cli_helpers")
