@@ -4,6 +4,7 @@ the helper modules the test files share (importable by name)."""
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import json
 import os
@@ -85,19 +86,18 @@ def run_python(tmp_path):
     return run
 
 
-def _register_helper_module(name: str) -> None:
-    """Makes tests/<name>.py importable as `name`: the suite runs with
+class _HelperModules(importlib.abc.MetaPathFinder):
+    """Makes the shared helper modules of tests/ importable by name, loaded
+    when a test file first imports one: the suite runs with
     --import-mode=importlib, so tests/ is not on sys.path."""
-    path = pathlib.Path(__file__).with_name(f"{name}.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
+
+    NAMES = ("arrow_helpers", "beam_helpers", "cli_helpers")
+
+    def find_spec(self, name: str, path: object = None, target: object = None):
+        if path is None and name in self.NAMES:
+            return importlib.util.spec_from_file_location(
+                name, pathlib.Path(__file__).with_name(f"{name}.py"))
+        return None
 
 
-# The sackli.arrow tests (tests/test_arrow_*.py) share these helpers.
-if importlib.util.find_spec("pyarrow") is not None:
-    _register_helper_module("arrow_helpers")
-
-# The `sackli` command-line tests (tests/test_cli*.py) share these.
-_register_helper_module("cli_helpers")
+sys.meta_path.append(_HelperModules())
