@@ -2,8 +2,10 @@
 
 Who may use it: `sackli.arrow`, `sackli.beam`, `sackli.cli`, the shard-set
 writer, benchmarks and tests. It is not public API (no stability promise);
-it is the one module that reaches into a `Reader`'s or a `Writer`'s engine
-core, so those classes keep no private methods that other modules call.
+it is where reads and writes in bulk reach a `Reader`'s or a `Writer`'s
+engine core, so those classes keep no private methods that other modules
+call. (`_index` also takes a reader's core: it hands it to the engine's
+record index whole.)
 
 Packed buffers: a read gives `(data, offsets)`, two objects with the buffer
 protocol. `offsets` holds n + 1 int64 values; record k is
