@@ -8,9 +8,9 @@ stored bytes per record, clamped to [1, max_records].
 from __future__ import annotations
 
 import itertools
-from typing import Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-__all__ = ["DEFAULT_MAX_RECORDS", "batched", "records_per_batch"]
+__all__ = ["DEFAULT_MAX_RECORDS", "Gatherer", "batched", "records_per_batch"]
 
 # No batch holds more records than this, however small they are: per-record
 # bookkeeping (offsets, Python objects) stays bounded too.
@@ -44,3 +44,36 @@ def batched(records: Iterable[T], max_records: int, max_bytes: int) -> Iterator[
         if not batch:
             return
         yield batch
+
+
+class Gatherer:
+    """Gathers records pushed one at a time into batches of at most
+    `max_records` records, or until they hold `max_bytes`, and hands each
+    full batch to `flush_batch` (a list, in order). `flush()` hands on what
+    is gathered so far. For writers fed a record at a time that write
+    cheaper in batches (compression runs on all cores)."""
+
+    def __init__(self, flush_batch: Callable[[list[Any]], None], max_records: int,
+                 max_bytes: int) -> None:
+        self._flush_batch = flush_batch
+        self._max_records = max_records
+        self._max_bytes = max_bytes
+        self._batch: list[Any] = []
+        self._bytes = 0
+
+    def __bool__(self) -> bool:
+        """Whether records are waiting."""
+        return bool(self._batch)
+
+    def add(self, record: Any) -> None:
+        """Gathers `record` (anything with a length in bytes)."""
+        self._batch.append(record)
+        self._bytes += len(record)
+        if len(self._batch) >= self._max_records or self._bytes >= self._max_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hands on the records gathered so far, if any."""
+        if self._batch:
+            batch, self._batch, self._bytes = self._batch, [], 0
+            self._flush_batch(batch)

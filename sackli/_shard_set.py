@@ -40,7 +40,7 @@ import os
 from typing import Any, Callable, Iterable, Protocol
 
 from . import _bulk
-from ._batching import records_per_batch
+from ._batching import Gatherer, records_per_batch
 from ._format import limits_path_for, stored_bytes
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
@@ -208,8 +208,7 @@ class ShardSetWriter:
         self._spool: BagShard | None = None
         self._finished: list[ShardFile] = []
         self._published: list[str] = []
-        self._gathered: list[Any] = []
-        self._gathered_bytes = 0
+        self._gathered = Gatherer(self._write_gathered, _GATHER_RECORDS, _GATHER_BYTES)
         self._closed = False
         self._records = 0
         self._shard_index = 0
@@ -251,16 +250,9 @@ class ShardSetWriter:
         """Appends records (bytes, str as UTF-8, or bytes-like) in order."""
         self._check_open()
         for record in records:
-            record = _as_record(record)
-            self._gathered.append(record)
-            self._gathered_bytes += len(record)
-            if len(self._gathered) >= _GATHER_RECORDS or self._gathered_bytes >= _GATHER_BYTES:
-                self._write_gathered()
+            self._gathered.add(_as_record(record))
 
-    def _write_gathered(self) -> None:
-        if not self._gathered:
-            return
-        records, self._gathered, self._gathered_bytes = self._gathered, [], 0
+    def _write_gathered(self, records: list[Any]) -> None:
         offsets = array.array("q", [0])
         offsets.extend(itertools.accumulate(map(len, records)))
         self.write_packed(b"".join(records), memoryview(offsets))
@@ -273,8 +265,7 @@ class ShardSetWriter:
         """Appends records data[offsets[k]:offsets[k + 1]], k < len(offsets) - 1
         (`offsets`: a contiguous int64 buffer)."""
         self._check_open()
-        if self._gathered:
-            self._write_gathered()
+        self._gathered.flush()  # records written before stay before
         first, last = 0, len(offsets) - 1
         while first < last:
             shard = self._current_shard()
@@ -358,7 +349,7 @@ class ShardSetWriter:
         if self._closed:
             return self.paths
         try:
-            self._write_gathered()
+            self._gathered.flush()
             if self._spooling:
                 self._split_spool()
             elif self._max_shard_bytes is not None:

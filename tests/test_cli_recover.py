@@ -49,7 +49,7 @@ def test_recover_a_shard_spec(tmp_path) -> None:
 import os, sackli
 writer = sackli.ShardedWriter("set@3.bag", num_records=30)
 writer.write_many(b"r%d" % i for i in range(25))
-writer._set._write_gathered()  # hand the gathered records to the shard writers
+writer._set._gathered.flush()  # hand the gathered records to the shard writers
 writer._set._shard.writer.flush()
 os._exit(0)
 """

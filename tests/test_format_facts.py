@@ -98,3 +98,15 @@ def test_format_facts_live_in_one_module(pattern):
     found = [str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
              if path.name not in homes and re.search(pattern, path.read_text())]
     assert found == [], f"{_SPELT_OUT[pattern]} spelt out again in {found}"
+
+
+def test_gatherer_hands_on_full_batches_in_order():
+    batches = []
+    gathered = _batching.Gatherer(batches.append, max_records=3, max_bytes=5)
+    for record in [b"a", b"b", b"c", b"d", b"eeeeee", b"f"]:
+        gathered.add(record)
+    assert batches == [[b"a", b"b", b"c"], [b"d", b"eeeeee"]]
+    assert gathered
+    gathered.flush()
+    gathered.flush()  # nothing left: no empty batch
+    assert batches[-1] == [b"f"] and len(batches) == 3 and not gathered

@@ -31,6 +31,7 @@ from .._options import (
     LimitsPlacement,
     WriterOptions,
 )
+from .._batching import Gatherer
 from .._format import has_zstd_suffix, limits_path_for
 from .._writer import Writer
 from ._write_path import ShardedPath
@@ -77,22 +78,14 @@ class _ShardWriter:
         self._spool_dir = None if _is_local(path) else tempfile.mkdtemp(prefix="sackli-beam-")
         local = path if self._spool_dir is None else os.path.join(self._spool_dir, "shard")
         self._writer = Writer(local, options)
-        self._batch: list[bytes] = []
-        self._batch_bytes = 0
+        self._gathered = Gatherer(self._writer.write_many, _BATCH_RECORDS, _BATCH_BYTES)
 
     def write(self, record: bytes) -> None:
-        self._batch.append(record)
-        self._batch_bytes += len(record)
-        if len(self._batch) >= _BATCH_RECORDS or self._batch_bytes >= _BATCH_BYTES:
-            self._flush_batch()
-
-    def _flush_batch(self) -> None:
-        self._writer.write_many(self._batch)
-        self._batch, self._batch_bytes = [], 0
+        self._gathered.add(record)
 
     def close(self) -> None:
         try:
-            self._flush_batch()
+            self._gathered.flush()
             self._writer.close()
             if self._spool_dir is not None:
                 separate = self._writer.options.limits_placement == LimitsPlacement.SEPARATE
