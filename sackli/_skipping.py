@@ -139,5 +139,5 @@ def resolved_indices(indices: Any, length: int) -> Sequence[int]:
             raise TypeError(f"indices must be integers, not {type(value).__name__}") from None
         if not -length <= index < length:
             raise IndexError(f"index {index} out of range for a reader of {length} records")
-        resolved.append(index % length if length else index)
+        resolved.append(index % length)
     return resolved

@@ -103,7 +103,7 @@ def convert(args: argparse.Namespace) -> int:
     source_kind, kind = format_of(args.src), format_of(args.dst)
     check_output_options(kind, args.dst, args)
     if args.skip_corrupt and (source_kind != BAG or kind == PARQUET):
-        raise ValueError("--skip-corrupt applies to bag sources converted to other files than Parquet")
+        raise ValueError("--skip-corrupt applies to bag sources (and not to Parquet conversions)")
     if PARQUET in (source_kind, kind):
         if not args.force:
             refuse_existing(kind, args.dst)

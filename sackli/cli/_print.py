@@ -94,7 +94,7 @@ class _Selection:
     `index(reported)` is the bag index of an index a SkippedRecord reports."""
 
     count: int
-    records: Callable[[sackli.SkippedRecords | Callable[..., Any]], Iterator[bytes]]
+    records: Callable[[Callable[[sackli.SkippedRecord], Any]], Iterator[bytes]]
     index: Callable[[int], int]
     batch: int
 
