@@ -72,6 +72,19 @@ class Gatherer:
         if len(self._batch) >= self._max_records or self._bytes >= self._max_bytes:
             self.flush()
 
+    def extend(self, records: Iterable[Any], convert: Callable[[Any], Any] | None = None) -> None:
+        """Gathers each of `records`, passed through `convert` unless it is
+        bytes already (the loop stays inline: it runs once per record)."""
+        batch, max_records, max_bytes = self._batch, self._max_records, self._max_bytes
+        for record in records:
+            if convert is not None and type(record) is not bytes:
+                record = convert(record)
+            batch.append(record)
+            self._bytes += len(record)
+            if len(batch) >= max_records or self._bytes >= max_bytes:
+                self.flush()
+                batch = self._batch
+
     def flush(self) -> None:
         """Hands on the records gathered so far, if any."""
         if self._batch:

@@ -101,6 +101,9 @@ class ShardFile(Protocol):
         """Bytes the finished file will take for the records so far,
         per-record overhead included (what `max_shard_bytes` bounds)."""
 
+    def write_many(self, records: list[Any]) -> None:
+        """Appends records (bytes or byte-wide memoryviews)."""
+
     def write_packed(self, data: Any, offsets: memoryview) -> None:
         """Appends records data[offsets[k]:offsets[k + 1]]."""
 
@@ -137,6 +140,9 @@ class BagShard:
 
     def stored_bytes(self) -> int:
         return stored_bytes(self._writer.bytes_written, self._writer.records_written)
+
+    def write_many(self, records: list[Any]) -> None:
+        self._writer.write_many(records)
 
     def write_packed(self, data: Any, offsets: memoryview) -> None:
         _bulk.write_packed(self._writer, data, offsets)
@@ -208,7 +214,7 @@ class ShardSetWriter:
         self._spool: BagShard | None = None
         self._finished: list[ShardFile] = []
         self._published: list[str] = []
-        self._gathered = Gatherer(self._write_gathered, _GATHER_RECORDS, _GATHER_BYTES)
+        self._gathered = Gatherer(self._write_list, _GATHER_RECORDS, _GATHER_BYTES)
         self._closed = False
         self._records = 0
         self._shard_index = 0
@@ -249,13 +255,24 @@ class ShardSetWriter:
     def write_many(self, records: Iterable[Any]) -> None:
         """Appends records (bytes, str as UTF-8, or bytes-like) in order."""
         self._check_open()
-        for record in records:
-            self._gathered.add(_as_record(record))
+        if type(records) is list and set(map(type, records)) <= {bytes}:
+            self.write_bytes(records)
+        else:
+            self._gathered.extend(records, _as_record)
 
-    def _write_gathered(self, records: list[Any]) -> None:
-        offsets = array.array("q", [0])
-        offsets.extend(itertools.accumulate(map(len, records)))
-        self.write_packed(b"".join(records), memoryview(offsets))
+    def write_bytes(self, records: list[bytes]) -> None:
+        """Appends a list of `bytes` records as it is (the caller vouches
+        for the type: no check per record), e.g. batches read from a bag."""
+        self._check_open()
+        self._gathered.flush()  # records written before stay before
+        self._write_list(records)
+
+    def _write_list(self, records: list[Any]) -> None:
+        offsets = None
+        if self._max_shard_bytes is not None:  # only sizes need the offsets
+            offsets = memoryview(array.array("q", [0, *itertools.accumulate(map(len, records))]))
+        self._route(len(records), offsets,
+                    lambda shard, first, end: shard.write_many(records[first:end]))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -266,16 +283,25 @@ class ShardSetWriter:
         (`offsets`: a contiguous int64 buffer)."""
         self._check_open()
         self._gathered.flush()  # records written before stay before
-        first, last = 0, len(offsets) - 1
-        while first < last:
+        self._route(len(offsets) - 1, offsets, lambda shard, first, end: shard.write_packed(
+            data, offsets[first:end + 1]))
+
+    def _route(self, count: int, offsets: memoryview | None,
+               write: Callable[[ShardFile, int, int], None]) -> None:
+        """Hands records [0, count) to the shards they belong in:
+        `write(shard, first, end)` writes records [first, end) to `shard`.
+        `offsets` (count + 1 int64, record k's payload is [offsets[k],
+        offsets[k + 1])) is needed with `max_shard_bytes` only."""
+        first = 0
+        while first < count:
             shard = self._current_shard()
-            take = self._records_that_fit(shard, offsets, first, last)
-            piece = offsets[first:first + take + 1]
-            shard.write_packed(data, piece)
-            self._learn_ratio(shard, piece[-1] - piece[0])
+            take = self._records_that_fit(shard, offsets, first, count)
+            write(shard, first, first + take)
+            if offsets is not None:
+                self._learn_ratio(shard, offsets[first + take] - offsets[first])
             self._records += take
             first += take
-            if first < last or self._shard_full(shard):
+            if first < count or self._shard_full(shard):
                 self._finish_shard()
 
     def _learn_ratio(self, shard: ShardFile, payload: int) -> None:
@@ -303,7 +329,8 @@ class ShardSetWriter:
                 f"more records than announced ({sum(c or 0 for c in self._counts)})")
         return self._paths[self._shard_index]
 
-    def _records_that_fit(self, shard: ShardFile, offsets: memoryview, first: int, last: int) -> int:
+    def _records_that_fit(self, shard: ShardFile, offsets: memoryview | None, first: int,
+                          last: int) -> int:
         """How many of records [first, last) go to the open shard now."""
         if self._spooling:
             return last - first  # the spool takes everything
@@ -312,6 +339,7 @@ class ShardSetWriter:
             if count is None:
                 return last - first
             return min(last - first, count - shard.records_written)
+        assert offsets is not None  # _write_list computes them for sizes
         budget = self._max_shard_bytes - shard.stored_bytes()
         ratio, base, overhead = self._ratio, offsets[first], self._overhead
 

@@ -105,6 +105,9 @@ class _ListShard:
     def stored_bytes(self) -> int:
         return sum(map(len, self.records)) + 2 * len(self.records)
 
+    def write_many(self, records) -> None:
+        self.records += [bytes(record) for record in records]
+
     def write_packed(self, data, offsets) -> None:
         data = bytes(data)
         self.records += [data[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]

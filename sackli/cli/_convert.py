@@ -57,6 +57,9 @@ class _TempNamedShard:
         written = self._writer.bytes_written  # other formats count their framing
         return stored_bytes(written, self.records_written) if self._kind == BAG else written
 
+    def write_many(self, records: list[Any]) -> None:
+        self._writer.write_many(records)
+
     def write_packed(self, data: Any, offsets: memoryview) -> None:
         if self._kind == BAG:
             _bulk.write_packed(self._writer, data, offsets)
@@ -143,7 +146,7 @@ def convert(args: argparse.Namespace) -> int:
     with progress(total, "convert") as bar:
         try:
             for batch in source.batches(on_skip if args.skip_corrupt else None):
-                shards.write_many(batch)
+                shards.write_bytes(batch)  # every source gives lists of bytes
                 bar.update(len(batch))
             paths = shards.close()
         except BaseException:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from typing import Any, BinaryIO, Callable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Sequence
 
 import sackli
 
 from ..formats.lines import record_to_json
+from .._skipping import read_skipping
 from ._errors import BadArgument
 from ._progress import progress
 from ._reading import batch_records, open_reader
@@ -89,12 +90,11 @@ def parse_indices(text: str) -> list[int]:
 
 @dataclasses.dataclass
 class _Selection:
-    """Records to print: `count` of them, scanned in order by
-    `records(skip_corrupt)` (the library's skipping scan);
-    `index(reported)` is the bag index of an index a SkippedRecord reports."""
+    """Records to print: `count` positions, read by `fetch(start, count)`;
+    `index(position)` is a position's index in the bag, for messages."""
 
     count: int
-    records: Callable[[Callable[[sackli.SkippedRecord], Any]], Iterator[bytes]]
+    fetch: Callable[[int, int], list[bytes]]
     index: Callable[[int], int]
     batch: int
 
@@ -102,10 +102,8 @@ class _Selection:
 def _range_selection(reader: sackli.Reader, selection: slice) -> _Selection:
     start, _, step = selection.indices(len(reader))
     view = reader[selection]
-    batch = batch_records(reader)
-    return _Selection(
-        len(view), lambda on_skip: view.read_range_iter(0, len(view), batch, skip_corrupt=on_skip),
-        lambda position: start + position * step, batch)
+    return _Selection(len(view), view.read_range, lambda position: start + position * step,
+                      batch_records(reader))
 
 
 def _index_selection(reader: sackli.Reader, indices: Sequence[int]) -> _Selection:
@@ -114,44 +112,39 @@ def _index_selection(reader: sackli.Reader, indices: Sequence[int]) -> _Selectio
         if not -size <= index < size:
             raise BadArgument(f"index {index} out of range for a reader of {size} records")
     resolved = [index % size for index in indices]
-    batch = batch_records(reader)
-    return _Selection(
-        len(resolved), lambda on_skip: reader.read_indices_iter(resolved, batch, skip_corrupt=on_skip),
-        int, batch)
+    return _Selection(len(resolved), lambda start, count: reader.read_indices(resolved[start:start + count]),
+                      resolved.__getitem__, batch_records(reader))
 
 
 def _print_selection(selection: _Selection, args: argparse.Namespace) -> int:
     """Prints the records in args.format; returns the exit status."""
     out: BinaryIO = sys.stdout.buffer
     formatter = FORMATTERS[args.format]
-    pending: list[bytes] = []
     skipped = 0
-
-    def emit() -> None:
-        out.write(b"".join(pending))
-        bar.update(len(pending))
-        pending.clear()
-
-    def on_skip(item: sackli.SkippedRecord) -> None:
-        nonlocal skipped
-        emit()  # every record before the damaged one is out first
-        out.flush()
-        index = selection.index(item.index)
-        if not args.skip_corrupt:
-            raise sackli.CorruptionError(
-                f"index {index}: {item.error} (--skip-corrupt goes on past it)")
-        skipped += 1
-        bar.update(1)
-        bar.clear()
-        print(f"sackli: skipped index {index}: {item.error}", file=sys.stderr, flush=True)
-
     # The bar shows when the records go to a file or a pipe, not to the terminal.
     with progress(selection.count, args.command_name, show=not sys.stdout.isatty()) as bar:
-        for record in selection.records(on_skip):
-            pending.append(formatter(record))
-            if len(pending) >= selection.batch:
-                emit()
-        emit()
+        for start in range(0, selection.count, selection.batch):
+            count = min(selection.batch, selection.count - start)
+            # The library's skipping scan, over positions (an --indices
+            # selection may repeat an index).
+            bad: list[sackli.SkippedRecord] = []
+            records = read_skipping(lambda first, n: selection.fetch(start + first, n), count, count,
+                                    bad.append, start.__add__)
+            done, position = 0, start  # records printed, next position
+            for item in bad:  # in order: print up to each damaged record, then report it
+                good = item.index - position
+                out.write(b"".join(map(formatter, records[done:done + good])))
+                done, position = done + good, item.index + 1
+                out.flush()
+                index = selection.index(item.index)
+                if not args.skip_corrupt:
+                    raise sackli.CorruptionError(
+                        f"index {index}: {item.error} (--skip-corrupt goes on past it)")
+                skipped += 1
+                bar.clear()
+                print(f"sackli: skipped index {index}: {item.error}", file=sys.stderr, flush=True)
+            out.write(b"".join(map(formatter, records[done:])))
+            bar.update(count)
     out.flush()
     if skipped:
         print(f"sackli: skipped {skipped} corrupt record(s) of {selection.count}", file=sys.stderr)
