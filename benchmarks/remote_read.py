@@ -44,6 +44,7 @@ from remote_servers import FaultProxy, MotoServer  # noqa: E402
 
 import sackli  # noqa: E402
 from sackli import _storage  # noqa: E402
+from sackli._bulk import record_offsets  # noqa: E402
 
 BUCKET = "sackli-bench"
 
@@ -98,7 +99,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             local = os.path.join(folder, "bench.bag")
             client.download_file(BUCKET, "bench.bag", local)
-            offsets = list(sackli.Reader(local)._record_offsets(0, 0, args.records))
+            offsets = list(record_offsets(sackli.Reader(local), 0, 0, args.records))
         rng = random.Random(1)
         index_sets = {
             "random": rng.choices(range(args.records), k=args.reads),

@@ -27,10 +27,12 @@ from ._reader import Reader
 from ._recover import RecoveryReport, recover
 from ._shard_indices import shard_indices
 from ._shard_writer import ShardedWriter
+from ._skipping import SkippedRecord, SkippedRecords
 from ._version import __version__, zstd_version
 from ._writer import Writer
 
 CorruptionError.__module__ = "sackli"
+SkippedRecord.__module__ = SkippedRecords.__module__ = "sackli"
 CorruptionError.__doc__ = (
     "A bag file is corrupt: bad limits, a truncated file, an undecodable record. "
     "A ValueError; the message names the file and byte offset."
@@ -51,6 +53,8 @@ __all__ = [
     "RecoveryReport",
     "ShardedWriter",
     "ShardingLayout",
+    "SkippedRecord",
+    "SkippedRecords",
     "Writer",
     "recover",
     "shard_indices",

@@ -6,7 +6,9 @@ a C-level step; Python code runs once per batch.
 
 A batch that fails (a corrupt record, a file changed under the reader) is
 read again one record at a time, so the iterator yields every record before
-the failing one and then raises that record's error, as `r[i]` would.
+the failing one and then raises that record's error, as `r[i]` would; with
+`on_skip` (see `_skipping`), a record that does not decode is reported there
+and left out instead.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import collections
 import itertools
 from typing import Any, Callable, Iterable, Iterator
+
+from ._skipping import SkipHandler, one_by_one
 
 __all__ = ["iterate_indices", "iterate_range"]
 
@@ -35,14 +39,8 @@ def _batch_sizes(full: int) -> Iterator[int]:
         size = min(size * 2, full)
 
 
-def _one_by_one(core: Any, positions: Iterable[int]) -> Iterator[bytes]:
-    """The records at view `positions`, read singly: the first bad one
-    raises its own error after the good ones before it came out."""
-    for position in positions:
-        yield core.get(position)
-
-
-def iterate_range(core: Any, start: int, stop: int, batch: int, read_ahead: bool) -> Iterator[bytes]:
+def iterate_range(core: Any, start: int, stop: int, batch: int, read_ahead: bool,
+                  on_skip: SkipHandler | None = None) -> Iterator[bytes]:
     """Records [start, stop) of a reader core, in order."""
 
     def batches() -> Iterator[Iterable[bytes]]:
@@ -54,7 +52,7 @@ def iterate_range(core: Any, start: int, stop: int, batch: int, read_ahead: bool
                 try:
                     records: Iterable[bytes] = core.read_range(position, n)
                 except _RECORD_ERRORS:
-                    records = _one_by_one(core, range(position, position + n))
+                    records = one_by_one(core, range(position, position + n), on_skip)
                 yield records
                 position += n
             return
@@ -68,7 +66,7 @@ def iterate_range(core: Any, start: int, stop: int, batch: int, read_ahead: bool
             try:
                 records = read.result()
             except _RECORD_ERRORS:
-                records = _one_by_one(core, range(first, first + n))
+                records = one_by_one(core, range(first, first + n), on_skip)
             yield records
 
     return itertools.chain.from_iterable(batches())
@@ -82,7 +80,8 @@ def _bad_index_error(core: Any, value: Any) -> Exception:
     return IndexError(f"index {index} out of range for a reader of {len(core)} records")
 
 
-def iterate_indices(core: Any, indices: Iterable[Any], batch: int) -> Iterator[bytes]:
+def iterate_indices(core: Any, indices: Iterable[Any], batch: int,
+                    on_skip: SkipHandler | None = None) -> Iterator[bytes]:
     """Records at `indices` (any iterable, pulled lazily) of a reader core.
 
     An exception raised by the iterable, or a bad index, surfaces at the
@@ -123,7 +122,7 @@ def iterate_indices(core: Any, indices: Iterable[Any], batch: int) -> Iterator[b
                 try:
                     records = read.result()
                 except _RECORD_ERRORS:
-                    records = _one_by_one(core, chunk)
+                    records = one_by_one(core, chunk, on_skip)
                 yield records
             if error is not None:
                 raise error

@@ -8,17 +8,17 @@ import os
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from . import _engine
-from ._options import ReaderOptions, ShardingLayout, with_overrides
+from ._batching import records_per_batch
+from ._options import ReaderOptions, with_overrides
 from ._read_ahead import iterate_indices, iterate_range
 from ._recover import partial_writes
 from ._shard_spec import expand_file_spec
+from ._skipping import (
+    SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
+)
 from ._storage import REMOTE_OPENER, is_remote
 
-__all__ = ["Reader"]
-
-# Bounds of a read-ahead batch, in records.
-_MIN_BATCH = 1
-_MAX_BATCH = 65536
+__all__ = ["Reader", "checked_range"]
 
 
 class _ClosedCore:
@@ -65,7 +65,7 @@ def _restore_reader(
     return reader
 
 
-def _checked_range(start: Any, num_records: Any, length: int) -> tuple[int, int]:
+def checked_range(start: Any, num_records: Any, length: int) -> tuple[int, int]:
     """(start, num_records) as ints; IndexError unless inside [0, length]."""
     start, num_records = operator.index(start), operator.index(num_records)
     if start < 0 or num_records < 0 or start + num_records > length:
@@ -274,49 +274,86 @@ class Reader(collections.abc.Sequence):
 
     # --- Batch reads ------------------------------------------------------
 
-    def read(self) -> list[bytes]:
-        """All records of this reader (or view), read in parallel."""
-        return self._core.read_all()
+    # Every batch read is strict unless given `skip_corrupt`: a callable
+    # (e.g. sackli.SkippedRecords()) that receives a sackli.SkippedRecord
+    # for each record left out because it does not decode.
 
-    def read_range(self, start: int, num_records: int) -> list[bytes]:
-        """Records [start, start + num_records); IndexError outside the reader."""
-        start, num_records = _checked_range(start, num_records, len(self._core))
-        return self._core.read_range(start, num_records)
+    def read(self, *, skip_corrupt: SkipHandler | None = None) -> list[bytes]:
+        """All records of this reader (or view), read in parallel.
+
+        `skip_corrupt`: leave out records that raise CorruptionError and
+        report each to this callable (see `sackli.SkippedRecords`).
+        """
+        on_skip = checked_handler(skip_corrupt)
+        if on_skip is None:
+            return self._core.read_all()
+        return read_skipping(self._core.read_range, len(self._core), self._scan_batch(), on_skip)
+
+    def read_range(
+        self, start: int, num_records: int, *, skip_corrupt: SkipHandler | None = None
+    ) -> list[bytes]:
+        """Records [start, start + num_records); IndexError outside the reader.
+
+        `skip_corrupt`: as for `read`; indices reported are the reader's.
+        """
+        start, num_records = checked_range(start, num_records, len(self._core))
+        on_skip = checked_handler(skip_corrupt)
+        if on_skip is None:
+            return self._core.read_range(start, num_records)
+        return read_skipping(lambda first, n: self._core.read_range(start + first, n),
+                             num_records, self._scan_batch(), on_skip, start.__add__)
 
     def read_range_iter(
-        self, start: int, num_records: int, read_ahead: int | None = None
+        self, start: int, num_records: int, read_ahead: int | None = None, *,
+        skip_corrupt: SkipHandler | None = None,
     ) -> Iterator[bytes]:
         """Iterates over records [start, start + num_records), reading ahead.
 
         `read_ahead` is how many records a background batch holds (default:
-        about `options.read_ahead_bytes` worth).
+        about `options.read_ahead_bytes` worth). `skip_corrupt`: as for
+        `read`, called in order, between the records around the skipped one
+        (`read_range_iter(0, len(reader), skip_corrupt=...)` scans a whole
+        reader).
         """
-        start, num_records = _checked_range(start, num_records, len(self._core))
+        start, num_records = checked_range(start, num_records, len(self._core))
+        on_skip = checked_handler(skip_corrupt)
         batch = self._batch_records() if read_ahead is None else max(1, read_ahead)
         return iterate_range(
             self._core, start, start + num_records, batch,
             read_ahead=self._options.read_ahead_bytes > 0 or read_ahead is not None,
+            on_skip=on_skip,
         )
 
-    def read_indices(self, indices: Sequence[int] | slice | Any) -> list[bytes]:
+    def read_indices(
+        self, indices: Sequence[int] | slice | Any, *, skip_corrupt: SkipHandler | None = None
+    ) -> list[bytes]:
         """The records at `indices`, in order (duplicates allowed).
 
         `indices`: a list, tuple, range, slice, or one-dimensional numpy array
         of any integer dtype; negative indices count from the end.
+        `skip_corrupt`: as for `read` (a bad index still raises IndexError).
         """
-        return self._core.read_indices(indices)
+        on_skip = checked_handler(skip_corrupt)
+        if on_skip is None:
+            return self._core.read_indices(indices)
+        resolved = resolved_indices(indices, len(self._core))
+        return read_skipping(lambda first, n: self._core.read_indices(resolved[first:first + n]),
+                             len(resolved), self._scan_batch(), on_skip, resolved.__getitem__)
 
     def read_indices_iter(
-        self, indices: Iterable[int], read_ahead: int | None = None
+        self, indices: Iterable[int], read_ahead: int | None = None, *,
+        skip_corrupt: SkipHandler | None = None,
     ) -> Iterator[bytes]:
         """Iterates over the records at `indices`, any iterable (infinite
         generators too), reading ahead in parallel.
 
         Indices are pulled lazily, a batch ahead. An exception raised by the
         iterable, or a bad index, surfaces at the `next()` of its position.
+        `skip_corrupt`: as for `read_range_iter`.
         """
+        on_skip = checked_handler(skip_corrupt)
         batch = self._batch_records() if read_ahead is None else max(1, read_ahead)
-        return iterate_indices(self._core, indices, batch)
+        return iterate_indices(self._core, indices, batch, on_skip)
 
     def approximate_bytes_per_record(self) -> float:
         """Stored (possibly compressed) bytes per record of the whole bag.
@@ -324,53 +361,6 @@ class Reader(collections.abc.Sequence):
         Exact for the bag as opened; for a view it is the bag's figure.
         """
         return self._core.approximate_bytes_per_record()
-
-    def _start_packed(self, start: int, num_records: int, prefix: bytes = b"") -> Any:
-        """Starts reading records [start, start + num_records) in the
-        background into one buffer after `prefix`; `.packed()` on the result
-        waits and gives (data, offsets) buffers (for sackli.arrow)."""
-        start, num_records = _checked_range(start, num_records, len(self._core))
-        return self._core.start_read_range(start, num_records, prefix)
-
-    def _start_packed_indices(self, indices: Any, prefix: bytes = b"") -> Any:
-        """As `_start_packed`, for the records at `indices`."""
-        return self._core.start_read_indices(indices, prefix)
-
-    def _mapped_run(self, start: int, num_records: int) -> tuple[Any, Any] | None:
-        """(data, offsets) buffers over records [start, start + num_records)
-        straight from the memory-mapped file, or None when they are not stored
-        that way (compressed, not mapped, in several files, a strided view)."""
-        return self._core.mapped_run(start, num_records)
-
-    def _read_packed(self, start: int, num_records: int) -> tuple[Any, Any]:
-        """(data, offsets) buffers of records [start, start + num_records):
-        lent from the mapped file when they lie there uncompressed, else
-        read and decoded into one buffer."""
-        return self._mapped_run(start, num_records) or self._start_packed(
-            start, num_records).packed()
-
-    def _record_offsets(self, shard: int, first: int, count: int) -> memoryview:
-        """Where records [first, first + count) of file `shard` lie in its
-        records section: count + 1 int64 offsets, the begin of record
-        `first`, then each record's end (for sackli.beam's splitting)."""
-        return memoryview(self._core.bag.record_offsets(shard, first, count))
-
-    def _shard_boundaries(self) -> list[int] | None:
-        """View positions where a new file starts, for a view whose
-        neighbouring records are neighbours on disk (step 1, concatenated
-        layout); None otherwise."""
-        start, step, length = self._core.view
-        if step != 1 or (
-            self._options.sharding_layout != ShardingLayout.CONCATENATED
-            and len(self._paths) > 1
-        ):
-            return None
-        boundaries, first = [], 0
-        for size in self._core.bag.shard_sizes():
-            first += size
-            if start < first < start + length:
-                boundaries.append(first - start)
-        return boundaries
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The records as an Arrow stream of one non-nullable `large_binary`
@@ -387,10 +377,13 @@ class Reader(collections.abc.Sequence):
         message names the file and byte offset."""
         return self._core.arrow_c_stream()
 
+    def _scan_batch(self) -> int:
+        """Records per batch of a skipping scan."""
+        return records_per_batch(SCAN_BATCH_BYTES, self._core.approximate_bytes_per_record())
+
     def _batch_records(self) -> int:
-        per_record = max(self._core.approximate_bytes_per_record(), 1.0)
-        wanted = int(self._options.read_ahead_bytes / per_record)
-        return max(_MIN_BATCH, min(_MAX_BATCH, wanted))
+        return records_per_batch(self._options.read_ahead_bytes,
+                                 self._core.approximate_bytes_per_record())
 
     # --- Life cycle -------------------------------------------------------
 

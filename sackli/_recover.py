@@ -7,6 +7,7 @@ import os
 from typing import NamedTuple
 
 from . import _engine
+from ._format import PARTIAL_MARKER, limits_path_for, partial_folder_prefix
 from ._shard_spec import strip_local_prefix
 
 __all__ = ["RecoveryReport", "partial_writes", "recover"]
@@ -26,7 +27,7 @@ class RecoveryReport(NamedTuple):
 def partial_writes(path: str) -> list[str]:
     """The temporary files of unfinished writes of local `path`: every
     `.<name>.sackli-partial-<tag>/<name>` beside it, oldest first."""
-    prefix = _engine.partial_folder_prefix(path)
+    prefix = partial_folder_prefix(path)
     folder, start = os.path.split(prefix)
     name = os.path.basename(path)
     try:
@@ -42,7 +43,7 @@ def _target_of_partial(path: str) -> str | None:
     """The target of `path` when it is a temporary file in a partial folder."""
     folder, name = os.path.split(path)
     parent, partial = os.path.split(folder)
-    if partial.startswith("." + name + _engine.PARTIAL_MARKER):
+    if partial.startswith("." + name + PARTIAL_MARKER):
         return os.path.join(parent, name)
     return None
 
@@ -75,7 +76,7 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
     target = _target_of_partial(local)
     if target is not None:
         return _complete_partial(local, target)
-    if os.path.exists(_engine.limits_path_for(local)):
+    if os.path.exists(limits_path_for(local)):
         return RecoveryReport(*_engine.recover(local))
     partials = partial_writes(local)
     if len(partials) > 1:
@@ -87,8 +88,8 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
     if not partials:
         raise FileNotFoundError(
             errno.ENOENT,
-            f"{local}: nothing to recover: neither {os.path.basename(_engine.limits_path_for(local))} "
-            f"nor an unfinished write ({os.path.basename(_engine.partial_folder_prefix(local))}*) "
+            f"{local}: nothing to recover: neither {os.path.basename(limits_path_for(local))} "
+            f"nor an unfinished write ({os.path.basename(partial_folder_prefix(local))}*) "
             "exists beside it (the bag is complete, or it was never written)",
             local,
         )
@@ -97,7 +98,7 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
 
 def _complete_partial(partial: str, target: str) -> RecoveryReport:
     """Recovers the temporary file `partial` and renames it onto `target`."""
-    if os.path.exists(_engine.limits_path_for(partial)):
+    if os.path.exists(limits_path_for(partial)):
         report = RecoveryReport(*_engine.recover(partial))
     else:  # finished, but not yet renamed
         from ._reader import Reader  # the reader imports this module

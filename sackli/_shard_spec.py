@@ -13,32 +13,19 @@ import os
 import re
 from typing import Iterable
 
+from ._format import MAX_SHARDS, without_local_prefix
 from ._storage import is_remote, list_objects, normalize
 
 __all__ = [
     "choose_shard_set", "expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix",
-    "without_local_prefix",
 ]
 
-_MAX_SHARDS = 99999
-# `posix:` marks a local path; `/posix:` is how pathlib spells it
-# (`pathlib.Path("/posix:" + path)`), as bagz accepts.
-_LOCAL_PREFIXES = ("posix:", "/posix:")
 _SCHEME = re.compile(r"^/?([a-zA-Z][a-zA-Z0-9+.-]*):/")
 
 
 def shard_name(base: str, index: int, count: int, suffix: str) -> str:
     """`name-00003-of-00008.ext`: the file name of one shard of a set."""
     return f"{base}-{index:05d}-of-{count:05d}{suffix}"
-
-
-def without_local_prefix(path: str) -> str:
-    """`path` without a leading `posix:` (or pathlib's `/posix:`); `path`
-    itself, the same object, when it has none."""
-    for prefix in _LOCAL_PREFIXES:
-        if path.startswith(prefix):
-            return path[len(prefix):]
-    return path
 
 
 def strip_local_prefix(path: str) -> str:
@@ -80,7 +67,7 @@ def split_shard_entry(entry: str) -> tuple[str, str, str] | None:
     """(base, count, suffix) of `base@count suffix`, or None for a plain path.
 
     The `@` that counts is the first one after the last `/`. As in bagz, an
-    `@` followed by neither a shard count (1 to 99999) nor `*` is part of a
+    `@` followed by neither a shard count (1 to MAX_SHARDS) nor `*` is part of a
     literal file name (`user@host.log`, `x@0.bag`).
     """
     at = entry.find("@", entry.rfind("/") + 1)
@@ -90,7 +77,7 @@ def split_shard_entry(entry: str) -> tuple[str, str, str] | None:
     if match is None:
         return None
     count = match.group(1)
-    if count != "*" and not 1 <= int(count) <= _MAX_SHARDS:
+    if count != "*" and not 1 <= int(count) <= MAX_SHARDS:
         return None
     return entry[:at], count, match.group(2)
 

@@ -127,12 +127,6 @@ class Writer:
         than a `write` loop)."""
         self._core.write_many(records)
 
-    def _write_packed(self, data: Any, offsets: Any) -> None:
-        """Appends records data[offsets[k]:offsets[k + 1]] (offsets: a
-        contiguous int64 buffer) in one call, compressing in parallel; for
-        callers that hold records laid out together (sackli.arrow)."""
-        self._core.write_packed(data, offsets)
-
     def flush(self) -> None:
         """Waits for the batches in flight, then hands everything written so
         far to the operating system.
@@ -158,15 +152,6 @@ class Writer:
         if self._spool is not None:
             spool, self._spool = self._spool, None
             spool.publish(self._options.limits_placement == LimitsPlacement.SEPARATE)
-
-    def _close_unpublished(self) -> None:
-        """Finishes the file but leaves it at `partial_path` until
-        `_publish` (for writers of shard sets, which appear all at once)."""
-        self._core.close(publish=False)
-
-    def _publish(self, target: str) -> None:
-        """After `_close_unpublished`: renames the file onto local `target`."""
-        self._core.publish(target)
 
     def _discard(self) -> None:
         """Stops writing and deletes the temporary files; `path` is left as

@@ -1,8 +1,11 @@
-"""Shared fixtures: the bagz golden files, and running code in a subprocess
-(so that a crash fails one test instead of killing the test runner)."""
+"""Shared fixtures: the bagz golden files, running code in a subprocess
+(so that a crash fails one test instead of killing the test runner), and
+the helper modules the test files share (importable by name)."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import json
 import os
 import pathlib
@@ -81,3 +84,20 @@ def run_python(tmp_path):
         return SubprocessResult(completed)
 
     return run
+
+
+class _HelperModules(importlib.abc.MetaPathFinder):
+    """Makes the shared helper modules of tests/ importable by name, loaded
+    when a test file first imports one: the suite runs with
+    --import-mode=importlib, so tests/ is not on sys.path."""
+
+    NAMES = ("arrow_helpers", "beam_helpers", "cli_helpers", "remote_helpers")
+
+    def find_spec(self, name: str, path: object = None, target: object = None):
+        if path is None and name in self.NAMES:
+            return importlib.util.spec_from_file_location(
+                name, pathlib.Path(__file__).with_name(f"{name}.py"))
+        return None
+
+
+sys.meta_path.append(_HelperModules())

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import sackli
+from sackli._bulk import close_unpublished
 from sackli._recover import partial_writes
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -316,7 +317,7 @@ def test_recover_a_finished_write_that_was_not_renamed(tmp_path):
     path = tmp_path / "done.bag"
     writer = sackli.Writer(path)
     writer.write_many([b"p", b"q"])
-    writer._close_unpublished()
+    close_unpublished(writer)
     assert not path.exists()
     assert sackli.recover(path) == (2, 0, 0)
     assert sackli.Reader(path).read() == [b"p", b"q"]

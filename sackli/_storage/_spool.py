@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 
+from .._format import limits_path_for
 from ._urls import parse
 
 __all__ = ["Spool"]
@@ -34,9 +35,7 @@ class Spool:
 
         try:
             if with_limits_file:
-                folder, _, name = self.url.rpartition("/")
-                upload(os.path.join(self._folder, "limits." + os.path.basename(self.local_path)),
-                       f"{folder}/limits.{name}")
+                upload(limits_path_for(self.local_path), limits_path_for(self.url))
             upload(self.local_path, self.url)
         finally:
             self.discard()

@@ -1,5 +1,11 @@
 """Records to Arrow: each decoder turns a batch of records, laid out
-together, into a RecordBatch of one fixed schema."""
+together, into a RecordBatch of one fixed schema.
+
+Records that are not the rows they should be (not IPC rows of the schema,
+not JSON objects, not convertible to the written schema) are corruption:
+`sackli.CorruptionError` (a ValueError), naming the bag and the record, as
+the engine and the text formats do. A user's decode function that misbehaves
+is a ValueError/TypeError about that function."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from .._engine import CorruptionError
 from ._json_types import from_json_table, json_parse_schema
 from ._types import from_storage, restore_dictionaries, storage_schema
 
@@ -68,12 +75,12 @@ class ArrowRowDecoder:
             reader = pa.ipc.open_stream(pa.py_buffer(data), options=self._options)
             table = reader.read_all()
         except (pa.ArrowInvalid, OSError) as error:
-            raise ValueError(f"{source}: records from {first} on are not rows written with "
+            raise CorruptionError(f"{source}: records from {first} on are not rows written with "
                              f"encoding='arrow' for this schema ({error})") from None
         if self._columns is not None:
             table = table.select(self._columns)
         if table.num_rows != len(memoryview(offsets)) - 1:
-            raise ValueError(f"{source}: records from {first} on hold "
+            raise CorruptionError(f"{source}: records from {first} on hold "
                              f"{table.num_rows} rows, not one each")
         batch = table.combine_chunks().to_batches()
         batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=self._storage)
@@ -113,7 +120,7 @@ class JsonDecoder:
             try:
                 table = from_json_table(table, self._written, restore_dictionaries)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-                raise ValueError(f"{source}: records from {first} on do not convert to the "
+                raise CorruptionError(f"{source}: records from {first} on do not convert to the "
                                  f"written schema ({error})") from None
         if self.schema is None:
             self.schema = table.schema
@@ -128,7 +135,7 @@ class JsonDecoder:
         return pa.schema([self.schema.field(c) for c in self._columns])
 
 
-def _bad_json(data: Any, offsets: Any, source: str, first: int, error: Any) -> ValueError:
+def _bad_json(data: Any, offsets: Any, source: str, first: int, error: Any) -> CorruptionError:
     """The error naming the first record that is not a JSON object (or the
     one that disagrees with the schema)."""
     view, ends = memoryview(data), memoryview(offsets)
@@ -137,10 +144,10 @@ def _bad_json(data: Any, offsets: Any, source: str, first: int, error: Any) -> V
         try:
             value = json.loads(text)
         except ValueError as parse_error:
-            return ValueError(f"{source}: record {first + k} is not JSON ({parse_error})")
+            return CorruptionError(f"{source}: record {first + k} is not JSON ({parse_error})")
         if not isinstance(value, dict):
-            return ValueError(f"{source}: record {first + k} is JSON but not an object")
-    return ValueError(f"{source}: records from {first} on do not fit one schema ({error})")
+            return CorruptionError(f"{source}: record {first + k} is JSON but not an object")
+    return CorruptionError(f"{source}: records from {first} on do not fit one schema ({error})")
 
 
 class CallableDecoder:

@@ -9,6 +9,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
+from .. import _bulk
+from .._batching import records_per_batch
 from .._reader import Reader
 from ._decode import make_decoder
 from ._schema_file import read_schema_file, schema_path
@@ -45,14 +47,13 @@ def _stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.
 
 
 def _default_batch_size(reader: Reader) -> int:
-    per_record = max(reader.approximate_bytes_per_record(), 1.0)
-    return max(1, min(_MAX_BATCH, int(_BATCH_BYTES / per_record)))
+    return records_per_batch(_BATCH_BYTES, reader.approximate_bytes_per_record(), _MAX_BATCH)
 
 
 def _range_chunks(reader: Reader, batch_size: int) -> Iterator[tuple[int, int]]:
     """(start, count) pieces of the whole reader; where neighbouring records
     are neighbours on disk, no piece spans two files."""
-    cuts = [0, *(reader._shard_boundaries() or []), len(reader)]
+    cuts = [0, *(_bulk.shard_boundaries(reader) or []), len(reader)]
     for begin, end in itertools.pairwise(cuts):
         for start in range(begin, end, batch_size):
             yield start, min(batch_size, end - start)
@@ -114,13 +115,13 @@ class _Batches:
         prefix = self._decoder.prefix
         if kind == "range":
             if not prefix and self._parts == 1:
-                mapped = self._reader._mapped_run(start, what)
+                mapped = _bulk.mapped_run(self._reader, start, what)
                 if mapped is not None:
                     return [(start, mapped)]
-            return [(start + a, self._reader._start_packed(start + a, b - a, prefix))
+            return [(start + a, _bulk.start_read_range(self._reader, start + a, b - a, prefix))
                     for a, b in _split(what, self._parts)]
         try:
-            return [(start + a, self._reader._start_packed_indices(what[a:b], prefix))
+            return [(start + a, _bulk.start_read_indices(self._reader, what[a:b], prefix))
                     for a, b in _split(len(what), self._parts)]
         except IndexError as error:
             raise IndexError(f"{error} (in the batch starting at indices[{start}])") from None
@@ -208,7 +209,8 @@ def read_batches(
 
     Raises:
       FileNotFoundError: the bag, or for "arrow" its schema file, is missing.
-      ValueError: records that do not decode, naming the bag and record.
+      sackli.CorruptionError: records that do not decode (a ValueError), naming
+        the bag and record.
       IndexError: an index outside the reader.
 
     Example:

@@ -13,6 +13,7 @@ import re
 
 import pyarrow as pa
 
+from .._engine import CorruptionError
 from .._shard_spec import split_shard_entry, strip_local_prefix
 
 __all__ = ["ENCODING_KEY", "read_schema_file", "schema_path", "write_schema_file"]
@@ -49,7 +50,7 @@ def write_schema_file(path: str, schema: pa.Schema, encoding: str) -> None:
 def read_schema_file(path: str) -> tuple[pa.Schema, str]:
     """(schema without sackli's tag, encoding) from a schema file.
 
-    Raises FileNotFoundError naming the path, ValueError for a file that is
+    Raises FileNotFoundError naming the path, sackli.CorruptionError for a file that is
     not an Arrow schema.
     """
     try:
@@ -62,7 +63,7 @@ def read_schema_file(path: str) -> tuple[pa.Schema, str]:
     try:
         schema = pa.ipc.read_schema(pa.py_buffer(data))
     except (pa.ArrowInvalid, OSError) as error:
-        raise ValueError(f"{path}: not an Arrow schema file ({error})") from None
+        raise CorruptionError(f"{path}: not an Arrow schema file ({error})") from None
     metadata = dict(schema.metadata or {})
     encoding = metadata.pop(ENCODING_KEY, b"").decode() or "unknown"
     return schema.with_metadata(metadata or None), encoding

@@ -17,12 +17,12 @@ from typing import NamedTuple
 from apache_beam.io.filesystems import FileSystems
 
 from .._options import LimitsPlacement, ReaderOptions
-from .._shard_spec import choose_shard_set, split_shard_entry, without_local_prefix
+from .._format import LIMITS_PREFIX, limits_path_for, without_local_prefix
+from .._shard_spec import choose_shard_set, split_shard_entry
 
-__all__ = ["BagFile", "estimate_pattern_size", "expand_pattern", "limits_path", "split_name"]
+__all__ = ["BagFile", "estimate_pattern_size", "expand_pattern", "split_name"]
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
-_LIMITS_PREFIX = "limits."
 # Above this many files named one by one, estimates stat a sample.
 _MAX_FILES_TO_STAT = 100
 
@@ -40,13 +40,6 @@ def split_name(path: str) -> tuple[str, str]:
     """(folder with its trailing '/', file name) of a local path or URL."""
     cut = path.rfind("/") + 1
     return path[:cut], path[cut:]
-
-
-def limits_path(path: str) -> str:
-    """`dir/limits.name` for `dir/name`: where SEPARATE placement keeps the
-    limits (for any file system's paths)."""
-    folder, name = split_name(path)
-    return folder + _LIMITS_PREFIX + name
 
 
 def _entries(pattern: str) -> list[str]:
@@ -118,7 +111,7 @@ def _entry_files(entry: str, separate: bool) -> list[tuple[str, int]] | list[str
 
 def _is_limits_of_listed(path: str, names: set[str]) -> bool:
     folder, name = split_name(path)
-    return name.startswith(_LIMITS_PREFIX) and folder + name[len(_LIMITS_PREFIX):] in names
+    return name.startswith(LIMITS_PREFIX) and folder + name[len(LIMITS_PREFIX):] in names
 
 
 def _resolve(pattern: str, options: ReaderOptions, sample: int | None) -> tuple[list[BagFile], int]:
@@ -133,7 +126,7 @@ def _resolve(pattern: str, options: ReaderOptions, sample: int | None) -> tuple[
         listed = random.Random(0).sample(listed, sample)
     to_stat = [item for item in listed if isinstance(item, str)]
     if separate:
-        to_stat += [limits_path(item if isinstance(item, str) else item[0]) for item in listed]
+        to_stat += [limits_path_for(item if isinstance(item, str) else item[0]) for item in listed]
     sizes = _sizes(to_stat) if to_stat else {}
     files = []
     for item in listed:
@@ -141,7 +134,7 @@ def _resolve(pattern: str, options: ReaderOptions, sample: int | None) -> tuple[
         if size is None:
             raise _missing(path, path, "the file does not exist")
         if separate:
-            limits = limits_path(path)
+            limits = limits_path_for(path)
             if limits not in sizes:
                 raise _missing(path, limits, "its limits file does not exist")
             size += sizes[limits]

@@ -31,8 +31,9 @@ from .._options import (
     LimitsPlacement,
     WriterOptions,
 )
+from .._batching import Gatherer
+from .._format import has_zstd_suffix, limits_path_for
 from .._writer import Writer
-from ._files import limits_path
 from ._write_path import ShardedPath
 
 __all__ = ["BagSink"]
@@ -50,7 +51,7 @@ def _resolved(options: WriterOptions, suffix: str) -> WriterOptions:
     (temporary names must not decide it)."""
     if not isinstance(options.compression, CompressionAutoDetect):
         return options
-    compression = CompressionZstd() if suffix.endswith(".bagz") else CompressionNone()
+    compression = CompressionZstd() if has_zstd_suffix(suffix) else CompressionNone()
     return WriterOptions(
         limits_placement=options.limits_placement,
         compression=compression,
@@ -77,27 +78,19 @@ class _ShardWriter:
         self._spool_dir = None if _is_local(path) else tempfile.mkdtemp(prefix="sackli-beam-")
         local = path if self._spool_dir is None else os.path.join(self._spool_dir, "shard")
         self._writer = Writer(local, options)
-        self._batch: list[bytes] = []
-        self._batch_bytes = 0
+        self._gathered = Gatherer(self._writer.write_many, _BATCH_RECORDS, _BATCH_BYTES)
 
     def write(self, record: bytes) -> None:
-        self._batch.append(record)
-        self._batch_bytes += len(record)
-        if len(self._batch) >= _BATCH_RECORDS or self._batch_bytes >= _BATCH_BYTES:
-            self._flush_batch()
-
-    def _flush_batch(self) -> None:
-        self._writer.write_many(self._batch)
-        self._batch, self._batch_bytes = [], 0
+        self._gathered.add(record)
 
     def close(self) -> None:
         try:
-            self._flush_batch()
+            self._gathered.flush()
             self._writer.close()
             if self._spool_dir is not None:
                 separate = self._writer.options.limits_placement == LimitsPlacement.SEPARATE
                 if separate:  # the limits first: a shard never lacks them
-                    _upload(limits_path(self._writer.path), limits_path(self._path))
+                    _upload(limits_path_for(self._writer.path), limits_path_for(self._path))
                 _upload(self._writer.path, self._path)
         finally:
             if self._spool_dir is not None:
@@ -148,7 +141,7 @@ class BagSink(filebasedsink.FileBasedSink):
         then keeps old shards whose size matches (its local checksum)."""
         count = max(self.num_shards, len(list(writer_results)))
         glob = self._get_final_name_glob(count)
-        stale = [m.path for r in FileSystems.match([glob, limits_path(glob)]) for m in r.metadata_list]
+        stale = [m.path for r in FileSystems.match([glob, limits_path_for(glob)]) for m in r.metadata_list]
         if stale:
             FileSystems.delete(stale)
 
@@ -164,10 +157,10 @@ class BagSink(filebasedsink.FileBasedSink):
     def _rename_limits(self, writer_results: list[str], w: Any) -> None:
         """Moves each shard's limits file to its final name, before Beam
         moves the shards (skipping those a retried finalisation moved)."""
-        sources = [limits_path(path) for path in writer_results]
+        sources = [limits_path_for(path) for path in writer_results]
         present = {m.path for r in FileSystems.match(sources) for m in r.metadata_list}
         moves = [
-            (source, limits_path(self._get_final_name(shard, len(writer_results), w)))
+            (source, limits_path_for(self._get_final_name(shard, len(writer_results), w)))
             for shard, source in enumerate(sources)
             if source in present
         ]

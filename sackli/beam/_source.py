@@ -21,6 +21,8 @@ from apache_beam.io.concat_source import ConcatSource
 from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
 from apache_beam.transforms import core, display
 
+from .._bulk import record_offsets
+from .._format import LIMIT_BYTES
 from .._options import ReaderOptions
 from .._reader import Reader
 from ._files import BagFile, estimate_pattern_size, expand_pattern
@@ -29,11 +31,10 @@ __all__ = ["PatternSource", "FileSource", "ReadFileRanges", "read_range"]
 
 # Offsets are fetched this many records at a time while a range is read.
 _OFFSETS_CHUNK = 4096
-_LIMIT_BYTES = 8
 
 
 def _position(reader: Reader, i: int) -> int:
-    return reader._record_offsets(0, i, 0)[0] + _LIMIT_BYTES * i
+    return record_offsets(reader, 0, i, 0)[0] + LIMIT_BYTES * i
 
 
 def _first_at_or_after(reader: Reader, position: int) -> int:
@@ -69,10 +70,10 @@ def read_range(
         records = reader.read_range_iter(first, last - first)
         for chunk in range(first, last, _OFFSETS_CHUNK):
             count = min(_OFFSETS_CHUNK, last - chunk)
-            begins = reader._record_offsets(0, chunk, count)
+            begins = record_offsets(reader, 0, chunk, count)
             for k in range(count):
                 i = chunk + k
-                if not try_claim(begins[k] + _LIMIT_BYTES * i):
+                if not try_claim(begins[k] + LIMIT_BYTES * i):
                     return True
                 record = decode(next(records))
                 yield (path, i, record) if with_metadata else record

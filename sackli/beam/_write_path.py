@@ -13,12 +13,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .._shard_spec import without_local_prefix
+from .._format import MAX_SHARDS, without_local_prefix
 from ._files import split_name
 
 __all__ = ["ShardedPath", "parse_write_path"]
 
-_MAX_SHARDS = 99999
 _DEFAULT_TEMPLATE = "-SSSSS-of-NNNNN"
 _SHARDED = re.compile(r"(?P<name>.*)@(?P<count>[0-9]+|\*)(?P<suffix>(?:[._].+)?\.bagz?)", re.DOTALL)
 _UNSHARDED = re.compile(r"(?P<name>.+)(?P<suffix>\.bagz?)@0", re.DOTALL)
@@ -81,9 +80,9 @@ def parse_write_path(
         shards = int(count)
         if num_shards is not None and num_shards != shards:
             raise ValueError(f"{file_path!r} names {shards} shards, but num_shards={num_shards}")
-    if not 0 <= shards <= _MAX_SHARDS:
+    if not 0 <= shards <= MAX_SHARDS:
         raise ValueError(
-            f"num_shards must be between 0 (the runner decides) and {_MAX_SHARDS}, not {shards}"
+            f"num_shards must be between 0 (the runner decides) and {MAX_SHARDS}, not {shards}"
         )
     template = _DEFAULT_TEMPLATE if shard_name_template is None else shard_name_template
     if not template and shards != 1:

@@ -2,8 +2,9 @@
 
 `main(argv)` parses the arguments, runs one subcommand and returns the exit
 status: 0 on success, 1 when the subcommand fails or finds problems, 2 for
-wrong arguments (usage errors). Errors are one line on stderr, never a
-traceback.
+wrong arguments (usage errors). Expected errors (missing or corrupt files,
+I/O, bad arguments, Ctrl-C) are one line on stderr; anything else is a bug
+and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sackli
 
 from ._arguments import join_negative_values
 from ._commands import build_parser
-from ._errors import error_message
+from ._errors import EXPECTED_ERRORS, error_message
 
 __all__ = ["main"]
 
@@ -46,7 +47,7 @@ def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace)
         return _BROKEN_PIPE_STATUS
     except KeyboardInterrupt:
         return _fail("interrupted", _INTERRUPTED_STATUS)
-    except (sackli.CorruptionError, ValueError, OSError, IndexError, TypeError) as error:
+    except EXPECTED_ERRORS as error:
         return _fail(error_message(error), 1)
 
 

@@ -129,6 +129,7 @@ def build_parser(program: str) -> argparse.ArgumentParser:
         "Records stream in bounded memory; a progress bar shows on a terminal. An existing "
         "destination is refused unless --force is given.",
     )
+    _print.add_skip_corrupt_argument(convert)
     convert.add_argument("src", metavar="SRC", help="source: a bag spec, or TFRecord, JSON "
                          "Lines or text files (a path or a shard spec)")
     convert.add_argument("dst", metavar="DST", help="destination: a path, name@N.ext (N "

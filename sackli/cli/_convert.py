@@ -1,74 +1,35 @@
 """`sackli convert`: stream records from one format or sharding to another.
 
 Destinations: a single file; `name@N.ext`, N shards holding contiguous runs
-of records as even as possible; or `name@*.ext` with --max-shard-bytes, as
-many shards as needed, named `name-0000i-of-0000N.ext` once N is known.
-Every output file is written under a hidden temporary name and renamed at
-the end, all together: a set appears at once or not at all. Memory stays
-bounded: records move in batches from reader to writer.
+of records as even as possible (a source of unknown length, e.g. JSON Lines,
+is read once into a hidden spool and split evenly at the end); or
+`name@*.ext` with --max-shard-bytes, as many shards as needed, named
+`name-0000i-of-0000N.ext` once N is known. The shards are planned and
+published by the library's shard-set writer (`sackli._shard_set`); each
+output file is written under a hidden temporary name and renamed at the end,
+all together: a set appears at once or not at all. Memory stays bounded:
+records move in batches from reader to writer.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from typing import Any, Iterator
+import sys
+from typing import Any
 
-from .._shard_spec import split_shard_entry, shard_name
-from .._shard_writer import even_split
+import sackli
+
+from .. import _bulk
+from .._format import stored_bytes
+from .._shard_set import ShardSetWriter, remove_quietly
+from .._shard_spec import split_shard_entry
 from ._endpoints import (
     BAG, PARQUET, RECORD_OVERHEAD, Source, check_output_options, files_of, format_of,
-    open_writer, refuse_existing, remove_other_shard_sets, remove_quietly,
+    open_writer, refuse_existing, remove_other_shard_sets,
 )
 from ._parquet import convert_parquet
 from ._progress import progress
-
-
-class _RecordStream:
-    """Batches of records, taken out in pieces of any size."""
-
-    def __init__(self, batches: Iterator[list[bytes]]) -> None:
-        self._batches = batches
-        self._pending: list[bytes] = []
-        self._offset = 0
-
-    def _fill(self) -> bool:
-        while self._offset >= len(self._pending):
-            batch = next(self._batches, None)
-            if batch is None:
-                return False
-            self._pending, self._offset = batch, 0
-        return True
-
-    def exhausted(self) -> bool:
-        """Whether every record has been taken."""
-        return not self._fill()
-
-    def take(self, max_records: int | None = None) -> list[bytes]:
-        """Up to `max_records` records (no more than one batch); [] at the end."""
-        if not self._fill():
-            return []
-        end = len(self._pending) if max_records is None else min(
-            len(self._pending), self._offset + max_records)
-        taken = self._pending[self._offset:end]
-        self._offset = end
-        return taken
-
-    def take_within(self, budget: int, overhead: int, at_least_one: bool) -> list[bytes]:
-        """Records whose sizes plus `overhead` each add up to at most `budget`
-        (one record in any case when `at_least_one`)."""
-        if not self._fill():
-            return []
-        end = self._offset
-        while end < len(self._pending):
-            cost = len(self._pending[end]) + overhead
-            if cost > budget and not (at_least_one and end == self._offset):
-                break
-            budget -= cost
-            end += 1
-        taken = self._pending[self._offset:end]
-        self._offset = end
-        return taken
 
 
 def _temp_name(path: str) -> str:
@@ -79,78 +40,56 @@ def _temp_name(path: str) -> str:
     return os.path.join(folder, f".sackli-convert-{os.getpid()}-{name}")
 
 
-class _Conversion:
-    """One run of `convert`: the stream, the writers and the files written,
-    under temporary names until `publish` renames them all (deleted again if
-    the run fails)."""
+class _TempNamedShard:
+    """One output file of `convert` (any format), written under `_temp_name`
+    until `publish` renames it: the per-shard file of the shard-set writer."""
 
-    def __init__(self, source: Source, kind: str, args: argparse.Namespace, progress: Any) -> None:
-        self.kind = kind
-        self.args = args
-        self.progress = progress
-        self.stream = _RecordStream(source.batches())
-        self.created: list[str] = []  # every temporary file
-        self.written: list[str] = []  # the temporary name of each output, in order
-        self.records = 0
+    def __init__(self, kind: str, path: str, args: argparse.Namespace) -> None:
+        self._kind = kind
+        self._temp = _temp_name(path)
+        self._writer = open_writer(kind, self._temp, args, name=path)
 
-    def _open(self, path: str) -> Any:
-        temp = _temp_name(path)
-        self.created.extend(files_of(self.kind, temp))
-        self.written.append(temp)
-        return open_writer(self.kind, temp, self.args, name=path)
+    @property
+    def records_written(self) -> int:
+        return self._writer.records_written
 
-    def publish(self, paths: list[str]) -> None:
-        """Renames the outputs onto `paths`, one after the other once all are
-        complete: the set appears at once. A bag's limits file goes with it;
-        a stale one beside a TAIL bag goes away."""
-        for temp, final in zip(self.written, paths):
-            for temp_file, final_file in zip(files_of(self.kind, temp), files_of(self.kind, final)):
-                if os.path.exists(temp_file):
-                    os.replace(temp_file, final_file)
-                elif final_file != final:
-                    remove_quietly([final_file])
+    def stored_bytes(self) -> int:
+        written = self._writer.bytes_written  # other formats count their framing
+        return stored_bytes(written, self.records_written) if self._kind == BAG else written
 
-    def _write(self, writer: Any, records: list[bytes]) -> None:
-        writer.write_many(records)
-        self.records += len(records)
-        self.progress.update(len(records))
+    def write_many(self, records: list[Any]) -> None:
+        self._writer.write_many(records)
 
-    def write_counted(self, paths: list[str], counts: list[int | None]) -> None:
-        """Writes `counts[i]` records (None: all that remain) to `paths[i]`."""
-        for path, count in zip(paths, counts):
-            writer = self._open(path)
-            try:
-                remaining = count
-                while remaining is None or remaining > 0:
-                    records = self.stream.take(remaining)
-                    if not records:
-                        break
-                    self._write(writer, records)
-                    remaining = None if remaining is None else remaining - len(records)
-            finally:
-                writer.close()
+    def write_packed(self, data: Any, offsets: memoryview) -> None:
+        if self._kind == BAG:
+            _bulk.write_packed(self._writer, data, offsets)
+            return
+        view = memoryview(data)
+        self._writer.write_many(view[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1))
 
-    def write_by_size(self, base: str, suffix: str, max_bytes: int) -> int:
-        """Writes shards of at most about `max_bytes` each (to be named
-        `base-0000i-of-0000N.suffix` once N is known); returns N."""
-        overhead = RECORD_OVERHEAD[self.kind]
-        shards = 0
-        more = True  # at least one shard, even for an empty source
-        while more:
-            writer = self._open(f"{base}-{shards:05d}-of-pending{suffix}")
-            shards += 1
-            try:
-                while True:
-                    used = writer.bytes_written + (8 * writer.records_written if self.kind == BAG else 0)
-                    records = self.stream.take_within(
-                        max_bytes - used, overhead, at_least_one=writer.records_written == 0)
-                    if not records:
-                        break
-                    self._write(writer, records)
-            finally:
-                writer.close()
-            more = not self.stream.exhausted()
-        return shards
+    def finish(self) -> None:
+        self._writer.close()
+
+    def publish(self, target: str) -> list[str]:
+        """Renames the file onto `target`; a bag's limits file goes with
+        it, and a stale one beside a TAIL bag goes away."""
+        published = []
+        for temp_file, final_file in zip(files_of(self._kind, self._temp), files_of(self._kind, target)):
+            if os.path.exists(temp_file):
+                os.replace(temp_file, final_file)
+                published.append(final_file)
+            elif final_file != target:
+                remove_quietly([final_file])
+        return published
+
+    def discard(self) -> None:
+        try:
+            if self._kind == BAG and not self._writer.closed:
+                _bulk.discard(self._writer)
+            else:
+                self._writer.close()
+        finally:
+            remove_quietly(files_of(self._kind, self._temp))
 
 
 def _check_distinct(source: Source, outputs: list[str]) -> None:
@@ -160,18 +99,14 @@ def _check_distinct(source: Source, outputs: list[str]) -> None:
             raise ValueError(f"{path} is both source and destination; write elsewhere")
 
 
-def _write_by_size(run: _Conversion, base: str, suffix: str, max_bytes: int) -> list[str]:
-    """Writes `base@*suffix` shards of about `max_bytes`; returns their paths."""
-    shards = run.write_by_size(base, suffix, max_bytes)
-    return [shard_name(base, i, shards, suffix) for i in range(shards)]
-
-
 def convert(args: argparse.Namespace) -> int:
     """Converts SRC to DST; prints what it wrote."""
     if "," in args.dst:
         raise ValueError(f"{args.dst}: the destination must be one path or one shard spec")
     source_kind, kind = format_of(args.src), format_of(args.dst)
     check_output_options(kind, args.dst, args)
+    if args.skip_corrupt and (source_kind != BAG or kind == PARQUET):
+        raise ValueError("--skip-corrupt applies to bag sources (and not to Parquet conversions)")
     if PARQUET in (source_kind, kind):
         if not args.force:
             refuse_existing(kind, args.dst)
@@ -187,34 +122,41 @@ def convert(args: argparse.Namespace) -> int:
     if by_size and args.max_shard_bytes <= 0:
         raise ValueError(f"--max-shard-bytes must be > 0, not {args.max_shard_bytes}")
 
-    paths: list[str] = [args.dst]
-    counts: list[int | None] = [None]
-    if sharded is not None and not by_size:
-        base, count, suffix = sharded
-        paths = [shard_name(base, i, int(count), suffix) for i in range(int(count))]
-        counts = list(even_split(source.count(), int(count)))
-    _check_distinct(source, [] if by_size else paths)
+    # A bag knows its length; other sources are read once, and a name@N.ext
+    # destination then splits them from a spool at the end (so does a bag
+    # read with --skip-corrupt: how many records survive is not known).
+    total = source.count() if source_kind == BAG else None
+    shards = ShardSetWriter(
+        args.dst, lambda path: _TempNamedShard(kind, path, args),
+        record_overhead=RECORD_OVERHEAD[kind], max_shard_bytes=args.max_shard_bytes,
+        num_records=None if by_size or args.skip_corrupt else total)
+    _check_distinct(source, shards.paths)
     if not args.force:
         refuse_existing(kind, args.dst)
 
-    if source_kind == BAG:
-        total: int | None = source.count()  # a bag knows its length
-    else:
-        total = None if None in counts or by_size else sum(c for c in counts if c is not None)
+    skipped = 0
+
+    def on_skip(item: sackli.SkippedRecord) -> None:
+        nonlocal skipped
+        skipped += 1
+        bar.update(1)
+        bar.clear()
+        print(f"sackli: skipped index {item.index}: {item.error}", file=sys.stderr, flush=True)
+
     with progress(total, "convert") as bar:
-        run = _Conversion(source, kind, args, bar)
         try:
-            if by_size:
-                assert sharded is not None
-                paths = _write_by_size(run, sharded[0], sharded[2], args.max_shard_bytes)
-            else:
-                run.write_counted(paths, counts)
-            run.publish(paths)
+            for batch in source.batches(on_skip if args.skip_corrupt else None):
+                shards.write_bytes(batch)  # every source gives lists of bytes
+                bar.update(len(batch))
+            paths = shards.close()
         except BaseException:
-            remove_quietly(run.created)
+            shards.abort()
             raise
     if args.force:
         remove_other_shard_sets(kind, args.dst, paths)
     shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
-    print(f"converted {run.records} records from {args.src} to {shown}")
+    print(f"converted {shards.records_written} records from {args.src} to {shown}")
+    if skipped:
+        print(f"sackli: skipped {skipped} corrupt record(s) of {total}", file=sys.stderr)
+        return 1
     return 0

@@ -9,13 +9,16 @@ import errno
 import itertools
 import os
 import re
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import sackli
 
 from .. import formats
+from .._batching import batched
+from .._format import LIMIT_BYTES, has_zstd_suffix
 from .._shard_spec import expand_file_spec, shard_name, split_shard_entry
-from .._shard_writer import files_of as bag_files_of
+from .._shard_set import files_of as bag_files_of
+from .._shard_set import remove_quietly
 from ._reading import iter_batches, open_reader, read_file
 
 BAG, TFRECORD, JSON_LINES, TEXT, PARQUET = "bag", "tfrecord", "jsonl", "text", "parquet"
@@ -33,7 +36,7 @@ _BATCH_BYTES = 4 << 20
 _DEFAULT_LEVEL = 3
 _BATCH_RECORDS = 16384
 # Bytes a record costs beyond its payload, by format (for --max-shard-bytes).
-RECORD_OVERHEAD = {BAG: 8, TFRECORD: 16, JSON_LINES: 3, TEXT: 1}
+RECORD_OVERHEAD = {BAG: LIMIT_BYTES, TFRECORD: 16, JSON_LINES: 3, TEXT: 1}
 
 
 def format_of(spec: str) -> str:
@@ -54,22 +57,6 @@ def format_of(spec: str) -> str:
     return found.pop()
 
 
-def batched(records: Iterable[bytes]) -> Iterator[list[bytes]]:
-    """Records grouped into lists of bounded size (count and bytes)."""
-    iterator = iter(records)
-    while True:
-        batch: list[bytes] = []
-        size = 0
-        for record in itertools.islice(iterator, _BATCH_RECORDS):
-            batch.append(record)
-            size += len(record)
-            if size >= _BATCH_BYTES:
-                break
-        if not batch:
-            return
-        yield batch
-
-
 _FILE_READERS: dict[str, Callable[[str], Iterator[bytes]]] = {
     TFRECORD: formats.read_tfrecords,
     JSON_LINES: formats.read_json_lines,
@@ -85,13 +72,15 @@ class Source:
     kind: str
     args: argparse.Namespace
 
-    def batches(self) -> Iterator[list[bytes]]:
-        """All records, in bounded-memory batches, in spec order."""
+    def batches(self, skip_corrupt: Any = None) -> Iterator[list[bytes]]:
+        """All records, in bounded-memory batches, in spec order
+        (`skip_corrupt`, for bags only: as for `Reader.read_range`)."""
         if self.kind == BAG:
-            return iter_batches(open_reader(self.spec, self.args))
+            return iter_batches(open_reader(self.spec, self.args), skip_corrupt)
         read = _FILE_READERS[self.kind]
         paths = expand_file_spec(self.spec)
-        return batched(itertools.chain.from_iterable(read(path) for path in paths))
+        return batched(itertools.chain.from_iterable(read(path) for path in paths),
+                       _BATCH_RECORDS, _BATCH_BYTES)
 
     def count(self) -> int:
         """The number of records (for other formats than bags: one pass)."""
@@ -107,7 +96,7 @@ class Source:
 def bag_writer_options(path: str, args: argparse.Namespace) -> dict[str, Any]:
     """Writer option overrides for a bag destination, from the output flags."""
     options: dict[str, Any] = {"limits_placement": args.output_limits_placement}
-    if path.endswith(".bagz"):
+    if has_zstd_suffix(path):
         dictionary = read_file(args.dictionary) if args.dictionary else b""
         options["compression"] = sackli.CompressionZstd(level=_DEFAULT_LEVEL if args.level is None else args.level,
                                                 dictionary=dictionary)
@@ -118,7 +107,7 @@ def bag_writer_options(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def check_output_options(kind: str, spec: str, args: argparse.Namespace) -> None:
     """Refuses output options that mean nothing for the destination."""
-    compressed = kind == BAG and spec.endswith(".bagz")
+    compressed = kind == BAG and has_zstd_suffix(spec)
     if not compressed and (args.level is not None or args.dictionary):
         raise ValueError("--level and --dictionary apply to .bagz destinations only")
     if args.gzip_level is not None and not spec.endswith(".gz"):
@@ -196,12 +185,3 @@ def remove_other_shard_sets(kind: str, spec: str, written: list[str]) -> None:
     for paths in _shard_sets(base, suffix).values():
         if not set(paths) & set(written):
             remove_quietly(file for path in paths for file in files_of(kind, path))
-
-
-def remove_quietly(paths: Iterable[str]) -> None:
-    """Deletes files that exist, ignoring those that do not."""
-    for path in paths:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-__all__ = ["error_message"]
+__all__ = ["EXPECTED_ERRORS", "BadArgument", "error_message"]
+
+
+class BadArgument(ValueError):
+    """An argument the command cannot use, found once the bag is open (an
+    index outside it): printed as one line, like argparse's own errors."""
+
+
+# What the command line reports as one line: failures a user can meet and
+# fix (missing or damaged files, I/O, bad arguments). Anything else, e.g. a
+# TypeError or IndexError from inside sackli, is a bug and shows its traceback.
+EXPECTED_ERRORS = (OSError, ValueError)  # sackli.CorruptionError and BadArgument are ValueErrors
 
 
 # The library's advice names Python calls; on the command line, the flags.

@@ -10,6 +10,8 @@ from typing import Any
 
 import sackli
 
+from .._bulk import read_packed
+from .._format import LIMIT_BYTES, has_zstd_suffix
 from ._progress import progress
 from ._reading import open_reader
 
@@ -47,7 +49,7 @@ def _median(sizes: collections.Counter[int], total: int) -> float:
 def _compression(paths: list[str], args: argparse.Namespace) -> str:
     if args.read_dictionary:
         return "zstd with dictionary"
-    kinds = collections.Counter("zstd" if path.endswith(".bagz") else "none" for path in paths)
+    kinds = collections.Counter("zstd" if has_zstd_suffix(path) else "none" for path in paths)
     if len(kinds) == 1:
         return next(iter(kinds))
     return "mixed (" + ", ".join(f"{kind}: {n} files" for kind, n in sorted(kinds.items())) + ")"
@@ -61,7 +63,7 @@ def _record_sizes(reader: sackli.Reader) -> collections.Counter[int]:
     with progress(len(reader), "info") as bar:
         for start in range(0, len(reader), batch):
             count = min(batch, len(reader) - start)
-            offsets = memoryview(reader._read_packed(start, count)[1])
+            offsets = memoryview(read_packed(reader, start, count)[1])
             sizes.update(end - begin for begin, end in itertools.pairwise(offsets))
             bar.update(count)
     return sizes
@@ -85,7 +87,7 @@ def describe(spec: str, args: argparse.Namespace) -> dict[str, Any]:
         "shards": [{"path": p, "records": n} for p, n in zip(paths, reader.shard_sizes())],
         "records": len(reader),
         "payload_bytes": reader.stored_bytes,
-        "limits_bytes": 8 * len(reader),
+        "limits_bytes": LIMIT_BYTES * len(reader),
         "compression": _compression(paths, args),
         "limits_placement": args.limits_placement,
         "layout": args.layout,

@@ -16,8 +16,10 @@ from typing import Any, BinaryIO, Callable, Sequence
 import sackli
 
 from ..formats.lines import record_to_json
+from .._skipping import read_skipping
+from ._errors import BadArgument
 from ._progress import progress
-from ._reading import BadRecord, batch_records, open_reader, read_checked
+from ._reading import batch_records, open_reader
 
 FORMAT_HELP = (
     "how records are printed: text (default; UTF-8 with invalid bytes as \\xNN, newlines as "
@@ -60,7 +62,7 @@ def add_format_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_skip_corrupt_argument(parser: argparse.ArgumentParser) -> None:
-    """The --skip-corrupt option of `head` and `cat`."""
+    """The --skip-corrupt option of `head`, `cat` and `convert`."""
     parser.add_argument(
         "--skip-corrupt", action="store_true",
         help="go on past records that do not decode: each is reported on stderr with its "
@@ -108,7 +110,7 @@ def _index_selection(reader: sackli.Reader, indices: Sequence[int]) -> _Selectio
     size = len(reader)
     for index in indices:  # all checked before anything is printed
         if not -size <= index < size:
-            raise IndexError(f"index {index} out of range for a reader of {size} records")
+            raise BadArgument(f"index {index} out of range for a reader of {size} records")
     resolved = [index % size for index in indices]
     return _Selection(len(resolved), lambda start, count: reader.read_indices(resolved[start:start + count]),
                       resolved.__getitem__, batch_records(reader))
@@ -123,18 +125,25 @@ def _print_selection(selection: _Selection, args: argparse.Namespace) -> int:
     with progress(selection.count, args.command_name, show=not sys.stdout.isatty()) as bar:
         for start in range(0, selection.count, selection.batch):
             count = min(selection.batch, selection.count - start)
-            for item in read_checked(selection.fetch, start, count):
-                if not isinstance(item, BadRecord):
-                    out.write(b"".join(map(formatter, item)))
-                    continue
+            # The library's skipping scan, over positions (an --indices
+            # selection may repeat an index).
+            bad: list[sackli.SkippedRecord] = []
+            records = read_skipping(lambda first, n: selection.fetch(start + first, n), count, count,
+                                    bad.append, start.__add__)
+            done, position = 0, start  # records printed, next position
+            for item in bad:  # in order: print up to each damaged record, then report it
+                good = item.index - position
+                out.write(b"".join(map(formatter, records[done:done + good])))
+                done, position = done + good, item.index + 1
                 out.flush()
-                index = selection.index(item.position)
+                index = selection.index(item.index)
                 if not args.skip_corrupt:
                     raise sackli.CorruptionError(
                         f"index {index}: {item.error} (--skip-corrupt goes on past it)")
                 skipped += 1
                 bar.clear()
                 print(f"sackli: skipped index {index}: {item.error}", file=sys.stderr, flush=True)
+            out.write(b"".join(map(formatter, records[done:])))
             bar.update(count)
     out.flush()
     if skipped:
@@ -165,7 +174,11 @@ def cat(args: argparse.Namespace) -> int:
 def get(args: argparse.Namespace) -> int:
     """Prints the record at one index."""
     reader = open_reader(args.spec, args)
+    try:
+        record = reader[args.index]
+    except IndexError as error:  # the user's index, not a bug
+        raise BadArgument(str(error)) from None
     out: Any = sys.stdout.buffer
-    out.write(FORMATTERS[args.format](reader[args.index]))
+    out.write(FORMATTERS[args.format](record))
     out.flush()
     return 0

@@ -4,13 +4,14 @@ line (one argparse parent parser) and opening a Reader from them."""
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Iterator
 
 import sackli
 
+from .._batching import records_per_batch
+
 # A batch read holds about this many bytes, so memory stays bounded.
 _BATCH_BYTES = 4 << 20
-_MAX_BATCH_RECORDS = 65536
 
 
 def reader_options_parser(dictionary_flag: str = "--dictionary") -> argparse.ArgumentParser:
@@ -61,46 +62,16 @@ def read_file(path: str) -> bytes:
 
 def batch_records(reader: sackli.Reader) -> int:
     """How many records of `reader` one bounded-memory batch holds."""
-    per_record = max(reader.approximate_bytes_per_record(), 1.0)
-    return max(1, min(_MAX_BATCH_RECORDS, int(_BATCH_BYTES / per_record)))
+    return records_per_batch(_BATCH_BYTES, reader.approximate_bytes_per_record())
 
 
-def iter_batches(reader: sackli.Reader) -> Iterator[list[bytes]]:
+def iter_batches(reader: sackli.Reader, skip_corrupt: Any = None) -> Iterator[list[bytes]]:
     """All records of `reader` (or a view) as lists of bounded size, each
-    decoded in parallel by the engine."""
+    decoded in parallel by the engine (`skip_corrupt`: as for
+    `Reader.read_range`)."""
     step = batch_records(reader)
     for start in range(0, len(reader), step):
-        yield reader.read_range(start, min(step, len(reader) - start))
-
-
-class BadRecord(NamedTuple):
-    """A record that does not decode: its position in the selection read,
-    and the engine's error."""
-
-    position: int
-    error: sackli.CorruptionError
-
-
-def read_checked(
-    fetch: Callable[[int, int], list[bytes]], start: int, count: int
-) -> Iterator[list[bytes] | BadRecord]:
-    """Positions [start, start + count) of a selection, in order, as lists of
-    records and a BadRecord for each record that does not decode.
-
-    `fetch(start, count)` reads positions [start, start + count) in one
-    batch. When a batch fails it is split in halves, so only a damaged
-    region is read record by record.
-    """
-    try:
-        yield fetch(start, count)
-        return
-    except sackli.CorruptionError as error:
-        if count == 1:
-            yield BadRecord(start, error)
-            return
-    half = count // 2
-    yield from read_checked(fetch, start, half)
-    yield from read_checked(fetch, start + half, count - half)
+        yield reader.read_range(start, min(step, len(reader) - start), skip_corrupt=skip_corrupt)
 
 
 def add_spec_argument(parser: argparse.ArgumentParser) -> None:

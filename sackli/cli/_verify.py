@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import sackli
 
 from .._shard_spec import expand_file_spec
 from ._errors import error_message
 from ._progress import progress, progress_shown
-from ._reading import BadRecord, batch_records, read_checked, reader_options
+from ._reading import batch_records, reader_options
 
 
 class _FailFast(Exception):
@@ -34,14 +34,6 @@ class _ShardCheck:
         return None if self.start is None else self.start + local
 
 
-def _bad_records(reader: sackli.Reader, start: int, count: int) -> Iterator[tuple[int, str]]:
-    """(local index, error message) of every record in [start, start+count)
-    that does not decode (only damaged regions are read record by record)."""
-    for item in read_checked(reader.read_range, start, count):
-        if isinstance(item, BadRecord):
-            yield item.position, str(item.error)
-
-
 def _check_shard(
     check: _ShardCheck, args: argparse.Namespace, report: Callable[[str], None], bar: Any
 ) -> int | None:
@@ -55,10 +47,12 @@ def _check_shard(
     step = batch_records(reader)
     for start in range(0, len(reader), step):
         count = min(step, len(reader) - start)
-        for local, message in _bad_records(reader, start, count):
+        skipped = sackli.SkippedRecords()  # the library's skipping scan finds them
+        reader.read_range(start, count, skip_corrupt=skipped)
+        for local, error in skipped:
             where = check.global_index(local)
             global_text = "unknown" if where is None else str(where)
-            report(f"global index {global_text} (shard {check.shard}, record {local}): {message}")
+            report(f"global index {global_text} (shard {check.shard}, record {local}): {error}")
         bar.update(count)
     return len(reader)
 

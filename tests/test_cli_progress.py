@@ -1,0 +1,85 @@
+"""Progress bars of the subcommands (sackli/cli/_progress.py), on a
+pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+
+import pytest
+
+from cli_helpers import (  # registered by conftest.py
+    write_bag,
+)
+
+
+# --- progress bars ------------------------------------------------------------
+
+
+def on_terminal(*args: str, cwd, stdout_on_terminal: bool = False) -> tuple[int, bytes, str]:
+    """Runs the CLI with stderr (and optionally stdout) on a pseudo-terminal
+    of 100 columns; returns (status, stdout, what the terminal showed)."""
+    import fcntl
+    import pty
+    import termios
+    import threading
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    process = subprocess.Popen(
+        ["sackli", *args], cwd=cwd, stdin=subprocess.DEVNULL, stderr=slave,
+        stdout=slave if stdout_on_terminal else subprocess.PIPE)
+    os.close(slave)
+    shown: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 1 << 16)
+            except OSError:  # EIO once the process has closed the terminal
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    stdout, _ = process.communicate(timeout=60)
+    reader.join(timeout=10)
+    os.close(master)
+    return process.returncode, stdout or b"", b"".join(shown).decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize(
+    ("args", "label"),
+    [
+        (["info", "p.bagz"], "info"),
+        (["verify", "p.bagz"], "verify"),
+        (["cat", "p.bagz"], "cat"),
+        (["head", "p.bagz", "-n", "1000"], "head"),
+        (["convert", "p.bagz", "p.tfrecord.gz"], "convert"),
+        (["convert", "p.bagz", "p@3.bag"], "convert"),
+    ],
+)
+def test_progress_bars_show_a_total_and_an_eta_on_a_terminal(tmp_path, args, label) -> None:
+    write_bag(tmp_path / "p.bagz", (b"%d" % i for i in range(3000)))
+    status, _, shown = on_terminal(*args, cwd=tmp_path)
+    assert status == 0, shown
+    total = "1,000" if label == "head" else "3,000"
+    # The first frame: no progress yet, so the ETA after "<" is still "?".
+    assert f"{label}:   0%|" in shown and f"| 0/{total} [00:00<?, ? records/s]" in shown
+    assert shown.endswith("\r")  # the bar is erased when done
+
+
+def test_no_progress_bar_when_records_go_to_the_terminal(tmp_path) -> None:
+    write_bag(tmp_path / "p.bagz", [b"only"])
+    status, _, shown = on_terminal("cat", "p.bagz", cwd=tmp_path, stdout_on_terminal=True)
+    assert (status, shown) == (0, "only\r\n")
+
+
+def test_convert_from_a_file_of_unknown_length_counts_without_a_total(tmp_path) -> None:
+    (tmp_path / "in.txt").write_bytes(b"a\nb\n")
+    status, _, shown = on_terminal("convert", "in.txt", "out.bag", cwd=tmp_path)
+    assert status == 0, shown
+    assert "convert: 0 records [00:00, ? records/s]" in shown

@@ -1,0 +1,129 @@
+"""How many requests remote reads cost and how they overlap (the engine's
+read planner over sackli's remote byte source)."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+import sackli
+from remote_helpers import (  # loaded through conftest.py
+    TAIL, SEPARATE, COALESCE_GAP, MAX_COALESCED, servers, remote, write_bag,
+)
+
+
+# --- 5. Request counts ----------------------------------------------------------------
+
+
+def test_reading_many_small_neighbouring_records_costs_few_gets(remote):
+    records = [f"record {i}".encode() for i in range(1000)]
+    url = remote.url("small.bagz")
+    write_bag(url, records)
+    reader = sackli.Reader(url)
+    counts = remote.proxy.counts
+    for read in (lambda: reader.read_indices(range(1000)),
+                 lambda: reader.read_range(0, 1000),
+                 lambda: reader.read_indices(np.arange(999, -1, -1))[::-1],
+                 reader.read):
+        remote.proxy.reset_counts()
+        assert read() == records
+        assert counts["GET"] <= 3 and set(counts) == {"GET"}, counts
+    remote.proxy.reset_counts()
+    assert list(reader) == records
+    # Iteration reads batches of 16, 32, 64, ... records: a GET each.
+    assert counts["GET"] <= 8 and set(counts) == {"GET"}, counts
+    remote.proxy.reset_counts()
+    assert reader[500] == records[500]
+    assert dict(counts) == {"GET": 1}
+
+
+@pytest.mark.parametrize("placement", [TAIL, SEPARATE], ids=["tail", "separate"])
+def test_opening_costs_a_constant_number_of_requests(remote, placement):
+    # TAIL: HEAD (size), GET of the last 8 bytes, GET of all the limits.
+    # SEPARATE: HEAD of the bag and of its limits file, GET of the limits.
+    expected = {"HEAD": 1, "GET": 2} if placement == TAIL else {"HEAD": 2, "GET": 1}
+    for n in (3, 100_000):
+        url = remote.url(f"open{n}.bag")
+        write_bag(url, [b"z"] * n, limits_placement=placement)
+        remote.proxy.reset_counts()
+        reader = sackli.Reader(url, limits_placement=placement)
+        assert dict(remote.proxy.counts) == expected, (n, remote.proxy.log)
+        assert len(reader) == n
+    # A set found by listing: one LIST, then the same per shard.
+    for s in range(3):
+        write_bag(remote.url(f"os-{s:05d}-of-00003.bag"), [b"q"] * (s + 1), limits_placement=placement)
+    remote.proxy.reset_counts()
+    sackli.Reader(remote.url("os@*.bag"), limits_placement=placement)
+    assert dict(remote.proxy.counts) == {"LIST": 1, **{k: 3 * v for k, v in expected.items()}}
+
+
+def _coalesced_runs(spans: list[tuple[int, int]]) -> int:
+    """Requests the planner makes for sorted (begin, end) spans: neighbours
+    closer than COALESCE_GAP share one, up to MAX_COALESCED bytes."""
+    runs, run_begin, run_end = 0, 0, -1
+    for begin, end in spans:
+        if run_end >= 0 and begin <= run_end + COALESCE_GAP and max(end, run_end) - run_begin <= MAX_COALESCED:
+            run_end = max(run_end, end)
+            continue
+        runs, run_begin, run_end = runs + 1, begin, end
+    return runs
+
+
+def _fewest_requests(spans: list[tuple[int, int]]) -> int:
+    """The fewest requests of at most MAX_COALESCED bytes covering the spans."""
+    windows, window_begin = 0, None
+    for begin, end in spans:
+        if window_begin is None or end - window_begin > MAX_COALESCED:
+            windows, window_begin = windows + 1, begin
+    return windows
+
+
+def test_spread_out_reads_cost_one_get_per_coalesced_run(remote):
+    # 256 records of 40 KiB: neighbours (and records up to one apart) are
+    # closer than 64 KiB and share a GET; records further apart do not.
+    size = 40 * 1024
+    records = [i.to_bytes(4, "little") * (size // 4) for i in range(256)]
+    url = remote.url("spread.bag")
+    write_bag(url, records)
+    reader = sackli.Reader(url)
+    rng = random.Random(15)
+    for trial in range(4):
+        indices = rng.sample(range(256), 40) + rng.sample(range(256), 5)  # some repeated
+        if trial == 3:
+            indices = list(range(0, 256, 3))  # a 40 KiB gap: one long run, cut at 8 MiB
+        spans = sorted((i * size, (i + 1) * size) for i in indices)
+        remote.proxy.reset_counts()
+        assert reader.read_indices(indices) == [records[i] for i in indices]
+        gets = remote.proxy.counts["GET"]
+        assert _fewest_requests(spans) <= gets <= _coalesced_runs(spans), (trial, gets)
+        assert set(remote.proxy.counts) == {"GET"}
+
+
+# --- 6. Concurrency -----------------------------------------------------------------------
+
+
+def test_parallel_gets_overlap_under_latency(remote):
+    # Small records 0, 2, 4, ... separated by 70 KiB fillers: each needs a GET
+    # of its own.
+    records = []
+    for i in range(64):
+        records += [f"wanted {i}".encode(), b"\0" * (70 * 1024)]
+    url = remote.url("far.bag")
+    write_bag(url, records)
+    reader = sackli.Reader(url, max_parallelism=16)
+    latency = 0.05
+    remote.proxy.latency = latency
+    start = time.monotonic()
+    assert reader[2] == b"wanted 1"
+    assert time.monotonic() - start >= latency  # the latency is really there
+    wanted = list(range(0, 128, 2))
+    remote.proxy.reset_counts()
+    start = time.monotonic()
+    assert reader.read_indices(wanted) == [records[i] for i in wanted]
+    elapsed = time.monotonic() - start
+    assert remote.proxy.counts["GET"] == 64
+    # One at a time would take 64 * 50 ms = 3.2 s.
+    assert elapsed < 64 * latency / 3, f"{elapsed:.2f} s"
