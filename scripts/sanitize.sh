@@ -4,7 +4,8 @@
 # sackli is built (in build/asan-*, apart from the normal build) and installed
 # with the pinned test dependencies into the virtualenv .venv-asan/ (made on
 # first use; delete it for a fresh one), then pytest runs
-# tests/test_corruption.py (and tests/test_fuzz.py when it exists) with the
+# tests/test_corruption.py, test_file_changes.py, test_engine_bindings.py,
+# test_reader_arrow_stream.py (and tests/test_fuzz.py when it exists) with the
 # sanitizer runtime preloaded into Python and into every interpreter the
 # tests start. A sanitizer report aborts that process, so the test fails.
 # Extra arguments go to pytest, e.g. -k bad_limits -x.
@@ -38,7 +39,10 @@ if [ ! -f "$LIBASAN" ] || [ ! -f "$LIBSTDCXX" ]; then
   exit 1
 fi
 
-TESTS=(tests/test_corruption.py tests/test_file_changes.py)
+# Plus the read paths that lend engine memory out: repeated indices (shared
+# and copied records) and the Arrow C stream's buffers and release callbacks.
+TESTS=(tests/test_corruption.py tests/test_file_changes.py tests/test_engine_bindings.py
+       tests/test_reader_arrow_stream.py)
 [ -f tests/test_fuzz.py ] && TESTS+=(tests/test_fuzz.py)
 echo "== running ${TESTS[*]} under ASan + UBSan ($LIBASAN)"
 # detect_leaks=0: CPython frees little at exit, by design. handle_sigbus=0:
