@@ -56,12 +56,10 @@ void DeleteStreamCapsule(PyObject* capsule) {
 
 py::object ArrowCStream(const Reader& reader) {
   auto stream = std::make_unique<ArrowArrayStream>();
-  {
-    ReleaseGil release;  // the source may start reading ahead
-    ExportRecordStream(std::make_unique<GilReleasingSource>(
-                           BagBatchSource(reader.bag(), reader.view())),
-                       stream.get());
-  }
+  // No I/O yet (the first get_next reads), so no reason to drop the GIL.
+  ExportRecordStream(std::make_unique<GilReleasingSource>(
+                         BagBatchSource(reader.bag(), reader.view())),
+                     stream.get());
   PyObject* capsule =
       PyCapsule_New(stream.get(), kStreamCapsuleName, &DeleteStreamCapsule);
   if (capsule == nullptr) {
