@@ -3,25 +3,19 @@ finalised by Beam's temp-then-rename.
 
 Each bundle writes its shard under Beam's temporary folder; Beam renames the
 finished shards to their final names once all bundles succeeded, so a failed
-or retried bundle never leaves a partial shard under a final name. On a local
-file system the shard is written in place; elsewhere (`gs://`, `s3://`) it is
-spooled to a local temporary file and uploaded through Beam's file system
-when the shard closes. SEPARATE placement writes `limits.<name>` beside each
-shard; it is renamed with its shard, before it.
+or retried bundle never leaves a partial shard under a final name (see
+`_shard_file` for how one shard is written). SEPARATE placement writes
+`limits.<name>` beside each shard; it is renamed with its shard, before it.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from typing import Any
 
 from apache_beam import coders
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.transforms import display
 
 from .._options import (
@@ -31,19 +25,13 @@ from .._options import (
     LimitsPlacement,
     WriterOptions,
 )
-from .._batching import Gatherer
 from .._format import has_zstd_suffix, limits_path_for
-from .._writer import Writer
+from ._shard_file import ShardFile
 from ._write_path import ShardedPath
 
 __all__ = ["BagSink"]
 
 _MIME_TYPE = "application/octet-stream"
-# Records are handed to the engine in batches, so .bagz shards compress on
-# all cores: at most this many records or bytes at a time.
-_BATCH_RECORDS = 1024
-_BATCH_BYTES = 8 << 20
-_UPLOAD_CHUNK = 16 << 20
 
 
 def _resolved(options: WriterOptions, suffix: str) -> WriterOptions:
@@ -57,44 +45,6 @@ def _resolved(options: WriterOptions, suffix: str) -> WriterOptions:
         compression=compression,
         max_parallelism=options.max_parallelism,
     )
-
-
-def _is_local(path: str) -> bool:
-    return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
-
-
-def _upload(local_path: str, remote_path: str) -> None:
-    with open(local_path, "rb") as source, FileSystems.create(
-        remote_path, _MIME_TYPE, CompressionTypes.UNCOMPRESSED
-    ) as target:
-        shutil.copyfileobj(source, target, _UPLOAD_CHUNK)
-
-
-class _ShardWriter:
-    """Writes one shard at `path` (Beam's temporary name), in batches."""
-
-    def __init__(self, path: str, options: WriterOptions) -> None:
-        self._path = path
-        self._spool_dir = None if _is_local(path) else tempfile.mkdtemp(prefix="sackli-beam-")
-        local = path if self._spool_dir is None else os.path.join(self._spool_dir, "shard")
-        self._writer = Writer(local, options)
-        self._gathered = Gatherer(self._writer.write_many, _BATCH_RECORDS, _BATCH_BYTES)
-
-    def write(self, record: bytes) -> None:
-        self._gathered.add(record)
-
-    def close(self) -> None:
-        try:
-            self._gathered.flush()
-            self._writer.close()
-            if self._spool_dir is not None:
-                separate = self._writer.options.limits_placement == LimitsPlacement.SEPARATE
-                if separate:  # the limits first: a shard never lacks them
-                    _upload(limits_path_for(self._writer.path), limits_path_for(self._path))
-                _upload(self._writer.path, self._path)
-        finally:
-            if self._spool_dir is not None:
-                shutil.rmtree(self._spool_dir, ignore_errors=True)
 
 
 class BagSink(filebasedsink.FileBasedSink):
@@ -117,10 +67,10 @@ class BagSink(filebasedsink.FileBasedSink):
     def _separate(self) -> bool:
         return self._options.limits_placement == LimitsPlacement.SEPARATE
 
-    def open(self, temp_path: str) -> _ShardWriter:
-        return _ShardWriter(temp_path, self._options)
+    def open(self, temp_path: str) -> ShardFile:
+        return ShardFile(temp_path, self._options)
 
-    def write_record(self, file_handle: _ShardWriter, value: Any) -> None:
+    def write_record(self, file_handle: ShardFile, value: Any) -> None:
         if self._encode is None:
             if not isinstance(value, (bytes, bytearray, memoryview)):
                 raise TypeError(
@@ -131,7 +81,7 @@ class BagSink(filebasedsink.FileBasedSink):
         else:
             file_handle.write(self._encode(value))
 
-    def close(self, file_handle: _ShardWriter) -> None:
+    def close(self, file_handle: ShardFile) -> None:
         file_handle.close()
 
     def pre_finalize(self, init_result: Any, writer_results: Any) -> None:
