@@ -20,7 +20,14 @@ from .._options import LimitsPlacement, ReaderOptions
 from .._format import LIMITS_PREFIX, limits_path_for, without_local_prefix
 from .._shard_spec import choose_shard_set, split_shard_entry
 
-__all__ = ["BagFile", "estimate_pattern_size", "expand_pattern", "split_name"]
+__all__ = ["ALLOW", "ALLOW_IF_WILDCARD", "BagFile", "DISALLOW", "check_empty_match_treatment",
+           "estimate_pattern_size", "expand_pattern", "split_name"]
+
+# Beam's EmptyMatchTreatment values (apache_beam.io.fileio), by value, so
+# that listing needs nothing from fileio.
+ALLOW = "ALLOW"
+DISALLOW = "DISALLOW"
+ALLOW_IF_WILDCARD = "ALLOW_IF_WILDCARD"
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 # Above this many files named one by one, estimates stat a sample.
@@ -34,6 +41,23 @@ class BagFile(NamedTuple):
 
     path: str
     size: int
+
+
+def check_empty_match_treatment(treatment: object) -> str:
+    """`treatment` if it is one of Beam's `EmptyMatchTreatment` values,
+    else ValueError."""
+    if treatment not in (ALLOW, DISALLOW, ALLOW_IF_WILDCARD):
+        raise ValueError(
+            "empty_match_treatment must be EmptyMatchTreatment.ALLOW, DISALLOW or "
+            f"ALLOW_IF_WILDCARD, not {treatment!r}"
+        )
+    return str(treatment)
+
+
+def _may_match_nothing(entry: str, treatment: str) -> bool:
+    """Beam's rule: ALLOW lets any entry name no file, ALLOW_IF_WILDCARD
+    only entries with a `*` (`name@*.bagz` included)."""
+    return treatment == ALLOW or (treatment == ALLOW_IF_WILDCARD and "*" in entry)
 
 
 def split_name(path: str) -> tuple[str, str]:
@@ -83,21 +107,30 @@ def _literal(text: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", text)
 
 
-def _shard_set(entry: str, base: str, count: str, suffix: str) -> list[tuple[str, int]]:
+def _shard_set(
+    entry: str, base: str, count: str, suffix: str, may_be_empty: bool
+) -> list[tuple[str, int]]:
     """The files of `base@count suffix`, listed in one match: all of them
-    must exist; `*` must find exactly one shard count."""
+    must exist (or, when `may_be_empty`, none); `*` must find exactly one
+    shard count."""
     digits = "?????" if count == "*" else f"{int(count):05d}"
     listing = dict(_listing(f"{_literal(base)}-?????-of-{digits}{_literal(suffix)}"))
+    if not listing and may_be_empty:
+        return []
     return [(path, listing[path]) for path in choose_shard_set(listing, base, count, suffix, entry)]
 
 
-def _entry_files(entry: str, separate: bool) -> list[tuple[str, int]] | list[str]:
+def _entry_files(
+    entry: str, separate: bool, may_be_empty: bool
+) -> list[tuple[str, int]] | list[str]:
     sharded = split_shard_entry(entry)
     if sharded is not None:
-        return _shard_set(entry, *sharded)
+        return _shard_set(entry, *sharded, may_be_empty)
     if _GLOB_CHARS.search(entry):
         matched = _listing(entry)
         if not matched:
+            if may_be_empty:
+                return []
             raise _missing(entry, entry, "no files match")
         if separate:  # a glob like `*.bagz` also lists the `limits.` files
             names = {path for path, _ in matched}
@@ -114,13 +147,20 @@ def _is_limits_of_listed(path: str, names: set[str]) -> bool:
     return name.startswith(LIMITS_PREFIX) and folder + name[len(LIMITS_PREFIX):] in names
 
 
-def _resolve(pattern: str, options: ReaderOptions, sample: int | None) -> tuple[list[BagFile], int]:
+def _resolve(
+    pattern: str, options: ReaderOptions, sample: int | None, treatment: str
+) -> tuple[list[BagFile], int]:
     """(files, number of files in all): every file of the pattern, or a
     random `sample` of them when more than `sample` need a stat each."""
     separate = options.limits_placement == LimitsPlacement.SEPARATE
     listed: list[tuple[str, int] | str] = []
+    optional: set[str] = set()  # plain paths that may be missing
     for entry in _entries(pattern):
-        listed.extend(_entry_files(entry, separate))
+        may_be_empty = _may_match_nothing(entry, treatment)
+        files = _entry_files(entry, separate, may_be_empty)
+        if may_be_empty:
+            optional.update(item for item in files if isinstance(item, str))
+        listed.extend(files)
     total = len(listed)
     if sample is not None and total > sample:
         listed = random.Random(0).sample(listed, sample)
@@ -131,6 +171,8 @@ def _resolve(pattern: str, options: ReaderOptions, sample: int | None) -> tuple[
     files = []
     for item in listed:
         path, size = (item, sizes.get(item)) if isinstance(item, str) else item
+        if size is None and path in optional:
+            continue
         if size is None:
             raise _missing(path, path, "the file does not exist")
         if separate:
@@ -142,20 +184,27 @@ def _resolve(pattern: str, options: ReaderOptions, sample: int | None) -> tuple[
     return files, total
 
 
-def expand_pattern(pattern: str, options: ReaderOptions) -> list[BagFile]:
+def expand_pattern(
+    pattern: str, options: ReaderOptions, empty_match_treatment: str = DISALLOW
+) -> list[BagFile]:
     """Every file of `pattern` with its size, in pattern order.
 
     Raises FileNotFoundError (naming the path) when a named file, a shard of
     a set or a SEPARATE limits file is missing or a glob matches nothing,
-    ValueError for a malformed or ambiguous pattern.
+    ValueError for a malformed or ambiguous pattern. `empty_match_treatment`
+    (Beam's) lets entries that name no file at all (a glob or `name@*` that
+    matches nothing, a missing plain path, a `name@N` set with no shard)
+    give no files instead; a set missing only some shards is still an error.
     """
-    return _resolve(pattern, options, None)[0]
+    return _resolve(pattern, options, None, empty_match_treatment)[0]
 
 
-def estimate_pattern_size(pattern: str, options: ReaderOptions) -> int:
+def estimate_pattern_size(
+    pattern: str, options: ReaderOptions, empty_match_treatment: str = DISALLOW
+) -> int:
     """Bytes of all files of `pattern`: listed sizes, extrapolated from a
     sample when very many files would each need a stat."""
-    files, total = _resolve(pattern, options, _MAX_FILES_TO_STAT)
+    files, total = _resolve(pattern, options, _MAX_FILES_TO_STAT, empty_match_treatment)
     if not files:
         return 0
     return round(sum(f.size for f in files) * total / len(files))

@@ -25,7 +25,8 @@ from .._bulk import record_offsets
 from .._format import LIMIT_BYTES
 from .._options import ReaderOptions
 from .._reader import Reader
-from ._files import BagFile, estimate_pattern_size, expand_pattern
+from ._display import read_display_data
+from ._files import DISALLOW, BagFile, estimate_pattern_size, expand_pattern
 
 __all__ = ["PatternSource", "FileSource", "ReadFileRanges", "read_range"]
 
@@ -143,12 +144,14 @@ class PatternSource(iobase.BoundedSource):
     """Every file of a pattern; the files are listed lazily, on workers."""
 
     def __init__(
-        self, pattern: str, options: ReaderOptions, coder: coders.Coder, with_metadata: bool
+        self, pattern: str, options: ReaderOptions, coder: coders.Coder, with_metadata: bool,
+        empty_match_treatment: str = DISALLOW,
     ) -> None:
         self._pattern = pattern
         self._options = options
         self._coder = coder
         self._with_metadata = with_metadata
+        self._empty_match_treatment = empty_match_treatment
         self._concat: ConcatSource | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -158,14 +161,15 @@ class PatternSource(iobase.BoundedSource):
 
     def validate(self) -> None:
         """Raises unless every file of the pattern exists (I/O: listings)."""
-        expand_pattern(self._pattern, self._options)
+        expand_pattern(self._pattern, self._options, self._empty_match_treatment)
+
+    def _files(self) -> list[BagFile]:
+        """The pattern's files that hold records (an empty bag has none)."""
+        files = expand_pattern(self._pattern, self._options, self._empty_match_treatment)
+        return [f for f in files if f.size > 0]
 
     def _file_sources(self) -> list[FileSource]:
-        return [
-            FileSource(f, self._options, self._coder, self._with_metadata)
-            for f in expand_pattern(self._pattern, self._options)
-            if f.size > 0  # an empty bag: no records, nothing to read
-        ]
+        return [FileSource(f, self._options, self._coder, self._with_metadata) for f in self._files()]
 
     def _concat_source(self) -> ConcatSource:
         if self._concat is None:
@@ -175,7 +179,7 @@ class PatternSource(iobase.BoundedSource):
         return self._concat
 
     def estimate_size(self) -> int:
-        return estimate_pattern_size(self._pattern, self._options)
+        return estimate_pattern_size(self._pattern, self._options, self._empty_match_treatment)
 
     def split(
         self, desired_bundle_size: int, start_position: Any = None, stop_position: Any = None
@@ -197,10 +201,10 @@ class PatternSource(iobase.BoundedSource):
         return output_coder(self._coder, self._with_metadata)
 
     def display_data(self) -> dict[str, Any]:
-        return {
-            "file_pattern": display.DisplayDataItem(self._pattern, label="File Pattern"),
-            "with_metadata": display.DisplayDataItem(self._with_metadata, label="With Metadata"),
-        }
+        return read_display_data(
+            self._options, self._coder, self._with_metadata,
+            file_pattern=self._pattern, empty_match_treatment=self._empty_match_treatment,
+        )
 
 
 class ReadFileRanges(core.DoFn, core.RestrictionProvider):

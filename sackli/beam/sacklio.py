@@ -24,10 +24,19 @@ import apache_beam as beam
 from apache_beam import coders
 from apache_beam.io import iobase
 
+from apache_beam.io.filesystem import CompressionTypes
+
 from .._options import LimitsPlacement, ReaderOptions, WriterOptions
 from .._shard_spec import strip_local_prefix
-from ._files import expand_pattern
+from ._compression import with_compression_type
+from ._files import (
+    ALLOW_IF_WILDCARD,
+    DISALLOW,
+    check_empty_match_treatment,
+    expand_pattern,
+)
 from ._sink import BagSink
+from ._display import read_display_data
 from ._source import PatternSource, ReadFileRanges, output_coder
 from ._write_path import parse_write_path
 
@@ -59,6 +68,15 @@ def _coder(coder: Any) -> coders.Coder:
     return coder
 
 
+def _type_hint(coder: coders.Coder) -> Any:
+    """The element type `coder` decodes to, or Any for coders that do not
+    say (Beam's base `Coder.to_type_hint` raises NotImplementedError)."""
+    try:
+        return coder.to_type_hint()
+    except NotImplementedError:
+        return Any
+
+
 def _pattern(file_pattern: Any) -> str:
     """`file_pattern` as a str, checked without I/O: every entry must be
     storage sackli's Reader can open."""
@@ -77,16 +95,24 @@ def _pattern(file_pattern: Any) -> str:
 class ReadFromSackli(beam.PTransform):
     """Reads the records of bag files into a PCollection.
 
+    The first three arguments are those of bagz's `bagzio.ReadFromBagz` and
+    upstream Säckli's `sacklio.ReadFromSackli`, in the same order.
+
     Args:
       file_pattern: anything `sackli.Reader` accepts (`name@N.ext`,
         `name@*.ext`, comma lists) or a Beam glob (`gs://b/dir/*.bagz`).
       coder: decodes each record (default: `BytesCoder`, records as bytes).
+      compression_type: Beam's `CompressionTypes`: AUTO (zstd for `.bagz`
+        names, raw otherwise), UNCOMPRESSED or ZSTD (whatever the names).
+        Other types are a ValueError: bags compress records, not files.
       options: a `sackli.Reader.Options` (limits placement, compression,
         zstd dictionary...); the sharding layout does not matter here, as
         each file is read on its own.
       with_metadata: yield `(file_name, index_in_file, record)` tuples.
       validate: check at construction that the files exist (a listing);
         with False, nothing touches storage until the pipeline runs.
+      empty_match_treatment: Beam's `EmptyMatchTreatment`: whether an entry
+        of the pattern may match no file (default DISALLOW: an error).
 
     Files are listed and opened lazily, on workers. Each file splits into
     byte ranges of about the runner's desired bundle size.
@@ -96,14 +122,20 @@ class ReadFromSackli(beam.PTransform):
         self,
         file_pattern: str | os.PathLike[str],
         coder: coders.Coder = coders.BytesCoder(),
+        compression_type: str = CompressionTypes.AUTO,
         *,
         options: ReaderOptions | None = None,
         with_metadata: bool = False,
         validate: bool = True,
+        empty_match_treatment: str = DISALLOW,
     ) -> None:
         super().__init__()
         self._source = PatternSource(
-            _pattern(file_pattern), _reader_options(options), _coder(coder), bool(with_metadata)
+            _pattern(file_pattern),
+            with_compression_type(_reader_options(options), compression_type),
+            _coder(coder),
+            bool(with_metadata),
+            check_empty_match_treatment(empty_match_treatment),
         )
         if validate:
             self._source.validate()
@@ -123,17 +155,24 @@ class ReadAllFromSackli(beam.PTransform):
     a splittable DoFn (so runners can split them further while reading).
 
     Args:
-      coder, options, with_metadata: as for `ReadFromSackli`.
+      coder, compression_type, options, with_metadata: as for
+        `ReadFromSackli`.
       desired_bundle_size: bytes per initial range of a file.
+      empty_match_treatment: Beam's `EmptyMatchTreatment`; by default
+        ALLOW_IF_WILDCARD, as for Beam's own ReadAll transforms: a pattern
+        with a `*` (a glob, `name@*.bagz`) may match nothing, a named file
+        must exist.
     """
 
     def __init__(
         self,
         coder: coders.Coder = coders.BytesCoder(),
+        compression_type: str = CompressionTypes.AUTO,
         *,
         options: ReaderOptions | None = None,
         with_metadata: bool = False,
         desired_bundle_size: int = DEFAULT_DESIRED_BUNDLE_SIZE,
+        empty_match_treatment: str = ALLOW_IF_WILDCARD,
     ) -> None:
         super().__init__()
         if isinstance(desired_bundle_size, bool) or not isinstance(desired_bundle_size, int):
@@ -142,22 +181,31 @@ class ReadAllFromSackli(beam.PTransform):
             )
         if desired_bundle_size < 1:
             raise ValueError(f"desired_bundle_size must be >= 1, not {desired_bundle_size}")
-        self._options = _reader_options(options)
+        self._options = with_compression_type(_reader_options(options), compression_type)
         self._coder = _coder(coder)
         self._with_metadata = bool(with_metadata)
         self._bundle_bytes = desired_bundle_size
+        self._empty_match_treatment = check_empty_match_treatment(empty_match_treatment)
 
     def expand(self, patterns: beam.PCollection) -> beam.PCollection:
-        options = self._options
+        options, treatment = self._options, self._empty_match_treatment
         read = beam.ParDo(
             ReadFileRanges(options, self._coder, self._with_metadata, self._bundle_bytes)
-        ).with_output_types(output_coder(self._coder, self._with_metadata).to_type_hint())
+        ).with_output_types(_type_hint(output_coder(self._coder, self._with_metadata)))
         return (
             patterns
             | "ExpandPatterns" >> beam.FlatMap(
-                lambda pattern: [f for f in expand_pattern(_pattern(pattern), options) if f.size])
+                lambda pattern: [f for f in expand_pattern(_pattern(pattern), options, treatment)
+                                 if f.size])
             | "Redistribute" >> beam.Reshuffle()
             | "ReadRanges" >> read
+        )
+
+    def display_data(self) -> dict[str, Any]:
+        return read_display_data(
+            self._options, self._coder, self._with_metadata,
+            empty_match_treatment=self._empty_match_treatment,
+            desired_bundle_size=self._bundle_bytes,
         )
 
 
