@@ -16,7 +16,7 @@ import pyarrow as pa
 from .._engine import CorruptionError
 from .._shard_spec import split_shard_entry, strip_local_prefix
 
-__all__ = ["ENCODING_KEY", "read_schema_file", "schema_path", "write_schema_file"]
+__all__ = ["ENCODING_KEY", "read_schema_file", "schema_message", "schema_path", "write_schema_file"]
 
 SUFFIX = ".arrow_schema"
 ENCODING_KEY = b"sackli.encoding"
@@ -36,14 +36,18 @@ def schema_path(path_or_spec: str) -> str:
     return entry + SUFFIX
 
 
-def write_schema_file(path: str, schema: pa.Schema, encoding: str) -> None:
-    """Writes `schema`, tagged with `encoding`, to `path` (atomically)."""
+def schema_message(schema: pa.Schema, encoding: str) -> bytes:
+    """The schema file's content: `schema` tagged with `encoding`."""
     metadata = dict(schema.metadata or {})
     metadata[ENCODING_KEY] = encoding.encode()
-    message = schema.with_metadata(metadata).serialize()
+    return schema.with_metadata(metadata).serialize().to_pybytes()
+
+
+def write_schema_file(path: str, schema: pa.Schema, encoding: str) -> None:
+    """Writes `schema`, tagged with `encoding`, to `path` (atomically)."""
     temp = f"{path}.tmp-{os.getpid()}"
     with open(temp, "wb") as file:
-        file.write(message)
+        file.write(schema_message(schema, encoding))
     os.replace(temp, path)
 
 

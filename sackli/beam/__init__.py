@@ -8,6 +8,6 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "sackli.beam needs Apache Beam: install it with pip install 'sackli[beam]'"
     ) from error
 
-from .sacklio import ReadAllFromSackli, ReadFromSackli, WriteToSackli
+from .sacklio import ReadAllFromSackli, ReadFromSackli, ReadFromSackliBatched, WriteToSackli
 
-__all__ = ["ReadAllFromSackli", "ReadFromSackli", "WriteToSackli"]
+__all__ = ["ReadAllFromSackli", "ReadFromSackli", "ReadFromSackliBatched", "WriteToSackli"]

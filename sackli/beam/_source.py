@@ -28,7 +28,7 @@ from .._reader import Reader
 from ._display import read_display_data
 from ._files import DISALLOW, BagFile, estimate_pattern_size, expand_pattern
 
-__all__ = ["PatternSource", "FileSource", "ReadFileRanges", "read_range"]
+__all__ = ["PatternSource", "FileSource", "ReadFileRanges", "first_at_or_after", "read_range"]
 
 # Offsets are fetched this many records at a time while a range is read.
 _OFFSETS_CHUNK = 4096
@@ -38,7 +38,7 @@ def _position(reader: Reader, i: int) -> int:
     return record_offsets(reader, 0, i, 0)[0] + LIMIT_BYTES * i
 
 
-def _first_at_or_after(reader: Reader, position: int) -> int:
+def first_at_or_after(reader: Reader, position: int) -> int:
     """The first record whose position is >= `position` (len when none):
     a binary search that reads one limit per step."""
     low, high = 0, len(reader)
@@ -66,8 +66,8 @@ def read_range(
     engine in background batches, not one call each. Returns whether a
     claim was refused."""
     with Reader(path, options) as reader:
-        first = _first_at_or_after(reader, start)
-        last = _first_at_or_after(reader, stop)
+        first = first_at_or_after(reader, start)
+        last = first_at_or_after(reader, stop)
         records = reader.read_range_iter(first, last - first)
         for chunk in range(first, last, _OFFSETS_CHUNK):
             count = min(_OFFSETS_CHUNK, last - chunk)

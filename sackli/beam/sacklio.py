@@ -18,7 +18,7 @@ finalisation.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Sequence
 
 import apache_beam as beam
 from apache_beam import coders
@@ -36,11 +36,13 @@ from ._files import (
     expand_pattern,
 )
 from ._sink import BagSink
+from ._batched import batched_source
 from ._display import read_display_data
+from ._rows import BatchesToRows, EncodeRows, WriteSchemaFile, row_schema, stored_rows
 from ._source import PatternSource, ReadFileRanges, output_coder
 from ._write_path import parse_write_path
 
-__all__ = ["ReadAllFromSackli", "ReadFromSackli", "WriteToSackli"]
+__all__ = ["ReadAllFromSackli", "ReadFromSackli", "ReadFromSackliBatched", "WriteToSackli"]
 
 # Beam's own default for file reads (filebasedsource's ReadAllFiles).
 DEFAULT_DESIRED_BUNDLE_SIZE = 64 << 20
@@ -113,6 +115,10 @@ class ReadFromSackli(beam.PTransform):
         with False, nothing touches storage until the pipeline runs.
       empty_match_treatment: Beam's `EmptyMatchTreatment`: whether an entry
         of the pattern may match no file (default DISALLOW: an error).
+      as_rows: yield Beam Rows typed by the Arrow schema the bags were
+        written with (by `sackli.arrow.write_table` or a schema'd
+        `WriteToSackli`), so Beam SQL and DataFrames work on them. The schema
+        file is read at construction.
 
     Files are listed and opened lazily, on workers. Each file splits into
     byte ranges of about the runner's desired bundle size.
@@ -128,13 +134,76 @@ class ReadFromSackli(beam.PTransform):
         with_metadata: bool = False,
         validate: bool = True,
         empty_match_treatment: str = DISALLOW,
+        as_rows: bool = False,
     ) -> None:
         super().__init__()
+        pattern = _pattern(file_pattern)
+        reader_options = with_compression_type(_reader_options(options), compression_type)
+        treatment = check_empty_match_treatment(empty_match_treatment)
         self._source = PatternSource(
-            _pattern(file_pattern),
-            with_compression_type(_reader_options(options), compression_type),
-            _coder(coder),
-            bool(with_metadata),
+            pattern, reader_options, _coder(coder), bool(with_metadata), treatment)
+        self._rows: ReadFromSackliBatched | None = None
+        if as_rows:
+            if with_metadata or type(coder) is not coders.BytesCoder:
+                raise ValueError("as_rows=True yields Beam Rows: it takes no coder and no "
+                                 "with_metadata")
+            encoding, self._row_type = stored_rows(pattern, reader_options, treatment)
+            self._rows = ReadFromSackliBatched(
+                pattern, encoding, options=reader_options, validate=False,
+                empty_match_treatment=treatment)
+        elif validate:
+            self._source.validate()
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
+        if self._rows is not None:
+            return (pbegin | "ReadBatches" >> self._rows
+                    | "ToRows" >> beam.ParDo(BatchesToRows(self._row_type))
+                    .with_output_types(self._row_type))
+        return pbegin.pipeline | iobase.Read(self._source)
+
+    def display_data(self) -> dict[str, Any]:
+        return self._source.display_data()
+
+
+class ReadFromSackliBatched(beam.PTransform):
+    """Reads bag files as batches of records: `pyarrow.RecordBatch`es
+    through `sackli.arrow` (as Beam's `ReadFromParquetBatched` reads row
+    groups), or lists of bytes with `decode="raw"`. Beam's cost per element
+    (~10 µs) is then paid once per batch, not once per record.
+
+    Args:
+      file_pattern: as for `ReadFromSackli`.
+      decode: None: one `large_binary` column `record`. "arrow" / "json":
+        the columns of rows written by `sackli.arrow.write_table` (schema
+        from the schema file beside the bags, or `schema`). A function from
+        a `large_binary` array to a RecordBatch. "raw": lists of bytes.
+      columns: with "arrow"/"json", only these columns.
+      compression_type, options, validate, empty_match_treatment: as for
+        `ReadFromSackli`.
+      batch_size: records per batch (default: about 8 MiB of stored bytes).
+      schema: the Arrow schema of "arrow"/"json" rows, instead of the file.
+
+    Batches never span files or split ranges; every record is in exactly
+    one batch, also when the runner splits ranges while they are read.
+    """
+
+    def __init__(
+        self,
+        file_pattern: str | os.PathLike[str],
+        decode: Any = None,
+        columns: Sequence[str] | None = None,
+        compression_type: str = CompressionTypes.AUTO,
+        *,
+        options: ReaderOptions | None = None,
+        batch_size: int | None = None,
+        schema: Any = None,
+        validate: bool = True,
+        empty_match_treatment: str = DISALLOW,
+    ) -> None:
+        super().__init__()
+        self._source = batched_source(
+            _pattern(file_pattern), decode, None if columns is None else list(columns), schema,
+            batch_size, with_compression_type(_reader_options(options), compression_type),
             check_empty_match_treatment(empty_match_treatment),
         )
         if validate:
@@ -226,6 +295,13 @@ class WriteToSackli(beam.PTransform):
       shard_name_template: Beam's shard name template, instead of
         `-SSSSS-of-NNNNN`.
 
+    A PCollection with a Beam schema (elements of `beam.Row` or a schema'd
+    NamedTuple) and the default coder is written as Arrow rows, with the
+    Arrow schema file beside the shards (as `sackli.arrow.write_table`
+    writes them): `ReadFromSackli(..., as_rows=True)`,
+    `ReadFromSackliBatched(..., decode="arrow")` and `sackli.arrow` read
+    them back.
+
     The output PCollection holds the final file names. Shards are written
     under a temporary folder and renamed when all are complete.
 
@@ -251,9 +327,18 @@ class WriteToSackli(beam.PTransform):
                 "files after their shards; use TAIL placement or another template"
             )
         self._sink = BagSink(where, _coder(coder), writer_options)
+        # Schema'd elements are written as Arrow rows only with the default
+        # coder: a coder given means the user chose the bytes.
+        self._rows_allowed = type(coder) is coders.BytesCoder
+        self._set_name = where.prefix + where.suffix
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
-        return pcoll | iobase.Write(self._sink)
+        schema = row_schema(pcoll.element_type) if self._rows_allowed else None
+        if schema is None:
+            return pcoll | iobase.Write(self._sink)
+        files = pcoll | "EncodeRows" >> EncodeRows(schema) | "Write" >> iobase.Write(self._sink)
+        _ = files | "WriteSchema" >> WriteSchemaFile(self._set_name, schema)
+        return files
 
     def display_data(self) -> dict[str, Any]:
         return self._sink.display_data()
