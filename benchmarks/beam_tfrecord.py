@@ -16,6 +16,15 @@ read pipelines read:
   read .bagz   ReadFromSackli("bagz/out@*.bagz") | ...
       vs.      ReadFromTFRecord("tfrecord_zstd/out-*.tfrecord.zst", ZSTD) | ...
 
+  batched .bag ReadFromSackliBatched("bag/out@*.bag") | Map(num_rows) | sum
+      vs.      ReadFromParquetBatched("parquet/out-*.parquet") | Map(num_rows) | sum
+  raw lists    ReadFromSackliBatched(..., decode="raw") | Map(len) | sum
+      vs.      the same Parquet read
+
+The Parquet files hold the same records as one `binary` column (8 files,
+pyarrow's default row groups, no compression), written outside the timings
+after the first repetition's writes; each Parquet row group is one Beam
+element, as each sackli batch (about 8 MiB of records) is.
 Uncompressed TFRecord is compared with `.bag`, zstd-compressed TFRecord with
 `.bagz`. Both sinks shard the same way: with `--shards N` (default 8) Beam's
 WriteImpl groups the records by shard key (a GroupByKey of all the data), so
@@ -34,7 +43,7 @@ Times are wall-clock seconds of `Pipeline.run().wait_until_finish()`,
 including pipeline start-up; MB/s is record payload (records x record bytes)
 per second, not stored bytes. Reads hit the page cache (the files were just
 written). The table shows per-workload medians over `--repeat` repetitions
-and the median of the per-repetition ratios TFRecord time / sackli time
+and the median of the per-repetition ratios other time / sackli time
 (above 1 means sackli is faster). The load average is printed before and
 after: other work on the machine makes the numbers noisy.
 
@@ -67,6 +76,8 @@ import time
 from typing import Any, Callable, Iterable, Iterator
 
 import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
 import zstandard
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -179,6 +190,31 @@ class Bench:
         return self.run(lambda p: self.check_count(
             p | beam.io.ReadFromTFRecord(pattern, compression_type=compression)))
 
+    def check_rows(self, sizes: beam.PCollection) -> None:
+        assert_that(sizes | beam.CombineGlobally(sum), equal_to([self.records]))
+
+    def read_sackli_batched(self, decode: str | None) -> float:
+        pattern = os.path.join(self.path("bag"), "out@*.bag")
+        size = len if decode == "raw" else (lambda batch: batch.num_rows)
+        return self.run(lambda p: self.check_rows(
+            p | sackli.beam.ReadFromSackliBatched(pattern, decode) | beam.Map(size)))
+
+    def write_parquet(self) -> None:
+        """The `.bag` set's records as Parquet files (not timed)."""
+        folder = self.fresh("parquet")
+        shards = sackli.Reader(os.path.join(self.path("bag"), "out@*.bag"))
+        files = max(1, self.shards)
+        for i, (start, stop) in enumerate(_even_ranges(len(shards), files)):
+            column = pa.array(shards.read_range(start, stop - start), pa.binary())
+            pq.write_table(pa.table({"record": column}),
+                           os.path.join(folder, f"out-{i:05d}-of-{files:05d}.parquet"),
+                           compression="none")
+
+    def read_parquet_batched(self) -> float:
+        pattern = os.path.join(self.path("parquet"), "out-*.parquet")
+        return self.run(lambda p: self.check_rows(
+            p | beam.io.ReadFromParquetBatched(pattern) | beam.Map(lambda t: t.num_rows)))
+
     def stored_mb(self, kind: str) -> float:
         folder = self.path(kind)
         return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)) / 1e6
@@ -196,6 +232,11 @@ class Bench:
             got = digest(r for name in sorted(os.listdir(folder))
                          for r in tfrecords(os.path.join(folder, name)))
             assert got == expected, (kind, got, expected)
+
+
+def _even_ranges(total: int, parts: int) -> list[tuple[int, int]]:
+    cuts = [total * k // parts for k in range(parts + 1)]
+    return list(zip(cuts, cuts[1:]))
 
 
 def digest(records: Iterable[bytes]) -> tuple[int, int]:
@@ -218,34 +259,42 @@ def tfrecords(path: str) -> Iterator[bytes]:
 
 
 def run(bench: Bench, repeat: int, verify: bool) -> list[dict[str, Any]]:
-    pairs: list[tuple[str, Callable[[], float], Callable[[], float], str]] = [
+    # (workload, sackli run, other run, kind, the other implementation)
+    pairs: list[tuple[str, Callable[[], float], Callable[[], float], str, str]] = [
         ("write .bag / tfrecord", lambda: bench.write_sackli(".bag"),
-         lambda: bench.write_tfrecord(False), "write"),
+         lambda: bench.write_tfrecord(False), "write", "tfrecord"),
         ("write .bagz / tfrecord zstd", lambda: bench.write_sackli(".bagz"),
-         lambda: bench.write_tfrecord(True), "write"),
+         lambda: bench.write_tfrecord(True), "write", "tfrecord"),
         ("read .bag / tfrecord", lambda: bench.read_sackli(".bag"),
-         lambda: bench.read_tfrecord(False), "read"),
+         lambda: bench.read_tfrecord(False), "read", "tfrecord"),
         ("read .bagz / tfrecord zstd", lambda: bench.read_sackli(".bagz"),
-         lambda: bench.read_tfrecord(True), "read"),
+         lambda: bench.read_tfrecord(True), "read", "tfrecord"),
+        ("batched .bag / parquet", lambda: bench.read_sackli_batched(None),
+         bench.read_parquet_batched, "read", "parquet batched"),
+        ("raw lists .bag / parquet", lambda: bench.read_sackli_batched("raw"),
+         bench.read_parquet_batched, "read", "parquet batched"),
     ]
+    others = {name: other for name, *_, other in pairs}
     baseline: list[float] = []
     times: dict[str, dict[str, list[float]]] = {
-        name: {"sackli": [], "tfrecord": []} for name, *_ in pairs}
+        name: {"sackli": [], "other": []} for name, *_ in pairs}
     for rep in range(repeat):
         baseline.append(bench.generate_only())
         print(f"  [{rep + 1}/{repeat}] {'generate only':<28} {baseline[-1]:8.2f} s", flush=True)
-        for name, sackli_fn, tfrecord_fn, kind in pairs:
+        for name, sackli_fn, other_fn, kind, other in pairs:
             if kind == "read" and rep == 0 and verify:
                 start = time.perf_counter()
                 bench.verify()
                 print(f"  verified all four file sets ({time.perf_counter() - start:.1f} s, "
                       "not timed)", flush=True)
                 verify = False
-            order = [("sackli", sackli_fn), ("tfrecord", tfrecord_fn)]
+            if kind == "read" and rep == 0 and not os.path.isdir(bench.path("parquet")):
+                bench.write_parquet()
+            order = [("sackli", sackli_fn), ("other", other_fn)]
             for impl, fn in order if rep % 2 == 0 else order[::-1]:
                 times[name][impl].append(fn())
             print(f"  [{rep + 1}/{repeat}] {name:<28} sackli {times[name]['sackli'][-1]:8.2f} s"
-                  f"   tfrecord {times[name]['tfrecord'][-1]:8.2f} s", flush=True)
+                  f"   {other} {times[name]['other'][-1]:8.2f} s", flush=True)
 
     megabytes = bench.records * bench.record_bytes / 1e6
     stored = {"write .bag / tfrecord": ("bag", "tfrecord"),
@@ -253,9 +302,10 @@ def run(bench: Bench, repeat: int, verify: bool) -> list[dict[str, Any]]:
     rows = [{"workload": "generate only", "implementation": "(baseline)",
              "seconds": statistics.median(baseline), "runs": baseline}]
     for name, *_ in pairs:
-        ratios = [t / s for s, t in zip(times[name]["sackli"], times[name]["tfrecord"])]
-        for impl in ("sackli", "tfrecord"):
-            rows.append({"workload": name, "implementation": impl,
+        ratios = [t / s for s, t in zip(times[name]["sackli"], times[name]["other"])]
+        for impl in ("sackli", "other"):
+            rows.append({"workload": name,
+                         "implementation": "sackli" if impl == "sackli" else others[name],
                          "seconds": statistics.median(times[name][impl]),
                          "runs": times[name][impl],
                          "ratio": statistics.median(ratios) if impl == "sackli" else None})
@@ -277,13 +327,13 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"\n{report['records']:,} records of {report['record_bytes']:,} bytes "
           f"({report['payload_mb']:,.0f} MB), {shards} shards, DirectRunner "
           f"{report['runner_mode']}; medians of {report['repeat']}")
-    print(f"| {'workload':<27} | {'implementation':<14} | {'seconds':>8} | {'records/s':>10} | "
-          f"{'MB/s':>6} | {'stored MB':>9} | {'sackli/tfrecord':>15} |")
-    print(f"|{'-' * 29}|{'-' * 16}|{'-' * 10}|{'-' * 12}|{'-' * 8}|{'-' * 11}|{'-' * 17}|")
+    print(f"| {'workload':<27} | {'implementation':<15} | {'seconds':>8} | {'records/s':>10} | "
+          f"{'MB/s':>6} | {'stored MB':>9} | {'other/sackli':>15} |")
+    print(f"|{'-' * 29}|{'-' * 17}|{'-' * 10}|{'-' * 12}|{'-' * 8}|{'-' * 11}|{'-' * 17}|")
     for r in report["results"]:
         stored = f"{r['stored_mb']:>9.1f}" if "stored_mb" in r else " " * 9
         ratio = f"{r['ratio']:>14.2f}x" if r.get("ratio") is not None else " " * 15
-        print(f"| {r['workload']:<27} | {r['implementation']:<14} | {r['seconds']:>8.2f} | "
+        print(f"| {r['workload']:<27} | {r['implementation']:<15} | {r['seconds']:>8.2f} | "
               f"{r['records_per_s']:>10,.0f} | {r['mb_per_s']:>6.1f} | {stored} | {ratio} |")
 
 
