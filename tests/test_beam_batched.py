@@ -130,9 +130,10 @@ class TestSplitsWhileReading:
 
 
 class TestRows:
-    def test_read_as_rows(self, table_set):
+    @pytest.mark.parametrize("runner", ["direct", "multi_processing"])
+    def test_read_as_rows(self, table_set, runner):
         spec, table = table_set
-        with make_pipeline() as p:
+        with make_pipeline(runner) as p:
             rows = p | ReadFromSackli(spec, as_rows=True)
             assert_that(rows | beam.Map(lambda r: (r.id, r.name, r.score, list(r.tags))),
                         equal_to([(r["id"], r["name"], r["score"], r["tags"])
