@@ -5,9 +5,6 @@ lands in its own shard set, named with the window, and nothing is lost."""
 
 from __future__ import annotations
 
-import os
-import re
-
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -121,6 +118,12 @@ class TestStreamingRefusals:
             _run_streaming(lambda records: records
                            | beam.WindowInto(window.FixedWindows(10))
                            | WriteToSackli(str(tmp_path / "out@1.bag"), **kwargs))
+
+    def test_shard_capacity(self, tmp_path):
+        with pytest.raises(ValueError, match="bounded input only"):
+            _run_streaming(lambda records: records
+                           | beam.WindowInto(window.FixedWindows(10))
+                           | WriteToSackli(str(tmp_path / "out@*.bag"), max_records_per_shard=2))
 
     def test_unsharded(self, tmp_path):
         with pytest.raises(ValueError, match="unsharded"):

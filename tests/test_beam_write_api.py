@@ -6,7 +6,6 @@ signature, truthful display data, and WriteToText's parameters."""
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import apache_beam as beam
@@ -21,7 +20,7 @@ from sackli.beam import ReadFromSackli, WriteToSackli
 from sackli.beam._sink import BagSink
 from sackli.beam._write_path import parse_write_path
 from beam_helpers import (  # loaded through conftest.py; _quiet_beam is autouse
-    _quiet_beam, ZSTD_MAGIC, TAIL, SEPARATE, READ_SEPARATE, PLACEMENTS, run_write,
+    _quiet_beam, ZSTD_MAGIC, SEPARATE, PLACEMENTS, run_write,
     assert_reads, make_pipeline, shard_names, with_limits, listing, shard_set_names,
     read_files,
 )

@@ -190,7 +190,8 @@ class WriteToSackli(beam.PTransform):
         `-SSSSS-of-NNNNN` (`-W-SSSSS-of-NNNNN` for unbounded input).
       max_records_per_shard, max_bytes_per_shard: start a new shard when
         one holds this many records or record bytes (before compression);
-        only when the runner decides the shard count (`@*`).
+        only when the runner decides the shard count (`@*`), for bounded
+        input.
       skip_if_empty: write no shard for an empty PCollection (older
         output of the same name is still replaced).
       triggering_frequency: for unbounded input, seconds per fixed window
@@ -258,6 +259,11 @@ class WriteToSackli(beam.PTransform):
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
         sink = self._sink
         if not pcoll.is_bounded:
+            if self._limits:
+                # Beam's windowed writer checks a shard's size only after a
+                # whole group of elements: the limits would not hold.
+                raise ValueError(
+                    "max_records_per_shard and max_bytes_per_shard apply to bounded input only")
             if self._triggering_frequency is None:
                 check_single_firing(pcoll.windowing)
             sink = self._sink_to(for_unbounded_input(self._where))
