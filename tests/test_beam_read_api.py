@@ -195,7 +195,7 @@ class TestDisplayData:
                               options=sackli.Reader.Options(compression=dictionary))
         shown = _display(read)
         assert shown["file_pattern"] == str(bags / "a.bag")
-        assert shown["record_compression"] == "zstd per record (dictionary of 10 bytes)"
+        assert shown["record_compression"] == "zstd with a dictionary of 10 bytes"
         assert shown["limits_placement"] == "TAIL"
         assert shown["coder"] == "UntypedCoder"
         assert shown["with_metadata"] is False
@@ -204,7 +204,7 @@ class TestDisplayData:
 
     def test_auto_compression_says_the_rule(self, bags):
         shown = _display(ReadFromSackli(str(bags / "b.bagz")))
-        assert shown["record_compression"] == "auto: zstd for .bagz names, none otherwise"
+        assert shown["record_compression"] == "auto (zstd for .bagz names)"
 
     def test_read_all_shows_its_settings(self):
         read = ReadAllFromSackli(coders.BytesCoder(), CompressionTypes.UNCOMPRESSED,

@@ -8,6 +8,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "sackli.beam needs Apache Beam: install it with pip install 'sackli[beam]'"
     ) from error
 
+from ._file_sink import SackliSink
 from .sacklio import ReadAllFromSackli, ReadFromSackli, ReadFromSackliBatched, WriteToSackli
 
-__all__ = ["ReadAllFromSackli", "ReadFromSackli", "ReadFromSackliBatched", "WriteToSackli"]
+__all__ = ["ReadAllFromSackli", "ReadFromSackli", "ReadFromSackliBatched", "SackliSink",
+           "WriteToSackli"]

@@ -1,5 +1,5 @@
-"""What the read transforms show in a runner's UI (`display_data`): the
-settings that decide what a read yields, as they will be used."""
+"""What the transforms show in a runner's UI (`display_data`): the settings
+that decide what a read yields or a write stores, as they will be used."""
 
 from __future__ import annotations
 
@@ -19,18 +19,19 @@ __all__ = ["describe_compression", "read_display_data"]
 
 
 def describe_compression(compression: Any, writing: bool) -> str:
-    """How records are (de)compressed, in words: the rule, not Beam's
-    whole-file `compression_type` (which is always raw for bags). The zstd
-    level matters only `writing`."""
-    if isinstance(compression, CompressionAutoDetect):
-        return "auto: zstd for .bagz names, none otherwise"
+    """How records are (de)compressed, in words (`zstd level 3`, `none`,
+    `auto (zstd for .bagz names)`): the rule, not Beam's whole-file
+    `compression_type`, which is always raw for bags. The zstd level
+    matters only when `writing`."""
+    if isinstance(compression, CompressionZstd):
+        text = f"zstd level {compression.level}" if writing else "zstd"
+        if compression.dictionary:
+            text += f" with a dictionary of {len(compression.dictionary)} bytes"
+        return text
     if isinstance(compression, CompressionNone):
         return "none"
-    if isinstance(compression, CompressionZstd):
-        details = [f"level {compression.level}"] if writing else []
-        if compression.dictionary:
-            details.append(f"dictionary of {len(compression.dictionary)} bytes")
-        return "zstd per record" + (f" ({', '.join(details)})" if details else "")
+    if isinstance(compression, CompressionAutoDetect):
+        return "auto (zstd for .bagz names)"
     return repr(compression)
 
 

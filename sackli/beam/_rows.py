@@ -147,18 +147,19 @@ def _write_schema(path: str, message: bytes) -> None:
 
 
 class WriteSchemaFile(beam.PTransform):
-    """Once the shards are final (the input: their file names), writes the
-    schema file of the set `spec` (e.g. `dir/name@4.bagz`)."""
+    """Once shards are final (the input: their file names), writes the
+    schema file of each shard set among them (one per set: a windowed
+    stream writes a set per window, each with its schema file)."""
 
-    def __init__(self, spec: str, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema) -> None:
         super().__init__()
-        self._path = schema_path(spec)
         self._message = schema_message(schema, "arrow")
 
     def expand(self, file_names: beam.PCollection) -> beam.PCollection:
-        path, message = self._path, self._message
+        message = self._message
         return (
             file_names
-            | "AllShards" >> beam.combiners.Count.Globally().without_defaults()
-            | "Write" >> beam.Map(lambda _: (_write_schema(path, message), path)[1])
+            | "SchemaPaths" >> beam.Map(schema_path)
+            | "OncePerSet" >> beam.Distinct()
+            | "Write" >> beam.Map(lambda path: (_write_schema(path, message), path)[1])
         )

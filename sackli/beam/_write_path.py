@@ -6,6 +6,14 @@
 
 where `.ext` is `.bag` or `.bagz`, optionally preceded by more suffix
 starting with `.` or `_` (`name@4.data.bagz`).
+
+As Beam's `WriteToText` / `WriteToTFRecord` do, a `file_name_suffix` makes
+the path a plain prefix instead: `("dir/name", file_name_suffix=".bagz",
+num_shards=3)` writes `dir/name-SSSSS-of-00003.bagz`. The two forms do not
+mix: a suffix beside an `@` path is a ValueError.
+
+Unbounded (streaming) input writes one shard set per window, so its
+template must carry the window (`W`); see `for_unbounded_input`.
 """
 
 from __future__ import annotations
@@ -16,9 +24,12 @@ import re
 from .._format import MAX_SHARDS, without_local_prefix
 from ._files import split_name
 
-__all__ = ["ShardedPath", "parse_write_path"]
+__all__ = ["ShardedPath", "for_unbounded_input", "parse_write_path"]
 
 _DEFAULT_TEMPLATE = "-SSSSS-of-NNNNN"
+# Beam's default for windowed writes (filebasedsink): the window before the
+# shard number, so each window's shards form their own `name-W@N.ext` set.
+_DEFAULT_WINDOW_TEMPLATE = "-W-SSSSS-of-NNNNN"
 _SHARDED = re.compile(r"(?P<name>.*)@(?P<count>[0-9]+|\*)(?P<suffix>(?:[._].+)?\.bagz?)", re.DOTALL)
 _UNSHARDED = re.compile(r"(?P<name>.+)(?P<suffix>\.bagz?)@0", re.DOTALL)
 
@@ -42,38 +53,72 @@ class ShardedPath:
     suffix: str
     num_shards: int
     template: str
+    template_given: bool = False
+    """Whether the caller chose `template` (streaming keeps it then)."""
+
+    @property
+    def unsharded(self) -> bool:
+        return not self.template
+
+    def pattern(self) -> str:
+        """How the names look, for display: `dir/name-SSSSS-of-NNNNN.bagz`."""
+        return self.prefix + self.template + self.suffix
 
 
-def parse_write_path(
-    file_path: str, num_shards: int | None = None, shard_name_template: str | None = None
-) -> ShardedPath:
-    """The `ShardedPath` of `file_path`; `num_shards` and
-    `shard_name_template` (Beam's) override the path's. Raises ValueError for
-    other forms and conflicting arguments, TypeError for wrong types."""
+def _check_types(file_path, num_shards, shard_name_template, file_name_suffix) -> None:
     if not isinstance(file_path, str):
         raise TypeError(f"file_path must be a str or os.PathLike, not {type(file_path).__name__}")
     if num_shards is not None and (isinstance(num_shards, bool) or not isinstance(num_shards, int)):
         raise TypeError(f"num_shards must be an int, not {type(num_shards).__name__}")
-    if shard_name_template is not None and not isinstance(shard_name_template, str):
-        raise TypeError(
-            f"shard_name_template must be a str, not {type(shard_name_template).__name__}"
-        )
+    for name, value in (("shard_name_template", shard_name_template),
+                        ("file_name_suffix", file_name_suffix)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+
+
+def _split_path(file_path: str, file_name_suffix: str | None) -> tuple[str, str, str]:
+    """(prefix, suffix, shard count: digits, '*' or '0') of `file_path`."""
     path = without_local_prefix(file_path)
     folder, name = split_name(path)
     sharded, unsharded = _SHARDED.fullmatch(name), _UNSHARDED.fullmatch(name)
+    if file_name_suffix is not None:
+        if sharded or unsharded:
+            raise ValueError(
+                f"{file_path!r} names its shards and suffix itself; file_name_suffix "
+                f"({file_name_suffix!r}) goes with a plain file_path_prefix such as 'dir/name'"
+            )
+        if not name:
+            raise ValueError(f"file_path_prefix {file_path!r} has no file name")
+        return path, file_name_suffix, "*"
     if sharded:
-        base, suffix, count = sharded["name"], sharded["suffix"], sharded["count"]
-    elif unsharded:
-        base, suffix, count = unsharded["name"], unsharded["suffix"], "0"
-    else:
-        raise ValueError(f"cannot write to {file_path!r}: {_FORMS}")
+        return folder + sharded["name"], sharded["suffix"], sharded["count"]
+    if unsharded:
+        return folder + unsharded["name"], unsharded["suffix"], "0"
+    raise ValueError(f'File path "{file_path}" must be in the form of one of the {_FORMS}')
+
+
+def parse_write_path(
+    file_path: str,
+    num_shards: int | None = None,
+    shard_name_template: str | None = None,
+    file_name_suffix: str | None = None,
+) -> ShardedPath:
+    """The `ShardedPath` of `file_path`; `num_shards` and
+    `shard_name_template` (Beam's) override the path's; `file_name_suffix`
+    makes `file_path` a plain prefix (Beam's form). Raises ValueError for
+    other forms and conflicting arguments, TypeError for wrong types."""
+    _check_types(file_path, num_shards, shard_name_template, file_name_suffix)
+    base, suffix, count = _split_path(file_path, file_name_suffix)
+    given = shard_name_template is not None
+    if file_name_suffix is not None and shard_name_template == "":
+        count = "0"  # Beam's empty template: one file prefix + suffix
     if count == "0":
         if num_shards not in (None, 1):
             raise ValueError(
                 f"{file_path!r} names one unsharded file, but num_shards={num_shards}"
             )
         template = "" if shard_name_template is None else shard_name_template
-        return ShardedPath(folder + base, suffix, 1, template)
+        return ShardedPath(base, suffix, 1, template, given)
     if count == "*":
         shards = 0 if num_shards is None else num_shards
     else:
@@ -91,4 +136,25 @@ def parse_write_path(
             f"{file_path!r}: an empty shard_name_template writes one unsharded file; "
             "use 'dir/name.ext@0' for that, or a template with the shard number"
         )
-    return ShardedPath(folder + base, suffix, shards, template)
+    return ShardedPath(base, suffix, shards, template, given)
+
+
+def for_unbounded_input(where: ShardedPath) -> ShardedPath:
+    """`where` for a stream: every window writes its own shard set, so the
+    default template gains the window (`-W-SSSSS-of-NNNNN`); a template of
+    the caller's must name the window itself. ValueError otherwise: windows
+    would write the same names and replace each other's output."""
+    if where.unsharded:
+        raise ValueError(
+            f"writing unbounded input to one unsharded file {where.pattern()!r}: every "
+            "window would replace it; give a shard count ('dir/name@1.bagz')"
+        )
+    if not where.template_given:
+        return dataclasses.replace(where, template=_DEFAULT_WINDOW_TEMPLATE)
+    if "W" not in where.template:
+        raise ValueError(
+            f"writing unbounded input to {where.pattern()!r}: every window would write the "
+            "same names; use a shard_name_template with the window ('W'), e.g. "
+            f"{_DEFAULT_WINDOW_TEMPLATE!r}"
+        )
+    return where

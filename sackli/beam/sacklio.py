@@ -23,24 +23,24 @@ from typing import Any, Sequence
 import apache_beam as beam
 from apache_beam import coders
 from apache_beam.io import iobase
-
 from apache_beam.io.filesystem import CompressionTypes
 
 from .._options import LimitsPlacement, ReaderOptions, WriterOptions
 from .._shard_spec import strip_local_prefix
+from ._batched import batched_source
 from ._compression import with_compression_type
+from ._display import read_display_data
 from ._files import (
     ALLOW_IF_WILDCARD,
     DISALLOW,
     check_empty_match_treatment,
     expand_pattern,
 )
-from ._sink import BagSink
-from ._batched import batched_source
-from ._display import read_display_data
 from ._rows import BatchesToRows, EncodeRows, WriteSchemaFile, row_schema, stored_rows
+from ._sink import BagSink, ShardLimits
+from ._stream_windows import check_single_firing
 from ._source import PatternSource, ReadFileRanges, output_coder
-from ._write_path import parse_write_path
+from ._write_path import ShardedPath, for_unbounded_input, parse_write_path
 
 __all__ = ["ReadAllFromSackli", "ReadFromSackli", "ReadFromSackliBatched", "WriteToSackli"]
 
@@ -286,14 +286,30 @@ class WriteToSackli(beam.PTransform):
         `dir/name@*.ext` (the runner decides the number of shards) or
         `dir/name.ext@0` (one unsharded file), `.ext` being `.bag` or `.bagz`
         optionally preceded by more suffix (`name@4.data.bagz`). Any Beam
-        file system: local, `gs://`, `s3://`.
+        file system: local, `gs://`, `s3://`. With `file_name_suffix`, a
+        plain prefix instead, as in Beam's `WriteToText`.
       coder: encodes each element to a record (default: `BytesCoder`).
+      compression_type: Beam's `CompressionTypes`, as bagz's `bagzio`
+        takes it: AUTO (zstd for `.bagz` names), UNCOMPRESSED or ZSTD; it
+        compresses each record, never the whole file.
+      file_name_suffix: makes `file_path` a prefix: `("dir/name",
+        file_name_suffix=".bagz", num_shards=3)` writes
+        `dir/name-00000-of-00003.bagz`...; not with an `@` path.
       options: a `sackli.Writer.Options` (compression, zstd level and
         dictionary, limits placement). By default `.bagz` shards are zstd
         level 3, `.bag` shards raw.
       num_shards: overrides the path's number of shards (with `@*`).
       shard_name_template: Beam's shard name template, instead of
-        `-SSSSS-of-NNNNN`.
+        `-SSSSS-of-NNNNN` (`-W-SSSSS-of-NNNNN` for unbounded input).
+      max_records_per_shard, max_bytes_per_shard: start a new shard when
+        one holds this many records or record bytes (before compression);
+        only when the runner decides the shard count (`@*`), for bounded
+        input.
+      skip_if_empty: write no shard for an empty PCollection (older
+        output of the same name is still replaced).
+      triggering_frequency: for unbounded input, seconds per fixed window
+        to write (it replaces the input's windowing, and is required for a
+        globally windowed stream).
 
     A PCollection with a Beam schema (elements of `beam.Row` or a schema'd
     NamedTuple) and the default coder is written as Arrow rows, with the
@@ -303,7 +319,12 @@ class WriteToSackli(beam.PTransform):
     them back.
 
     The output PCollection holds the final file names. Shards are written
-    under a temporary folder and renamed when all are complete.
+    under a temporary folder and renamed when all are complete; only then
+    are older shard sets of the same name (any shard count) deleted.
+    Unbounded input writes one shard set per window, named with the
+    window (`name-2026-01-01T00-00-00_2026-01-01T00-00-10-00000-of-00001.bagz`);
+    each window must fire once (the default trigger, or
+    `triggering_frequency`).
 
     Raises:
       ValueError: a path of another form, or conflicting arguments.
@@ -313,31 +334,66 @@ class WriteToSackli(beam.PTransform):
         self,
         file_path: str | os.PathLike[str],
         coder: coders.Coder = coders.BytesCoder(),
+        compression_type: str = CompressionTypes.AUTO,
         *,
+        file_name_suffix: str | None = None,
         options: WriterOptions | None = None,
         num_shards: int | None = None,
         shard_name_template: str | None = None,
+        max_records_per_shard: int | None = None,
+        max_bytes_per_shard: int | None = None,
+        skip_if_empty: bool = False,
+        triggering_frequency: int | None = None,
     ) -> None:
         super().__init__()
-        where = parse_write_path(os.fspath(file_path), num_shards, shard_name_template)
-        writer_options = _writer_options(options)
-        if "U" in where.template and writer_options.limits_placement == LimitsPlacement.SEPARATE:
+        self._where = parse_write_path(
+            os.fspath(file_path), num_shards, shard_name_template, file_name_suffix)
+        self._options = with_compression_type(_writer_options(options), compression_type)
+        self._coder = _coder(coder)
+        self._limits = ShardLimits(max_records_per_shard, max_bytes_per_shard)
+        if self._limits and self._where.num_shards != 0:
+            raise ValueError(
+                "max_records_per_shard and max_bytes_per_shard start new shards as they fill, "
+                f"so they need a shard count the runner decides ('@*'), not {self._where.num_shards}"
+            )
+        if triggering_frequency is not None and (
+            isinstance(triggering_frequency, bool) or not isinstance(triggering_frequency, int)
+            or triggering_frequency < 1
+        ):
+            raise ValueError(f"triggering_frequency must be seconds >= 1, not {triggering_frequency!r}")
+        self._skip_if_empty = bool(skip_if_empty)
+        self._triggering_frequency = triggering_frequency
+        self._sink = self._sink_to(self._where)
+
+    def _sink_to(self, where: ShardedPath) -> BagSink:
+        if "U" in where.template and self._options.limits_placement == LimitsPlacement.SEPARATE:
             raise ValueError(
                 "a shard_name_template with a UUID ('U') cannot name SEPARATE limits "
                 "files after their shards; use TAIL placement or another template"
             )
-        self._sink = BagSink(where, _coder(coder), writer_options)
-        # Schema'd elements are written as Arrow rows only with the default
-        # coder: a coder given means the user chose the bytes.
-        self._rows_allowed = type(coder) is coders.BytesCoder
-        self._set_name = where.prefix + where.suffix
+        return BagSink(
+            where, self._coder, self._options, shard_limits=self._limits,
+            skip_if_empty=self._skip_if_empty, triggering_frequency=self._triggering_frequency,
+        )
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
-        schema = row_schema(pcoll.element_type) if self._rows_allowed else None
+        sink = self._sink
+        if not pcoll.is_bounded:
+            if self._limits:
+                # Beam's windowed writer checks a shard's size only after a
+                # whole group of elements: the limits would not hold.
+                raise ValueError(
+                    "max_records_per_shard and max_bytes_per_shard apply to bounded input only")
+            if self._triggering_frequency is None:
+                check_single_firing(pcoll.windowing)
+            sink = self._sink_to(for_unbounded_input(self._where))
+        # Schema'd elements are written as Arrow rows only with the default
+        # coder: a coder given means the user chose the bytes.
+        schema = row_schema(pcoll.element_type) if type(self._coder) is coders.BytesCoder else None
         if schema is None:
-            return pcoll | iobase.Write(self._sink)
-        files = pcoll | "EncodeRows" >> EncodeRows(schema) | "Write" >> iobase.Write(self._sink)
-        _ = files | "WriteSchema" >> WriteSchemaFile(self._set_name, schema)
+            return pcoll | iobase.Write(sink)
+        files = pcoll | "EncodeRows" >> EncodeRows(schema) | "Write" >> iobase.Write(sink)
+        _ = files | "WriteSchema" >> WriteSchemaFile(schema)
         return files
 
     def display_data(self) -> dict[str, Any]:
