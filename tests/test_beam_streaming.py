@@ -10,6 +10,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
+from apache_beam.typehints.row_type import RowTypeConstraint
 
 import sackli
 from sackli.beam import WriteToSackli
@@ -142,3 +143,25 @@ class TestStreamingRefusals:
             _run_streaming(lambda records: records
                            | beam.WindowInto(window.FixedWindows(10), **windowing)
                            | WriteToSackli(str(tmp_path / "out@1.bag")))
+
+
+class TestWindowedRows:
+    def test_each_window_gets_its_schema_file(self, tmp_path):
+        """A schema'd stream: every window's set has Arrow rows and its own
+        schema file, so each reads back as a table."""
+        import sackli.arrow
+
+        def rows(records):
+            return (records
+                    | beam.Map(lambda r: beam.Row(key=r.decode(), size=len(r)))
+                    .with_output_types(RowTypeConstraint.from_fields(
+                        [("key", str), ("size", int)]))
+                    | beam.WindowInto(window.FixedWindows(10))
+                    | WriteToSackli(str(tmp_path / "rows@1.bagz")))
+
+        _run_streaming(rows)
+        for w in range(WINDOWS):
+            spec = str(tmp_path / f"rows-{_label(w)}@1.bagz")
+            table = sackli.arrow.read_table(spec, decode="arrow")
+            assert sorted(table.column("key").to_pylist()) == [
+                r.decode() for r in _window_records(w)]
