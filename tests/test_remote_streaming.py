@@ -160,3 +160,36 @@ def test_small_bag_is_one_upload_request(remote):
         writer.write_many([b"a", b"", b"bc"])
     assert uploads_sent(remote) == 1
     assert sackli.Reader(url).read() == [b"a", b"", b"bc"]
+
+
+@pytest.mark.timeout(300)  # a deadlock fails instead of hanging the run
+def test_threads_sharing_a_streaming_writer_do_not_deadlock(remote):
+    # The thread holding the writer's lock takes the GIL to hand bytes to
+    # the upload; a thread waiting for that lock must not hold the GIL.
+    import threading
+
+    url = remote.url("threads.bag")
+    writer = sackli.Writer(url)
+    # 20 MiB: parts upload (the GIL released for the network) mid-write.
+    per_thread = [[b"%d-%d:" % (t, i) + bytes(2048) for i in range(5000)] for t in range(2)]
+
+    def one_by_one(records):
+        for record in records:
+            writer.write(record)
+
+    def in_slices(records):
+        for first in range(0, len(records), 100):
+            writer.write_many(records[first:first + 100])
+
+    threads = [threading.Thread(target=one_by_one, args=(per_thread[0],), daemon=True),
+               threading.Thread(target=in_slices, args=(per_thread[1],), daemon=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "deadlocked"
+    writer.close()
+    read = sackli.Reader(url).read()
+    assert sorted(read) == sorted(per_thread[0] + per_thread[1])
+    for records in per_thread:  # each thread's records in its order
+        assert [r for r in read if r.split(b"-")[0] == records[0].split(b"-")[0]] == records
