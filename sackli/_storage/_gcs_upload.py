@@ -5,49 +5,35 @@ too) is one simple upload. The object appears only when the last chunk
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 from ._retry import request_timeout
-from ._upload import PART_BYTES, UploadState
+from ._upload import PART_BYTES, PartedUpload
 from ._urls import RemotePath
 
 __all__ = ["GcsUpload"]
 
-T = TypeVar("T")
-Call = Callable[[str, str, Callable[[], T]], T]
 _CHUNK_UNIT = 256 * 1024  # resumable chunks are multiples of this
 _RESUME_INCOMPLETE = 308
 
 
-class GcsUpload:
+class GcsUpload(PartedUpload):
     """An `Upload` to `path` with the google-cloud-storage client
-    `client()`; `call(what, url, request)` maps errors and retries
-    (GcsStore._call). A chunk retried after a failure resumes from the
-    offset the server reports, as the resumable protocol prescribes."""
+    `client()`. A chunk retried after a failure resumes from the offset the
+    server reports, as the resumable protocol prescribes; `abort()` cancels
+    the session."""
 
-    def __init__(self, path: RemotePath, client: Callable[[], Any], call: Call,
+    def __init__(self, path: RemotePath, client: Callable[[], Any], call: Callable[..., Any],
                  chunk_bytes: int = PART_BYTES) -> None:
-        self._path = path
-        self._client = client
-        self._call = call
-        self._chunk_bytes = max(_CHUNK_UNIT, chunk_bytes // _CHUNK_UNIT * _CHUNK_UNIT)
-        self._buffer = bytearray()
+        super().__init__(path, client, call, max(_CHUNK_UNIT, chunk_bytes // _CHUNK_UNIT * _CHUNK_UNIT))
         self._session: str | None = None
         self._offset = 0  # bytes the server has
-        self._state = UploadState(path.url)
 
     def _blob(self) -> Any:
         return self._client().bucket(self._path.bucket).blob(self._path.key)
 
-    def write(self, data: bytes) -> None:
-        """Appends bytes; uploads each chunk as it fills (keeping at least
-        one byte back, so that the last request always carries data)."""
-        self._state.check_open()
-        self._buffer += data
-        while len(self._buffer) > self._chunk_bytes:
-            chunk = bytes(self._buffer[:self._chunk_bytes])
-            del self._buffer[:self._chunk_bytes]
-            self._send(chunk, final=False)
+    def _send_part(self, part: bytes) -> None:
+        self._send(part, final=False)
 
     def _send(self, chunk: bytes, final: bool) -> None:
         if self._session is None:
@@ -88,36 +74,18 @@ class GcsUpload:
         received = response.headers.get("Range")  # "bytes=0-N"
         return int(received.rpartition("-")[2]) + 1 if received else 0
 
-    def commit(self) -> None:
-        """Uploads the rest and completes the object."""
-        if self._state.finished:
+    def _finish(self, rest: bytes) -> None:
+        if self._session is not None:
+            self._send(rest, final=True)  # not empty: write() keeps a byte back
             return
-        try:
-            rest, self._buffer = bytes(self._buffer), bytearray()
-            if self._session is None:
-                self._call("upload", self._path.url,
-                           lambda: self._blob().upload_from_string(
-                               rest, content_type="application/octet-stream", retry=None,
-                               timeout=request_timeout()))
-            else:
-                self._send(rest, final=True)
-        except BaseException:
-            self.abort()
-            raise
-        self._state.finished = True
+        self._call("upload", self._path.url,
+                   lambda: self._blob().upload_from_string(
+                       rest, content_type="application/octet-stream", retry=None,
+                       timeout=request_timeout()))
 
-    def abort(self) -> None:
-        """Cancels the resumable session, if one was started."""
-        if self._state.finished:
-            return
-        self._state.finished = True
-        self._buffer = bytearray()
-        if self._session is None:
-            return
-        try:  # DELETE cancels a session; an unfinished one expires anyway
+    def _cancel(self) -> None:
+        if self._session is not None:  # DELETE cancels; an unfinished one expires anyway
             self._client()._http.delete(self._session, timeout=request_timeout())
-        except Exception:  # noqa: BLE001 - best effort
-            pass
 
 
 def _http_error(response: Any) -> Exception:

@@ -3,9 +3,11 @@ written, and the object appears only when the upload is committed."""
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
-__all__ = ["Upload", "OpenUpload", "UploadState"]
+from ._urls import RemotePath
+
+__all__ = ["Upload", "OpenUpload", "PartedUpload"]
 
 # Every back-end buffers at most about this many bytes before sending them
 # (a multipart part, a resumable chunk): a multiple of 256 KiB (GCS chunks)
@@ -31,15 +33,63 @@ class Upload(Protocol):
 OpenUpload = Callable[[str], Upload]
 
 
-class UploadState:
-    """The life cycle every upload shares: open, then committed or aborted
-    for good; writing after either is an error (a writer dropped after
-    `abort` must not start a new upload)."""
+class PartedUpload:
+    """The life cycle both back-ends share: bytes gather in a buffer and
+    leave a part at a time (`_send_part`, always keeping at least one byte
+    back, so the last request carries data); `commit` hands the rest to
+    `_finish`, `abort` calls `_cancel`. Once committed or aborted, writing
+    is an error (a writer dropped after `abort` must not start a new
+    upload). `call(what, url, request)` maps errors and retries (the
+    store's `_call`); `client()` gives the SDK client."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.finished = False
+    def __init__(self, path: RemotePath, client: Callable[[], Any], call: Callable[..., Any],
+                 part_bytes: int) -> None:
+        self._path = path
+        self._client = client
+        self._call = call
+        self._part_bytes = part_bytes
+        self._buffer = bytearray()
+        self._finished = False
 
-    def check_open(self) -> None:
-        if self.finished:
-            raise ValueError(f"{self.url}: write to a finished upload")
+    def write(self, data: bytes) -> None:
+        """Appends bytes; sends each part as it fills."""
+        if self._finished:
+            raise ValueError(f"{self._path.url}: write to a finished upload")
+        self._buffer += data
+        while len(self._buffer) > self._part_bytes:
+            part = bytes(self._buffer[:self._part_bytes])
+            del self._buffer[:self._part_bytes]
+            self._send_part(part)
+
+    def commit(self) -> None:
+        """Sends the rest and completes the object; aborts if that fails.
+        Idempotent."""
+        if self._finished:
+            return
+        try:
+            rest, self._buffer = bytes(self._buffer), bytearray()
+            self._finish(rest)
+        except BaseException:
+            self.abort()
+            raise
+        self._finished = True
+
+    def abort(self) -> None:
+        """Cancels the upload (best effort, never raises). Idempotent."""
+        if self._finished:
+            return
+        self._finished = True
+        self._buffer = bytearray()
+        try:
+            self._cancel()
+        except Exception:  # noqa: BLE001 - the server expires what is left
+            pass
+
+    def _send_part(self, part: bytes) -> None:
+        raise NotImplementedError
+
+    def _finish(self, rest: bytes) -> None:
+        raise NotImplementedError
+
+    def _cancel(self) -> None:
+        raise NotImplementedError
