@@ -122,6 +122,23 @@ def test_failed_part_upload_raises_and_leaves_nothing(remote, local_temp):
     assert not os.listdir(local_temp)
 
 
+def test_a_writer_whose_part_failed_never_publishes(remote, local_temp):
+    # Writing on after the error and closing raise; nothing appears.
+    url = remote.url("broken.bag")
+    writer = sackli.Writer(url)
+    remote.proxy.fail_fraction(1.0, status=403, kinds=["PUT"])
+    with pytest.raises(PermissionError):
+        writer.write_many(big_records(2 * PART))
+        writer.flush()
+    remote.proxy.reset_faults()
+    with pytest.raises(OSError, match="aborted"):
+        writer.write_many(big_records(PART))
+    with pytest.raises(OSError, match="aborted"):
+        writer.close()
+    assert remote.objects() == {}
+    assert uploads_in_progress(remote) == []
+
+
 # fake-gcs-server finalizes a resumable upload on the status query
 # ("Content-Range: bytes */*") that real GCS answers with the bytes it holds
 # (see fsouza/fake-gcs-server#1149); GcsUpload asks it before resending a

@@ -24,7 +24,8 @@ class Upload(Protocol):
         """Appends bytes; sends what fills a part, keeps the rest."""
 
     def commit(self) -> None:
-        """Sends the rest and completes the object. Idempotent."""
+        """Sends the rest and completes the object. Idempotent; OSError
+        once aborted."""
 
     def abort(self) -> None:
         """Cancels the upload (best effort, never raises). Idempotent."""
@@ -37,10 +38,12 @@ class PartedUpload:
     """The life cycle both back-ends share: bytes gather in a buffer and
     leave a part at a time (`_send_part`, always keeping at least one byte
     back, so the last request carries data); `commit` hands the rest to
-    `_finish`, `abort` calls `_cancel`. Once committed or aborted, writing
-    is an error (a writer dropped after `abort` must not start a new
-    upload). `call(what, url, request)` maps errors and retries (the
-    store's `_call`); `client()` gives the SDK client."""
+    `_finish`, `abort` calls `_cancel`. A part that cannot be sent aborts
+    the upload. Once committed or aborted, writing is an error (a writer
+    dropped after `abort` must not start a new upload), and so is
+    committing an aborted upload: it never completes with a part missing.
+    `call(what, url, request)` maps errors and retries (the store's
+    `_call`); `client()` gives the SDK client."""
 
     def __init__(self, path: RemotePath, client: Callable[[], Any], call: Callable[..., Any],
                  part_bytes: int) -> None:
@@ -50,20 +53,31 @@ class PartedUpload:
         self._part_bytes = part_bytes
         self._buffer = bytearray()
         self._finished = False
+        self._aborted = False
+
+    def _check_not_aborted(self) -> None:
+        if self._aborted:
+            raise OSError(f"{self._path.url}: the upload was aborted (after an error, or discarded)")
 
     def write(self, data: bytes) -> None:
         """Appends bytes; sends each part as it fills."""
+        self._check_not_aborted()
         if self._finished:
             raise ValueError(f"{self._path.url}: write to a finished upload")
         self._buffer += data
         while len(self._buffer) > self._part_bytes:
             part = bytes(self._buffer[:self._part_bytes])
             del self._buffer[:self._part_bytes]
-            self._send_part(part)
+            try:
+                self._send_part(part)
+            except BaseException:
+                self.abort()
+                raise
 
     def commit(self) -> None:
         """Sends the rest and completes the object; aborts if that fails.
-        Idempotent."""
+        Idempotent; raises OSError once aborted."""
+        self._check_not_aborted()
         if self._finished:
             return
         try:
@@ -78,7 +92,7 @@ class PartedUpload:
         """Cancels the upload (best effort, never raises). Idempotent."""
         if self._finished:
             return
-        self._finished = True
+        self._finished = self._aborted = True
         self._buffer = bytearray()
         try:
             self._cancel()
