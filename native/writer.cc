@@ -18,7 +18,7 @@
 namespace sackli {
 namespace {
 
-constexpr size_t kBufferBytes = 1 << 20;
+constexpr size_t kBufferBytes = AppendFile::kAppendBufferBytes;
 // A compression batch is submitted at this many raw bytes or records: large
 // enough that handing it to the pool costs nothing next to compressing it.
 constexpr size_t kBatchBytes = 512 * 1024;
@@ -39,15 +39,16 @@ uint64_t FileSize(int fd, const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
-// Appends `n` bytes of `from` (starting at offset 0) to the end of `to`.
-void AppendFileContents(int from, const std::string& from_path, uint64_t n,
-                        int to, const std::string& to_path) {
+// Reads the first `n` bytes of `from` in chunks, handing each to `append`.
+template <typename Append>
+void CopyFileContents(int from, const std::string& from_path, uint64_t n,
+                      Append&& append) {
   std::string chunk;
   for (uint64_t done = 0; done < n;) {
     const size_t step = static_cast<size_t>(std::min<uint64_t>(kBufferBytes, n - done));
     chunk.resize(step);
     PreadFully(from, done, step, chunk.data(), from_path);
-    WriteFully(to, chunk.data(), step, to_path);
+    append(chunk.data(), step);
     done += step;
   }
 }
@@ -92,46 +93,24 @@ void Rename(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-void Writer::AppendFile::Open(std::string path) {
-  path_ = std::move(path);
-  fd_ = OpenForWriting(path_, O_RDWR | O_CREAT | O_TRUNC);
-  buffer_.reserve(kBufferBytes);
-}
-
-Writer::AppendFile::~AppendFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void Writer::AppendFile::Append(const char* data, size_t n) {
-  if (buffer_.size() + n > kBufferBytes) FlushBuffer();
-  if (n >= kBufferBytes) {
-    WriteFully(fd_, data, n, path_);
-  } else {
-    buffer_.append(data, n);
-  }
-}
-
-void Writer::AppendFile::FlushBuffer() {
-  if (buffer_.empty()) return;
-  WriteFully(fd_, buffer_.data(), buffer_.size(), path_);
-  buffer_.clear();
-}
-
-void Writer::AppendFile::Close() {
-  if (fd_ < 0) return;
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0 && errno != EINTR) ThrowOsError(errno, "close", path_);
-}
-
 Writer::Writer(std::string path, WriterOptions options)
+    : Writer(std::move(path), std::move(options), nullptr) {}
+
+Writer::Writer(std::string path, WriterOptions options,
+               std::unique_ptr<AppendSink> records)
     : path_(std::move(path)),
       options_(std::move(options)),
       partial_folder_(CreatePartialFolder(path_)),
       partial_path_(partial_folder_ + "/" + BaseName(path_)),
+      streamed_(records != nullptr),
+      records_(std::move(records)),
       max_in_flight_(2 * std::max<size_t>(options_.max_parallelism, 1)) {
   try {
-    records_.Open(partial_path_);
+    if (!streamed_) {
+      auto file = std::make_unique<AppendFile>();
+      file->Open(partial_path_);
+      records_ = std::move(file);
+    }
     limits_.Open(LimitsPathFor(partial_path_));
   } catch (...) {
     RemoveQuietly(partial_path_);
@@ -157,12 +136,12 @@ void Writer::CheckOpenLocked() const {
 }
 
 void Writer::AppendLocked(std::string_view stored) {
-  records_.Append(stored.data(), stored.size());
+  records_->Append(stored.data(), stored.size());
   bytes_written_ += stored.size();
   char limit[kLimitBytes];
   StoreU64(limit, bytes_written_);
   // A limit must never reach the disk before the bytes it points past.
-  if (limits_.buffered() + kLimitBytes > kBufferBytes) records_.FlushBuffer();
+  if (limits_.buffered() + kLimitBytes > kBufferBytes) records_->FlushBuffer();
   limits_.Append(limit, kLimitBytes);
 }
 
@@ -278,14 +257,15 @@ void Writer::Flush() {
   CheckOpenLocked();
   SubmitLocked();
   WaitLocked(lock, 0);
-  records_.FlushBuffer();
+  records_->FlushBuffer();
   limits_.FlushBuffer();
 }
 
 void Writer::AppendLimitsToRecordsLocked() {
-  const uint64_t limits_bytes = FileSize(limits_.fd(), limits_.path());
-  AppendFileContents(limits_.fd(), limits_.path(), limits_bytes, records_.fd(),
-                     records_.path());
+  // Through the sink, which may be an upload rather than a file.
+  CopyFileContents(limits_.fd(), limits_.path(),
+                   FileSize(limits_.fd(), limits_.path()),
+                   [this](const char* data, size_t n) { records_->Append(data, n); });
 }
 
 void Writer::WaitAllLocked(std::unique_lock<std::mutex>& lock) {
@@ -307,17 +287,18 @@ void Writer::Close(bool publish) {
       SubmitLocked();
       WaitAllLocked(lock);
       DrainLocked();
-      records_.FlushBuffer();
+      records_->FlushBuffer();
       limits_.FlushBuffer();
       if (options_.placement == LimitsPlacement::kTail) {
         AppendLimitsToRecordsLocked();
-        records_.Close();
+        records_->FlushBuffer();
+        records_->Close();
         limits_.Close();
         if (::unlink(limits_.path().c_str()) != 0 && errno != ENOENT) {
           ThrowOsError(errno, "delete", limits_.path());
         }
       } else {
-        records_.Close();
+        records_->Close();
         limits_.Close();
       }
       finished_ = true;
@@ -338,7 +319,8 @@ void Writer::Publish(const std::string& target) {
   if (options_.placement == LimitsPlacement::kSeparate) {
     Rename(LimitsPathFor(partial_path_), LimitsPathFor(target));
   }
-  Rename(partial_path_, target);
+  // Streamed records are published by the sink's owner.
+  if (!streamed_) Rename(partial_path_, target);
   if (options_.placement == LimitsPlacement::kTail) {
     // A limits file beside the target belonged to its old content (a bag
     // with SEPARATE limits): left there, sackli.recover would take it for an
@@ -355,7 +337,7 @@ void Writer::Discard() {
   closed_ = true;
   WaitAllLocked(lock);  // the pool must be done with this writer
   try {
-    records_.Close();
+    records_->Close();
     limits_.Close();
   } catch (const Error&) {
     // The files go anyway.
@@ -445,8 +427,8 @@ RecoverResult RecoverBag(const std::string& path) {
     ThrowOsError(errno, "truncate", path);
   }
   if (::lseek(records_fd, 0, SEEK_END) < 0) ThrowOsError(errno, "seek", path);
-  AppendFileContents(limits_fd, limits_path, result.records * kLimitBytes,
-                     records_fd, path);
+  CopyFileContents(limits_fd, limits_path, result.records * kLimitBytes,
+                   [&](const char* data, size_t n) { WriteFully(records_fd, data, n, path); });
   if (::fsync(records_fd) != 0) ThrowOsError(errno, "fsync", path);
   if (::unlink(limits_path.c_str()) != 0) ThrowOsError(errno, "delete", limits_path);
   return result;

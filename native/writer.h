@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "append_sink.h"
 #include "codec.h"
 #include "shard.h"
 
@@ -43,6 +44,14 @@ class Writer {
   // kNotFound when the folder of `path` does not exist, kIo (EISDIR) when
   // `path` is a directory.
   Writer(std::string path, WriterOptions options);
+  // Streams the records (and, for TAIL, the limits) into `records` instead
+  // of a local file: the bytes leave as they are written, so the local disk
+  // holds only the limits (8 bytes a record) in the partial folder beside
+  // `path`. Close(publish) publishes only what is local: for SEPARATE the
+  // limits file, renamed onto `limits.<target name>`; making the streamed
+  // records visible (completing an upload) is the owner of the sink's job,
+  // after Close. Throws as the constructor above.
+  Writer(std::string path, WriterOptions options, std::unique_ptr<AppendSink> records);
   // Closes (and publishes) the file if still open, swallowing errors (call
   // Close() to see them).
   ~Writer();
@@ -82,8 +91,11 @@ class Writer {
 
   // The target.
   const std::string& path() const { return path_; }
-  // The records file being written, in the partial folder.
+  // The records file being written, in the partial folder (for a streamed
+  // writer, the name its limits file is derived from; no records there).
   const std::string& partial_path() const { return partial_path_; }
+  // Whether the records go to a sink given to the constructor.
+  bool streamed() const { return streamed_; }
   // Records accepted so far (compressed ones may still be in flight).
   uint64_t records_written() const;
   // Bytes of the records section so far; waits for the batches in flight.
@@ -93,25 +105,6 @@ class Writer {
   bool backlogged() const;
 
  private:
-  class AppendFile {
-   public:
-    AppendFile() = default;
-    ~AppendFile();
-    // Creates (truncates) `path` for appending.
-    void Open(std::string path);
-    void Append(const char* data, size_t n);
-    void FlushBuffer();
-    void Close();
-    int fd() const { return fd_; }
-    const std::string& path() const { return path_; }
-    size_t buffered() const { return buffer_.size(); }
-
-   private:
-    std::string path_;
-    int fd_ = -1;
-    std::string buffer_;
-  };
-
   // Records to compress, and then their compressed forms.
   struct Batch {
     std::string raw;  // the records back to back
@@ -142,8 +135,9 @@ class Writer {
   const WriterOptions options_;
   const std::string partial_folder_;
   const std::string partial_path_;
+  const bool streamed_;
   mutable std::mutex mutex_;
-  AppendFile records_;
+  std::unique_ptr<AppendSink> records_;
   AppendFile limits_;
   uint64_t records_accepted_ = 0;  // appended or in a batch
   uint64_t bytes_written_ = 0;

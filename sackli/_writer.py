@@ -8,8 +8,9 @@ from typing import Any, Iterable
 from . import _engine
 from ._options import LimitsPlacement, WriterOptions, with_overrides
 from ._shard_spec import split_shard_entry, strip_local_prefix
-from ._storage import is_remote
-from ._storage._spool import Spool
+from ._storage import is_remote, open_upload
+from ._storage._spool import RemoteWrite
+from ._storage._upload import OpenUpload
 
 __all__ = ["Writer"]
 
@@ -44,8 +45,13 @@ class Writer:
     Args:
       path: the file to create (replaced by `close()` if it exists). Its
         folder must exist. A `gs://bucket/key` or `s3://bucket/key` object is
-        written to a local spool file and uploaded by `close()`. Write shard
-        sets (`name@N.ext`, `name@*.ext`) with `sackli.ShardedWriter`.
+        uploaded as it is written (S3 multipart parts, GCS resumable chunks
+        of 8 MiB; an object smaller than that is one plain upload at
+        `close()`), so local disk holds only its limits (8 bytes a record).
+        The object appears only when `close()` completes the upload; a
+        failed or discarded write leaves no object and no unfinished
+        upload. Write shard sets (`name@N.ext`, `name@*.ext`) with
+        `sackli.ShardedWriter`.
       options: a `Writer.Options`; keyword arguments override its fields.
 
     Raises:
@@ -76,12 +82,32 @@ class Writer:
                 f"{spec!r} is a shard spec: sackli.Writer writes one file; write shard "
                 f"sets with sackli.ShardedWriter({spec!r})"
             )
-        # A remote bag is written locally and uploaded by close().
-        self._spool = Spool(self._path) if is_remote(self._path) else None
-        self._core = _engine.WriterCore(
-            self._path if self._spool is None else self._spool.local_path,
-            self._options._engine_options,
-        )
+        self._remote: RemoteWrite | None = None
+        if is_remote(self._path):
+            self._open_remote(open_upload)
+        else:
+            self._core = _engine.WriterCore(self._path, self._options._engine_options)
+
+    def _open_remote(self, opener: OpenUpload) -> None:
+        # The records stream into an upload; only the limits stay local.
+        self._remote = RemoteWrite(self._path, opener)
+        try:
+            self._core = _engine.WriterCore(
+                self._remote.local_path, self._options._engine_options,
+                stream=self._remote.records, url=self._path)
+        except BaseException:
+            self._remote.discard()
+            raise
+
+    @classmethod
+    def _uploading(cls, url: str, options: WriterOptions, opener: OpenUpload) -> "Writer":
+        """A Writer of the remote `url` whose uploads `opener` opens (the
+        Beam sink's, configured by the pipeline options)."""
+        writer = cls.__new__(cls)
+        writer._options = options
+        writer._path = url
+        writer._open_remote(opener)
+        return writer
 
     @property
     def path(self) -> str:
@@ -91,7 +117,8 @@ class Writer:
     @property
     def partial_path(self) -> str:
         """Where the records are written until `close()` renames them onto
-        `path` (a local file, also for remote targets, whose spool it is)."""
+        `path`. For a remote target no records are there (they stream into
+        the upload); its limits are kept beside it."""
         return self._core.partial_path
 
     @property
@@ -133,8 +160,10 @@ class Writer:
 
         Afterwards a Reader of `partial_path` with
         `limits_placement=SEPARATE` sees every record written so far (`path`
-        itself changes only at `close()`). It does not fsync. For a `gs://` or `s3://` path it
-        only flushes the local spool file: nothing is uploaded before close().
+        itself changes only at `close()`). It does not fsync. For a `gs://`
+        or `s3://` path it hands the records to the upload, which sends the
+        parts that are full; nothing becomes visible to readers before
+        `close()`.
         """
         self._core.flush()
 
@@ -142,24 +171,29 @@ class Writer:
         """Finishes the file (appending the limits for TAIL) and renames it
         onto `path`. Idempotent. It does not fsync.
 
-        For a `gs://` or `s3://` path it then uploads the file (and, with
-        SEPARATE placement, first its `limits.` file); the object appears
-        whole or not at all.
+        For a `gs://` or `s3://` path it then completes the upload (with
+        SEPARATE placement, after uploading its `limits.` object); the object
+        appears whole or not at all: if closing fails, the upload is aborted.
         """
         if self._core.closed:
             return
-        self._core.close()
-        if self._spool is not None:
-            spool, self._spool = self._spool, None
-            spool.publish(self._options.limits_placement == LimitsPlacement.SEPARATE)
+        remote, self._remote = self._remote, None
+        try:
+            self._core.close()
+            if remote is not None:
+                remote.publish(self._options.limits_placement == LimitsPlacement.SEPARATE)
+        except BaseException:
+            if remote is not None:
+                remote.discard()
+            raise
 
     def _discard(self) -> None:
         """Stops writing and deletes the temporary files; `path` is left as
         it was."""
         self._core.discard()
-        if self._spool is not None:
-            self._spool.discard()
-            self._spool = None
+        if self._remote is not None:
+            self._remote.discard()
+            self._remote = None
 
     def __enter__(self) -> "Writer":
         return self

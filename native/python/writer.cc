@@ -1,6 +1,9 @@
 // `_engine.WriterCore`: the engine's Writer (writer.h), taking records as
 // bytes, str (UTF-8) or any bytes-like object. Compression runs on the
-// engine's pool; calls release the GIL whenever they may wait for it.
+// engine's pool; calls release the GIL whenever they may wait for it. With
+// a `stream`, the records stream into it (python/upload_sink.h); calls then
+// always release the GIL before taking the writer's lock, since whoever holds
+// that lock may need the GIL to call the stream.
 #include <pybind11/pybind11.h>
 
 #include <string>
@@ -12,6 +15,7 @@
 #include "python/gil.h"
 #include "python/options.h"
 #include "python/register.h"
+#include "python/upload_sink.h"
 #include "writer.h"
 
 namespace py = pybind11;
@@ -30,12 +34,16 @@ bool BatchFull(size_t records, size_t bytes) {
          bytes >= Writer::kWriteManyMaxBytes;
 }
 
-Writer* NewWriter(const std::string& path, const WriterOpenOptions& options) {
+Writer* NewWriter(const std::string& path, const WriterOpenOptions& options,
+                  py::object stream, const std::string& url) {
   WriterOptions engine;
   engine.placement = options.placement;
   engine.codec = Codec::ForPaths({path}, options.compression)[0];
   engine.max_parallelism = options.max_parallelism;
+  std::unique_ptr<AppendSink> sink;
+  if (!stream.is_none()) sink = MakeUploadSink(std::move(stream), url.empty() ? path : url);
   ReleaseGil release;
+  if (sink) return new Writer(path, engine, std::move(sink));
   return new Writer(path, engine);
 }
 
@@ -43,7 +51,8 @@ void Write(Writer& writer, py::handle record) {
   BorrowedBytes bytes(record.ptr());
   // Compression happens on the pool; the call copies the record and, when
   // too many batches are in flight, waits.
-  if (bytes.view().size() >= kReleaseGilCopyBytes || writer.backlogged()) {
+  if (writer.streamed() || bytes.view().size() >= kReleaseGilCopyBytes ||
+      writer.backlogged()) {
     ReleaseGil release;
     writer.Write(bytes.view());
   } else {
@@ -124,7 +133,8 @@ auto Released(void (Writer::*method)(Args...)) {
 
 void RegisterWriter(py::module_& m) {
   py::class_<Writer>(m, "WriterCore")
-      .def(py::init(&NewWriter), py::arg("path"), py::arg("options"))
+      .def(py::init(&NewWriter), py::arg("path"), py::arg("options"),
+           py::arg("stream") = py::none(), py::arg("url") = "")
       .def("write", &Write, py::arg("record"))
       .def("write_many", &WriteIterable, py::arg("records"))
       .def("write_packed", &WritePacked, py::arg("data"), py::arg("offsets"))
@@ -134,13 +144,23 @@ void RegisterWriter(py::module_& m) {
       .def("discard", Released(&Writer::Discard))
       .def_property_readonly("path", &Writer::path)
       .def_property_readonly("partial_path", &Writer::partial_path)
-      .def_property_readonly("records_written", &Writer::records_written)
+      // The lock-taking getters release the GIL (see the top of the file).
+      .def_property_readonly("records_written",
+                             [](const Writer& writer) {
+                               ReleaseGil release;
+                               return writer.records_written();
+                             })
       .def_property_readonly("bytes_written",
                              [](Writer& writer) {
                                ReleaseGil release;  // waits for the batches
                                return writer.bytes_written();
                              })
-      .def_property_readonly("closed", &Writer::closed);
+      .def_property_readonly("closed",
+                             [](const Writer& writer) {
+                               ReleaseGil release;
+                               return writer.closed();
+                             })
+      .def_property_readonly("streamed", &Writer::streamed);
 }
 
 }  // namespace sackli::python

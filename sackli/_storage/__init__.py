@@ -4,7 +4,8 @@
 The engine reads a remote file through a handle with `size` and
 `read(offset, length)` (see `RemoteObject`); its read planner coalesces
 neighbouring records into one ranged GET and runs up to `max_parallelism`
-requests at once. Writers spool locally and `upload` on close.
+requests at once. Writers stream into `open_upload` streams (only a bag's
+limits wait in a local file) and commit them on close.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from typing import Any
 
 from ._gcs import GcsStore
 from ._s3 import S3Store
+from ._upload import Upload
 from ._urls import RemotePath, is_remote, normalize, parse
 
-__all__ = ["REMOTE_OPENER", "RemoteObject", "is_remote", "list_objects", "normalize", "reset_clients", "upload"]
+__all__ = ["REMOTE_OPENER", "RemoteObject", "Upload", "is_remote", "list_objects", "normalize",
+           "open_upload", "reset_clients"]
 
 _STORES: dict[str, Any] = {"gs": GcsStore(), "s3": S3Store()}
 
@@ -67,7 +70,10 @@ def list_objects(url_prefix: str) -> list[tuple[str, int]]:
     return list(_store(remote).list(remote))
 
 
-def upload(local_path: str, url: str) -> None:
-    """Uploads a local file to `url` (multipart / resumable when large)."""
+def open_upload(url: str, client: Any = None) -> Upload:
+    """A stream that uploads the object `url` as it is written; the object
+    appears only on `commit()` (see `Upload`). `client`: an SDK client
+    (boto3 S3 client, google-cloud-storage Client) to use instead of the one
+    sackli builds from the environment."""
     remote = parse(url)
-    _store(remote).upload(local_path, remote)
+    return _store(remote).open_upload(remote, client)

@@ -14,6 +14,7 @@ import os
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
+from ._gcs_upload import GcsUpload
 from ._retry import Transient, request_timeout, with_retries
 from ._store import Store
 from ._urls import RemotePath
@@ -118,8 +119,7 @@ class GcsStore(Store):
         for blob in blobs:
             yield f"gs://{path.bucket}/{blob.name}", int(blob.size)
 
-    def upload(self, local_path: str, path: RemotePath) -> None:
-        """Uploads a local file (a resumable upload when large)."""
-        self._call("upload", path.url,
-                   lambda: self._blob(path).upload_from_filename(
-                       local_path, retry=None, timeout=request_timeout()))
+    def open_upload(self, path: RemotePath, client: Any = None) -> GcsUpload:
+        """A resumable upload whose chunks leave as they fill. With `client`, through that SDK client
+        instead of the cached one (errors and retries as for every request)."""
+        return GcsUpload(path, self._gcs if client is None else (lambda: client), self._call)

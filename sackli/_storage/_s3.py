@@ -13,6 +13,7 @@ import threading
 from typing import Any, Callable, Iterator, TypeVar
 
 from ._retry import Transient, request_timeout, with_retries
+from ._s3_upload import S3Upload
 from ._store import Store
 from ._urls import RemotePath
 
@@ -125,8 +126,7 @@ class S3Store(Store):
             for item in page.get("Contents", []):
                 yield f"s3://{path.bucket}/{item['Key']}", int(item["Size"])
 
-    def upload(self, local_path: str, path: RemotePath) -> None:
-        """Uploads a local file (multipart when large: boto3's transfer
-        manager)."""
-        self._call("upload", path.url,
-                   lambda: self._s3().upload_file(local_path, path.bucket, path.key))
+    def open_upload(self, path: RemotePath, client: Any = None) -> S3Upload:
+        """A multipart upload whose parts leave as they fill. With `client`, through that SDK client
+        instead of the cached one (errors and retries as for every request)."""
+        return S3Upload(path, self._s3 if client is None else (lambda: client), self._call)

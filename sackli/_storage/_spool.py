@@ -1,45 +1,75 @@
-"""Remote writes: a bag is written to a local spool file and uploaded when
-it is complete, so no reader ever sees a half-written object."""
+"""Remote writes: the records stream into an upload as they are written; the
+local disk holds only the bag's limits (8 bytes a record), in a temporary
+folder. The object appears when the upload is committed on close, so no
+reader ever sees a half-written one, and a write that fails or is discarded
+leaves nothing (no object, no unfinished upload)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import weakref
 
 from .._format import limits_path_for
-from ._urls import parse
+from ._upload import OpenUpload, Upload
+from ._urls import is_remote, parse
 
-__all__ = ["Spool"]
+__all__ = ["RemoteWrite"]
+
+_COPY_BYTES = 1 << 20
 
 
-class Spool:
-    """A local folder holding the file written for `url` until `publish()`.
+class RemoteWrite:
+    """The upload of `url` and the local folder for the engine's writer.
 
-    The spool file keeps the object's name, so compression detection by
-    suffix sees the same name as for a local file.
+    The engine writes at `local_path` (a file that never fills: the records
+    go to `records`, an `Upload`); it keeps the limits beside it. The local
+    name is the object's, so compression detection by suffix sees the same
+    name as for a local file. `open_upload` opens the streams (the storage
+    layer's, or for Beam, ones configured by the pipeline's options).
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, open_upload: OpenUpload) -> None:
         self.url = url
-        name = parse(url, object_name=False).key.rpartition("/")[2]
+        key = parse(url, object_name=False).key if is_remote(url) else url.partition("://")[2]
+        name = key.rpartition("/")[2]
         if not name:
             raise IsADirectoryError(f"{url}: a bag needs an object name, not a folder")
+        self._open_upload = open_upload
         self._folder = tempfile.mkdtemp(prefix="sackli-spool-")
         self.local_path = os.path.join(self._folder, name)
+        self.records: Upload = open_upload(url)
+        # A writer dropped without close or discard leaves no upload behind.
+        self._finalizer = weakref.finalize(self, _abandon, self.records, self._folder)
 
     def publish(self, with_limits_file: bool) -> None:
-        """Uploads the spooled file (and first its `limits.` file), then
-        deletes the spool."""
-        from . import upload  # the package's dispatcher by scheme
-
+        """After the engine closed (and published locally, which renames a
+        SEPARATE limits file onto `limits.<name>` here): uploads that limits
+        file first, then completes the records' upload. Deletes the folder;
+        on failure, aborts the upload too."""
         try:
             if with_limits_file:
-                upload(limits_path_for(self.local_path), limits_path_for(self.url))
-            upload(self.local_path, self.url)
+                self._upload_file(limits_path_for(self.local_path), limits_path_for(self.url))
+            self.records.commit()
         finally:
             self.discard()
 
+    def _upload_file(self, local_path: str, url: str) -> None:
+        upload = self._open_upload(url)
+        try:
+            with open(local_path, "rb") as source:
+                while chunk := source.read(_COPY_BYTES):
+                    upload.write(chunk)
+            upload.commit()
+        finally:
+            upload.abort()  # a no-op once committed
+
     def discard(self) -> None:
-        """Deletes the spool without uploading."""
-        shutil.rmtree(self._folder, ignore_errors=True)
+        """Aborts the upload (unless committed) and deletes the folder."""
+        self._finalizer()
+
+
+def _abandon(records: Upload, folder: str) -> None:
+    records.abort()
+    shutil.rmtree(folder, ignore_errors=True)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
+from ._upload import Upload
 from ._urls import RemotePath
 
 __all__ = ["Store"]
 
 
 class Store:
-    """A back-end: sizes, ranged reads, listings and uploads of objects.
+    """A back-end: sizes, ranged reads, listings and uploads of objects
+    (whole files, or streamed with `open_upload`).
 
     Subclasses raise FileNotFoundError / PermissionError (with the URL) for
     missing objects and refused credentials, and retry transient failures.
@@ -40,6 +42,7 @@ class Store:
         """(url, size) of every object whose key starts with `path.key`."""
         raise NotImplementedError
 
-    def upload(self, local_path: str, path: RemotePath) -> None:
-        """Uploads a local file as the object."""
+    def open_upload(self, path: RemotePath, client: Any = None) -> Upload:
+        """A stream that uploads the object as it is written; with `client`,
+        through that SDK client instead of the store's own."""
         raise NotImplementedError

@@ -1,24 +1,32 @@
 """One shard of `WriteToSackli`, written at Beam's temporary name.
 
-On a local file system the shard is written in place; elsewhere (`gs://`,
-`s3://`) it is spooled to a local temporary file and uploaded through Beam's
-file system when the shard closes. SEPARATE placement writes
-`limits.<name>` beside the shard, uploaded first.
+On a local file system the shard is written in place. Elsewhere it streams
+as it is written, so a shard need not fit on the worker's disk (only its
+limits, 8 bytes a record, wait locally):
+
+* `s3://` and `gs://`: through sackli's own upload streams (multipart parts,
+  resumable chunks; an empty or small object is one plain upload, which
+  Beam's S3 file system cannot do: it fails on an empty object), with the
+  S3 / GCS client that Beam builds from the pipeline's options
+  (`--s3_endpoint_url`, credentials, project), so a pipeline writes with
+  the configuration its user gave Beam, not sackli's environment.
+* any other Beam file system: through `FileSystems.create`.
+
+SEPARATE placement uploads `limits.<name>` beside the shard, first.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
+from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
+from apache_beam.options.value_provider import RuntimeValueProvider
 
 from .._batching import Gatherer
-from .._format import limits_path_for
-from .._options import LimitsPlacement, WriterOptions
+from .._options import WriterOptions
+from .._storage import Upload, is_remote, open_upload
 from .._writer import Writer
 
 __all__ = ["ShardFile"]
@@ -28,18 +36,60 @@ _MIME_TYPE = "application/octet-stream"
 # all cores: at most this many records or bytes at a time.
 _BATCH_RECORDS = 1024
 _BATCH_BYTES = 8 << 20
-_UPLOAD_CHUNK = 16 << 20
 
 
 def _is_local(path: str) -> bool:
     return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
 
 
-def _upload(local_path: str, remote_path: str) -> None:
-    with open(local_path, "rb") as source, FileSystems.create(
-        remote_path, _MIME_TYPE, CompressionTypes.UNCOMPRESSED
-    ) as target:
-        shutil.copyfileobj(source, target, _UPLOAD_CHUNK)
+def _pipeline_options() -> Any:
+    # What FileSystems.get_filesystem hands the file systems it builds.
+    return FileSystems._pipeline_options or RuntimeValueProvider.runtime_options or {}
+
+
+class _BeamFileUpload:
+    """An `Upload` through `FileSystems.create` (file systems sackli has no
+    stream of its own for). Beam offers no way to cancel a create: `abort`
+    leaves the temporary file to Beam's clean-up of its temporary folder."""
+
+    def __init__(self, url: str) -> None:
+        self._file: Any = FileSystems.create(url, _MIME_TYPE, CompressionTypes.UNCOMPRESSED)
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    def commit(self) -> None:
+        if self._file is not None:
+            file, self._file = self._file, None
+            file.close()
+
+    def abort(self) -> None:
+        self._file = None
+
+
+class _BeamUploads:
+    """Opens uploads for one shard, with clients built once from the
+    pipeline's options."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, Any] = {}
+
+    def _client(self, scheme: str) -> Any:
+        if scheme not in self._clients:
+            if scheme == "s3":
+                from apache_beam.io.aws.clients.s3 import boto3_client
+
+                self._clients[scheme] = boto3_client.Client(options=_pipeline_options()).client
+            else:
+                from apache_beam.io.gcp import gcsio
+
+                self._clients[scheme] = gcsio.GcsIO(pipeline_options=_pipeline_options()).client
+        return self._clients[scheme]
+
+    def __call__(self, url: str) -> Upload:
+        if not is_remote(url):
+            return _BeamFileUpload(url)
+        return open_upload(url, client=self._client(url.partition(":")[0].lstrip("/")))
 
 
 class ShardFile:
@@ -47,9 +97,10 @@ class ShardFile:
 
     def __init__(self, path: str, options: WriterOptions) -> None:
         self._path = path
-        self._spool_dir = None if _is_local(path) else tempfile.mkdtemp(prefix="sackli-beam-")
-        local = path if self._spool_dir is None else os.path.join(self._spool_dir, "shard")
-        self._writer = Writer(local, options)
+        if _is_local(path):
+            self._writer = Writer(path, options)
+        else:
+            self._writer = Writer._uploading(path, options, _BeamUploads())
         self._gathered = Gatherer(self._writer.write_many, _BATCH_RECORDS, _BATCH_BYTES)
 
     def write(self, record: bytes) -> None:
@@ -58,12 +109,7 @@ class ShardFile:
     def close(self) -> None:
         try:
             self._gathered.flush()
-            self._writer.close()
-            if self._spool_dir is not None:
-                separate = self._writer.options.limits_placement == LimitsPlacement.SEPARATE
-                if separate:  # the limits first: a shard never lacks them
-                    _upload(limits_path_for(self._writer.path), limits_path_for(self._path))
-                _upload(self._writer.path, self._path)
-        finally:
-            if self._spool_dir is not None:
-                shutil.rmtree(self._spool_dir, ignore_errors=True)
+        except BaseException:
+            self._writer._discard()  # nothing of a failed shard is uploaded
+            raise
+        self._writer.close()
