@@ -79,3 +79,24 @@ def test_scattered_batch_fetches_its_limits_pages_in_one_request(remote):
     # for every limits page its records need (neighbouring missing pages are
     # fetched together), not one per record.
     assert first_gets == again_gets + 1, (first_gets, again_gets)
+
+
+def test_a_beam_range_fetches_only_the_limits_near_it(remote):
+    """A sixteenth of a bag whose limits outweigh its records, read as
+    sackli.beam reads a range: its records, the limits pages they span and
+    those its boundaries are searched in, nothing from the rest of the file
+    (a plain bisection would visit pages all over it)."""
+    from sackli.beam._source import read_range
+
+    records = _records()
+    url = remote.url("range.bag")
+    write_bag(url, records)
+    size = sum(map(len, records)) + LIMITS_BYTES
+    for part in (0, 5, 15):
+        start, stop = size * part // 16, size * (part + 1) // 16
+        remote.proxy.reset_counts()
+        got = list(read_range(url, sackli.Reader.Options(), start, stop, lambda position: True,
+                              bytes, False))
+        assert got and set(got) <= set(records)
+        # The range's share of the file, plus the partly used page at each end.
+        assert _downloaded(remote) <= (stop - start) + 2 * PAGE_BYTES, (part, _downloaded(remote))
