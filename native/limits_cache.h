@@ -13,7 +13,10 @@
 //   its pages stay missing, so the next read (or a waiting thread) tries
 //   again.
 // - Thread-safe: every method may be called concurrently (the Shard owning
-//   the cache is shared const across the pool's threads).
+//   the cache is shared const across the pool's threads). A thread may wait
+//   for another's fetch, so no caller may hold a lock that the source's
+//   Read takes: the bindings release the GIL before engine reads, as remote
+//   sources take it.
 #pragma once
 
 #include <condition_variable>
