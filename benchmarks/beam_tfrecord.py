@@ -57,6 +57,18 @@ end (`--keep DIR` writes them under DIR and keeps them).
     python benchmarks/beam_tfrecord.py            # 1,000,000 x 1 KiB (~1 GB), 3 repetitions
     python benchmarks/beam_tfrecord.py --quick    # 50,000 x 1 KiB (~50 MB), 3 repetitions, ~1 min
     python benchmarks/beam_tfrecord.py --runner-mode multi_processing --json out.json
+
+`--remote-ranges` measures something else, alone: the traffic of reading one
+remote shard in 16 ranges. It starts moto's S3 server behind the tests'
+counting proxy (tests/remote_servers.py), writes one `.bag` of `--records`
+(default 400,000; quick 100,000) records of ~160 bytes, and reads it with
+ReadFromSackli on the DirectRunner, the runner asking for 16 ranges. Each
+range opens its own reader; the table shows the bytes the server sent over
+the shard's size, with limits_storage=IN_MEMORY (every range loads all the
+limits: what every remote range did before ON_DISK meant lazy for remote
+files) and ON_DISK (each range fetches the limits pages it needs).
+
+    python benchmarks/beam_tfrecord.py --remote-ranges
 """
 
 from __future__ import annotations
@@ -337,6 +349,73 @@ def print_table(report: dict[str, Any]) -> None:
               f"{r['records_per_s']:>10,.0f} | {r['mb_per_s']:>6.1f} | {stored} | {ratio} |")
 
 
+# --- --remote-ranges: what 16 ranges of a remote shard download -------------------
+
+REMOTE_RANGES = 16
+
+
+def remote_ranges_traffic(records: int, repeat: int) -> list[dict[str, Any]]:
+    """Reads one moto-served shard in REMOTE_RANGES ranges with each limits
+    storage; rows of bytes fetched / shard size and seconds (medians)."""
+    import pathlib
+    import sys
+
+    from apache_beam.io import iobase
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # also under PYTHONSAFEPATH
+    from moto_s3 import serve_s3
+
+    chunk_size = iobase.Read.get_desired_chunk_size
+    with serve_s3() as (server, proxy):
+        import boto3
+        boto3.client("s3", endpoint_url=server.url).create_bucket(Bucket="bench")
+        url = "s3://bench/ranges.bag"
+        rng = random.Random(2)
+        with sackli.Writer(url) as writer:
+            writer.write_many(b"%d:" % i + rng.randbytes(rng.randrange(100, 210))
+                              for i in range(records))
+        size = sackli.Reader(url).stored_bytes + 8 * records  # a TAIL bag's size
+        options = PipelineOptions([f"--s3_endpoint_url={server.url}", "--s3_access_key_id=bench",
+                                   "--s3_secret_access_key=bench", "--s3_region_name=us-east-1"])
+        # The runner asks the source for ranges of this size.
+        iobase.Read.get_desired_chunk_size = staticmethod(lambda total: -(-size // REMOTE_RANGES))
+        try:
+            return [remote_ranges_row(url, size, records, storage, options, proxy, repeat)
+                    for storage in (sackli.LimitsStorage.IN_MEMORY, sackli.LimitsStorage.ON_DISK)]
+        finally:
+            iobase.Read.get_desired_chunk_size = chunk_size
+
+
+def remote_ranges_row(url: str, size: int, records: int, storage: sackli.LimitsStorage,
+                      options: PipelineOptions, proxy: Any, repeat: int) -> dict[str, Any]:
+    """Reads the shard `repeat` times with `storage`; medians."""
+    fetched, seconds = [], []
+    for _ in range(repeat):
+        proxy.reset_counts()
+        start = time.perf_counter()
+        with beam.Pipeline(options=options) as p:
+            count = (p | sackli.beam.ReadFromSackli(
+                url, options=sackli.Reader.Options(limits_storage=storage), validate=False)
+                | beam.combiners.Count.Globally())
+            assert_that(count, equal_to([records]))
+        seconds.append(time.perf_counter() - start)
+        fetched.append(proxy.bytes_sent["GET"])
+    return {"limits_storage": storage.name, "shard_bytes": size,
+            "fetched_bytes": statistics.median(fetched),
+            "fetched_over_shard": statistics.median(fetched) / size,
+            "seconds": statistics.median(seconds)}
+
+
+def print_remote_ranges(rows: list[dict[str, Any]], records: int) -> None:
+    print(f"# one .bag of {records:,} records on moto S3 read by ReadFromSackli in "
+          f"{REMOTE_RANGES} ranges (DirectRunner); medians")
+    print("| limits_storage | shard bytes | bytes fetched | fetched / shard | seconds |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['limits_storage']} | {row['shard_bytes']:,} | {row['fetched_bytes']:,.0f} | "
+              f"{row['fetched_over_shard']:.3f}x | {row['seconds']:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="~50 MB instead of ~1 GB")
@@ -350,7 +429,18 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--keep", metavar="DIR", help="write the files under DIR and keep them")
     parser.add_argument("--no-verify", action="store_true", help="skip reading the files back")
+    parser.add_argument("--remote-ranges", action="store_true",
+                        help="only measure what 16 ranges of a remote shard download (see above)")
     args = parser.parse_args()
+    if args.remote_ranges:
+        logging.getLogger("apache_beam").setLevel(logging.ERROR)
+        count = args.records or (100_000 if args.quick else 400_000)
+        rows = remote_ranges_traffic(count, args.repeat or 3)
+        print_remote_ranges(rows, count)
+        if args.json:
+            with open(args.json, "w") as out:
+                json.dump({"records": count, "remote_ranges": rows}, out, indent=2)
+        return
     records = args.records or (50_000 if args.quick else 1_000_000)
     repeat = args.repeat or 3
     if records < 1 or args.record_bytes < _INDEX_BYTES or repeat < 1 or args.shards < 0:

@@ -12,7 +12,15 @@ bag, then reads the same random indices
 
 Two index sets: "random" (uniform over the bag, so neighbours are often
 less than 64 KiB apart and share GETs) and "sparse" (one record in every
-128, so every record needs a GET of its own and only parallelism helps).
+128, so every record needs a GET of its own and only parallelism helps);
+and "scan", every record in order (sackli only).
+
+The readers above are opened once, so their limits are fetched once. The
+"fresh reader" rows open a new reader for every repetition, so they include
+what opening and fetching the limits cost: with limits_storage=ON_DISK (the
+default) a remote reader fetches the limits pages a read needs, with
+IN_MEMORY all the limits at open (what every remote reader did before
+ON_DISK meant lazy for remote files).
 It prints records/s (median of `--repeat`, implementations alternating) and
 the time relative to sackli at 32.
 
@@ -39,11 +47,10 @@ from typing import Any, Callable
 import boto3
 import botocore.config
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-from remote_servers import FaultProxy, MotoServer  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # also under PYTHONSAFEPATH
+from moto_s3 import serve_s3  # noqa: E402
 
 import sackli  # noqa: E402
-from sackli import _storage  # noqa: E402
 from sackli._bulk import record_offsets  # noqa: E402
 
 BUCKET = "sackli-bench"
@@ -69,6 +76,15 @@ def per_record_gets(client: Any, key: str, spans: list[tuple[int, int]], threads
         return list(pool.map(get, spans))
 
 
+def fresh_reader_workloads(url: str, read: Callable[[sackli.Reader], list[bytes]]
+                           ) -> dict[str, Callable[[], list[bytes]]]:
+    """`read` from a reader opened anew each time, for each limits storage."""
+    def opened(storage: sackli.LimitsStorage) -> Callable[[], list[bytes]]:
+        return lambda: read(sackli.Reader(url, max_parallelism=32, limits_storage=storage))
+    return {f"sackli fresh reader, limits_storage={storage.name}, max_parallelism=32": opened(storage)
+            for storage in sackli.LimitsStorage}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="5,000 records, 500 reads, 3 repetitions")
@@ -82,13 +98,7 @@ def main() -> None:
     if args.quick:
         args.records, args.reads, args.repeat = 5_000, 500, 3
 
-    server = MotoServer()
-    server.start()
-    proxy = FaultProxy("s3", server.url).start()
-    os.environ.update(AWS_ENDPOINT_URL=proxy.url, AWS_ACCESS_KEY_ID="bench",
-                      AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
-    _storage.reset_clients()
-    try:
+    with serve_s3() as (server, proxy):
         records = make_records(args.records, args.record_size)
         url = f"s3://{BUCKET}/bench.bag"
         client = boto3.client("s3", endpoint_url=server.url)
@@ -104,6 +114,7 @@ def main() -> None:
         index_sets = {
             "random": rng.choices(range(args.records), k=args.reads),
             "sparse": rng.sample(range(0, args.records, 128), k=min(args.reads, args.records // 128)),
+            "scan": list(range(args.records)),
         }
         proxy_client = boto3.client("s3", endpoint_url=proxy.url,
                                     config=botocore.config.Config(max_pool_connections=64))
@@ -118,13 +129,18 @@ def main() -> None:
                 f"sackli read_indices, max_parallelism={default_parallelism}":
                     lambda: readers[default_parallelism].read_indices(indices),
                 "sackli read_indices, max_parallelism=32": lambda: readers[32].read_indices(indices),
-                "boto3, 1 GET per record, 1 thread":
-                    lambda: per_record_gets(proxy_client, "bench.bag", spans, 1),
-                "boto3, 1 GET per record, 32 threads":
-                    lambda: per_record_gets(proxy_client, "bench.bag", spans, 32),
+                **fresh_reader_workloads(url, lambda reader: reader.read_indices(indices)),
             }
+            if set_name != "scan":  # a GET per record of the whole bag: too slow to bother
+                workloads.update({
+                    "boto3, 1 GET per record, 1 thread":
+                        lambda: per_record_gets(proxy_client, "bench.bag", spans, 1),
+                    "boto3, 1 GET per record, 32 threads":
+                        lambda: per_record_gets(proxy_client, "bench.bag", spans, 32),
+                })
             times: dict[str, list[float]] = {name: [] for name in workloads}
             gets: dict[str, int] = {}
+            downloaded: dict[str, int] = {}
             for _ in range(args.repeat):
                 for name, workload in workloads.items():
                     proxy.reset_counts()
@@ -132,26 +148,26 @@ def main() -> None:
                     result = workload()
                     times[name].append(time.perf_counter() - start)
                     gets[name] = proxy.counts["GET"]
+                    downloaded[name] = proxy.bytes_sent["GET"]
                     assert result == expected, name
             reference = statistics.median(times["sackli read_indices, max_parallelism=32"])
             for name, samples in times.items():
                 median = statistics.median(samples)
                 results.append({"indices": set_name, "reads": len(indices), "workload": name,
                                 "seconds": median, "records_per_s": len(indices) / median,
-                                "gets": gets[name], "relative_time": median / reference})
-    finally:
-        proxy.stop()
-        server.close()
+                                "gets": gets[name], "bytes": downloaded[name],
+                                "relative_time": median / reference})
 
     print(f"# random reads of {args.record_size}-byte records from a {args.records:,}-record "
           f".bag on moto S3, {args.latency_ms:g} ms added per request; medians of {args.repeat}; "
           f"{os.cpu_count()} cores, Python {platform.python_version()}, sackli {sackli.__version__}, "
           f"boto3 {boto3.__version__}")
-    print("| indices | workload | seconds | records/s | GETs | time / sackli(32) |")
-    print("|---|---|---|---|---|---|")
+    print("| indices | workload | seconds | records/s | GETs | bytes | time / sackli(32) |")
+    print("|---|---|---|---|---|---|---|")
     for row in results:
         print(f"| {row['indices']} ({row['reads']:,}) | {row['workload']} | {row['seconds']:.3f} | "
-              f"{row['records_per_s']:,.0f} | {row['gets']:,} | {row['relative_time']:.1f}x |")
+              f"{row['records_per_s']:,.0f} | {row['gets']:,} | {row['bytes']:,} | "
+              f"{row['relative_time']:.1f}x |")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}, indent=2))
 

@@ -24,8 +24,9 @@ class ByteSource {
   virtual const char* mapped() const { return nullptr; }
   // The fault state of the mapping, or nullptr for unmapped sources.
   virtual MappingFaults* faults() const { return nullptr; }
-  // True for objects behind a network: every Read is a request, so readers
-  // load such a file's limits once, in one read.
+  // True for objects behind a network: every Read is a request, so shards
+  // keep the limits they read from such a source (a page of them at a time
+  // with LimitsStorage::kOnDisk, all at open with kInMemory; see shard.h).
   virtual bool remote() const { return false; }
   // Reads exactly `length` bytes at `offset` into `dst`. Thread-safe.
   // Throws sackli::Error (kCorruption for a read past the end).

@@ -113,6 +113,7 @@ ReadPlan::ReadPlan(std::shared_ptr<const Bag> bag, const uint64_t* indices,
     : bag_(std::move(bag)) {
   std::vector<uint32_t> order;
   LocateAndSort(indices, n, order);
+  PrefetchLimits(order);
   ResolveSpans(order);
   FetchStoredBytes(order);
   ResolveDecodedSizes();
@@ -185,6 +186,23 @@ void ReadPlan::DropRepeats(const std::vector<uint32_t>& first_of,
   }
   order.resize(kept);
   entries_ = std::move(distinct);
+}
+
+void ReadPlan::PrefetchLimits(const std::vector<uint32_t>& order) {
+  // `order` is sorted by shard, then local index: one call per shard.
+  std::vector<uint64_t> locals;
+  for (size_t k = 0; k < order.size();) {
+    const uint32_t s = entries_[order[k]].shard;
+    const Shard& shard = bag_->shard(s);
+    locals.clear();
+    for (; k < order.size() && entries_[order[k]].shard == s; ++k) {
+      if (shard.limits_fetched_lazily()) {
+        locals.push_back(entries_[order[k]].local);
+      }
+    }
+    shard.PrefetchLimits(locals.data(), locals.size(),
+                         bag_->options().max_parallelism);
+  }
 }
 
 void ReadPlan::ResolveSpans(const std::vector<uint32_t>& order) {

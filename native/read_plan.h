@@ -4,7 +4,8 @@
 // A batch is read in two steps so that the caller (the Python bindings) can
 // allocate the output objects between them, holding the GIL only for that:
 //   1. ReadPlan(): maps indices to shards, sorts them, fetches the limits of
-//      each run of neighbouring records at once, reads the bytes of sources
+//      each run of neighbouring records at once (for remote shards read
+//      lazily, every missing limits page first, in few parallel requests), reads the bytes of sources
 //      that are not memory-mapped (neighbouring records coalesced into one
 //      read), and learns each record's decoded size.
 //   2. Fill(): copies or decompresses every record into its buffer, on the
@@ -107,6 +108,9 @@ class ReadPlan {
                      std::vector<uint32_t>& order);
   void DropRepeats(const std::vector<uint32_t>& first_of,
                    std::vector<uint32_t>& order);
+  // Fetches the limits pages of lazily read remote shards that the spans
+  // need, in few parallel requests, before ResolveSpans reads them.
+  void PrefetchLimits(const std::vector<uint32_t>& order);
   void ResolveSpans(const std::vector<uint32_t>& order);
   void FetchStoredBytes(const std::vector<uint32_t>& order);
   void ResolveDecodedSizes();

@@ -76,9 +76,15 @@ std::unique_ptr<Shard> Shard::Open(const std::string& path, const Codec& codec,
     }
   }
 
-  const bool load_limits = options.storage == LimitsStorage::kInMemory ||
-                           shard->limits_source_->remote();
-  if (load_limits && shard->num_records_ > 0) {
+  if (shard->num_records_ == 0) return shard;
+  if (options.storage == LimitsStorage::kOnDisk &&
+      shard->limits_source_->remote()) {
+    // Every read of a remote object is a request: keep what is fetched.
+    shard->limits_cache_ = std::make_unique<LimitsCache>(
+        shard->limits_source_, shard->limits_offset_, shard->num_records_);
+    return shard;
+  }
+  if (options.storage == LimitsStorage::kInMemory) {
     std::vector<uint64_t> limits(shard->num_records_);
     shard->ReadRawLimits(0, shard->num_records_, limits.data());
     shard->limits_in_memory_ = std::move(limits);
@@ -94,6 +100,10 @@ void Shard::ReadRawLimits(uint64_t first, uint64_t count,
   if (in_memory_) {
     std::copy(limits_in_memory_.begin() + first,
               limits_in_memory_.begin() + first + count, out);
+    return;
+  }
+  if (limits_cache_) {
+    limits_cache_->Read(first, count, out);
     return;
   }
   const uint64_t offset = limits_offset_ + first * kLimitBytes;
@@ -112,6 +122,20 @@ void Shard::ReadRawLimits(uint64_t first, uint64_t count,
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
   for (uint64_t k = 0; k < count; ++k) out[k] = __builtin_bswap64(out[k]);
 #endif
+}
+
+void Shard::PrefetchLimits(const uint64_t* sorted_locals, size_t n,
+                           size_t parallelism) const {
+  if (!limits_cache_ || n == 0) return;
+  // Limits() of record i reads limits i - 1 and i.
+  std::vector<uint64_t> needed;
+  needed.reserve(2 * n);
+  for (size_t k = 0; k < n; ++k) {
+    const uint64_t i = sorted_locals[k];
+    if (i > 0) needed.push_back(i - 1);
+    needed.push_back(i);
+  }
+  limits_cache_->Prefetch(needed.data(), needed.size(), parallelism);
 }
 
 void Shard::Limits(uint64_t first, uint64_t count, uint64_t* begin,

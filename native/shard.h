@@ -1,6 +1,20 @@
 // One bag file: its records, its limits (TAIL or SEPARATE, on disk or in
 // memory) and its codec. Limits are validated where they are used: every
-// span handed out is monotonic and inside the records section.
+// span handed out is monotonic and inside the records section, else
+// kCorruption naming the file holding the limits and the limit's offset.
+//
+// Where the limits are read from (ShardOptions.storage):
+// - kOnDisk, local file: straight from the file (mapping or pread), nothing
+//   kept.
+// - kOnDisk, remote object (ByteSource::remote()): fetched lazily, a page of
+//   4096 limits at a time, and kept (limits_cache.h): opening costs no limits
+//   request, and a reader of some records downloads only the pages around
+//   them.
+// - kInMemory: all of them read at open, in one read.
+//
+// Thread-safety: a Shard is immutable once opened, apart from its page
+// cache, which is thread-safe; every const method may be called from many
+// threads at once.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +24,7 @@
 
 #include "byte_source.h"
 #include "codec.h"
+#include "limits_cache.h"
 
 namespace sackli {
 
@@ -48,6 +63,19 @@ class Shard {
     Limits(i, 1, begin, end);
   }
 
+  // Prepares the limits that Limits() will read for records
+  // `sorted_locals[0, n)` (ascending, repeats allowed): for a remote shard
+  // read lazily, the missing pages are fetched now, neighbouring pages in
+  // one read, on up to `parallelism` pool threads. A no-op otherwise. Lets a
+  // batch of scattered records cost a few limits requests, not one each.
+  void PrefetchLimits(const uint64_t* sorted_locals, size_t n,
+                      size_t parallelism) const;
+
+  // True when the limits come from a remote object a page at a time.
+  bool limits_fetched_lazily() const { return limits_cache_ != nullptr; }
+  // The lazily fetched limits, or nullptr (for tests and statistics).
+  const LimitsCache* limits_cache() const { return limits_cache_.get(); }
+
   // Throws the corruption error for record i, whose stored bytes start at
   // `offset`, with `what` from the codec.
   [[noreturn]] void ThrowBadRecord(uint64_t i, uint64_t offset,
@@ -64,6 +92,7 @@ class Shard {
   std::string limits_path_;  // the file holding the limits, for errors
   uint64_t limits_offset_ = 0;  // where limit 0 is in limits_source_
   std::vector<uint64_t> limits_in_memory_;
+  std::unique_ptr<LimitsCache> limits_cache_;  // remote kOnDisk only
   bool in_memory_ = false;
   uint64_t num_records_ = 0;
   uint64_t records_end_ = 0;

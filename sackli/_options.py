@@ -56,9 +56,16 @@ class LimitsStorage(enum.IntEnum):
     """Where a reader keeps the limits while it is open."""
 
     ON_DISK = 0
-    """Read from the file when needed (mapped for local files)."""
+    """Read from the file when needed: local files through their mapping (or
+    `pread`), nothing kept; remote objects (`s3://`, `gs://`) a page of 4096
+    limits (32 KiB) at a time, each page fetched once on first use and kept
+    while the reader is open. Opening costs no limits request, and a reader
+    of some records (a Beam range, a lookup) downloads only the pages around
+    them."""
     IN_MEMORY = 1
-    """Loaded once when the reader opens."""
+    """Loaded once when the reader opens, in one read (one request for a
+    remote object): best when most records of a remote file will be read by
+    this one reader."""
 
 
 class AccessPattern(enum.IntEnum):
@@ -209,7 +216,8 @@ class ReaderOptions:
       sharding_layout: how records are numbered across shards.
       limits_placement: where the files keep their limits.
       compression: how records are stored; by default by each file's suffix.
-      limits_storage: read limits from the file when needed, or load them once.
+      limits_storage: read limits from the file when needed (remote files: a
+        page at a time, kept once fetched), or load them all once at open.
       max_parallelism: threads one batch read may use (the caller included).
       access_pattern: a hint to the OS about the access pattern.
       cache_policy: how reads use the page cache.

@@ -256,7 +256,9 @@ class FaultProxy:
 
     Counting: `counts` is a Counter of request kinds ("GET", "HEAD", "LIST",
     "PUT", "POST", ...) of every request received, faulted or not;
-    `reset_counts()` zeroes it; `log` lists (method, target, kind).
+    `bytes_sent` a Counter of the response body bytes relayed to clients,
+    by request kind (what a reader really downloaded); `reset_counts()`
+    zeroes both; `log` lists (method, target, kind).
     `faults_applied` counts the faults injected ("fail", "close", "cut")
     since the last `reset_faults()`.
     """
@@ -267,6 +269,7 @@ class FaultProxy:
         self.upstream = upstream
         self.latency = 0.0
         self.counts: collections.Counter = collections.Counter()
+        self.bytes_sent: collections.Counter = collections.Counter()
         self.log: list[tuple[str, str, str]] = []
         self.faults_applied: collections.Counter = collections.Counter()
         self._rules: list[_Rule] = []
@@ -313,6 +316,7 @@ class FaultProxy:
     def reset_counts(self) -> None:
         with self._lock:
             self.counts.clear()
+            self.bytes_sent.clear()
             self.log.clear()
 
     def _decide(self, method: str, target: str) -> tuple[str, _Rule | None]:
@@ -372,6 +376,10 @@ class FaultProxy:
             except OSError:
                 pass
         self._server = None
+
+    def _count_sent(self, kind: str, n: int) -> None:
+        with self._lock:
+            self.bytes_sent[kind] += n
 
     def _track(self, connection: socket.socket, add: bool) -> None:
         with self._lock:
@@ -472,7 +480,7 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             if body:
                 connection.send(body)
             response = connection.getresponse()
-            self._relay(response, cut=rule is not None)
+            self._relay(response, kind, cut=rule is not None)
         except (ConnectionError, http.client.HTTPException, OSError):
             # The upstream failed (or the client went away): close the client
             # connection; the client sees a dropped connection.
@@ -480,7 +488,12 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         finally:
             connection.close()
 
-    def _relay(self, response: http.client.HTTPResponse, cut: bool) -> None:
+    def _send_body(self, kind: str, data: bytes) -> None:
+        # Counted first: a client that has the bytes finds them counted.
+        self.proxy._count_sent(kind, len(data))
+        self.wfile.write(data)
+
+    def _relay(self, response: http.client.HTTPResponse, kind: str, cut: bool) -> None:
         no_body = self.command == "HEAD" or response.status in (204, 304) or 100 <= response.status < 200
         length_header = response.getheader("Content-Length")
         self.send_response_only(response.status, response.reason)
@@ -502,10 +515,10 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             if cut:
-                self.wfile.write(data[: len(data) // 2])
+                self._send_body(kind, data[: len(data) // 2])
                 self._drop()
                 return
-            self.wfile.write(data)
+            self._send_body(kind, data)
             return
         length = int(length_header)
         self.send_header("Content-Length", str(length))
@@ -516,7 +529,7 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             data = response.read(min(_CHUNK, limit - sent))
             if not data:
                 break
-            self.wfile.write(data)
+            self._send_body(kind, data)
             sent += len(data)
         if cut or sent < length:
             self._drop()

@@ -53,5 +53,6 @@ def test_engine_cpp_tests_pass(engine_tests: pathlib.Path, tmp_path: pathlib.Pat
     # silently run nothing).
     listed = subprocess.run([str(engine_tests), "--gtest_list_tests"], stdout=subprocess.PIPE,
                             text=True, check=True).stdout
-    for suite in ("ReadPlanTest", "ThreadPool", "BackgroundTask", "Writer", "ArrowStream"):
+    for suite in ("ReadPlanTest", "ThreadPool", "BackgroundTask", "Writer", "ArrowStream",
+                  "LimitsCache", "RemoteShard"):
         assert suite in listed, f"no {suite} tests in:\n{listed}"

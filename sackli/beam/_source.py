@@ -39,12 +39,45 @@ def _position(reader: Reader, i: int) -> int:
 
 
 def first_at_or_after(reader: Reader, position: int) -> int:
-    """The first record whose position is >= `position` (len when none):
-    a binary search that reads one limit per step."""
-    low, high = 0, len(reader)
+    """The first record whose position is >= `position` (len when none).
+
+    Positions spread evenly over the file, so the search starts at the
+    record an even spread puts at `position`, widens in doubling steps
+    until it brackets the answer, then bisects: the limits it reads lie
+    near the answer (for a remote file: the limits pages a range needs
+    anyway), not all over the file as a plain bisection's would.
+    """
+    n = len(reader)
+    size = reader.stored_bytes + LIMIT_BYTES * n
+    if n == 0 or position <= 0:
+        return 0
+    if position >= size:
+        return n
+
+    def before(i: int) -> bool:  # record i comes before the answer
+        return _position(reader, i) < position
+
+    guess = min(n - 1, position * n // size)
+    step = 1
+    if before(guess):  # the answer is in (guess, n]
+        low, high = guess + 1, n
+        while low + step - 1 < n:
+            probe = low + step - 1
+            if not before(probe):
+                high = probe
+                break
+            low, step = probe + 1, step * 2
+    else:  # the answer is in [0, guess]
+        low, high = 0, guess
+        while high - step >= 0:
+            probe = high - step
+            if before(probe):
+                low = probe + 1
+                break
+            high, step = probe, step * 2
     while low < high:
         middle = (low + high) // 2
-        if _position(reader, middle) < position:
+        if before(middle):
             low = middle + 1
         else:
             high = middle
