@@ -14,7 +14,7 @@ from apache_beam.transforms.display import DisplayData
 from bagz.beam import bagzio
 
 import sackli
-from sackli.beam import ReadAllFromSackli, ReadFromSackli
+from sackli.beam import ReadAllFromSackli, ReadFromSackli, WriteToSackli
 from beam_helpers import (  # loaded through conftest.py; _quiet_beam is autouse
     _quiet_beam, LatinCoder, assert_reads, make_pipeline, make_records, run_and_expect_failure, write_bag,
 )
@@ -148,6 +148,24 @@ class TestUpstreamSignature:
             _ = p | beam.Create(records) | bagzio.WriteToBagz(str(tmp_path / "up@3.bagz"))
         assert_reads(ReadFromSackli(str(tmp_path / "up@3.bagz"), coders.BytesCoder(),
                                     CompressionTypes.AUTO), records)
+
+    def test_bagzio_reads_what_we_write(self, tmp_path):
+        records = make_records(50, seed=6)
+        path = str(tmp_path / "ours@3.bagz")
+        with make_pipeline() as p:
+            _ = (p | beam.Create(records)
+                 | WriteToSackli(path, coders.BytesCoder(), CompressionTypes.AUTO))
+        assert_reads(bagzio.ReadFromBagz(path, coders.BytesCoder(), CompressionTypes.AUTO), records)
+
+    def test_bad_path_message_starts_as_upstream(self, tmp_path):
+        path = str(tmp_path / "no-shard-spec.txt")
+        messages = []
+        for transform in (WriteToSackli, bagzio.WriteToBagz):
+            with pytest.raises(ValueError) as info:
+                transform(path, coders.BytesCoder(), CompressionTypes.AUTO)
+            messages.append(str(info.value))
+        prefix = f'File path "{path}" must be in the form'
+        assert all(m.startswith(prefix) for m in messages), messages
 
     def test_zstd_whatever_the_name(self, tmp_path):
         records = make_records(30, seed=4)
