@@ -71,6 +71,11 @@ def _raw_batches(reader: Reader, batch_size: int) -> Iterator[list[bytes]]:
         yield reader.read_range(start, min(batch_size, len(reader) - start))
 
 
+def _length(batch: Any) -> int:
+    """Records in a batch: a list of bytes or a RecordBatch."""
+    return len(batch) if isinstance(batch, list) else batch.num_rows
+
+
 def _claimed(batch: Any, first: int, reader: Reader, tracker: Any) -> Any:
     """`batch` (records first.. of `reader`) cut to what `tracker` lets this
     range emit, or None when nothing is left.
@@ -80,7 +85,7 @@ def _claimed(batch: Any, first: int, reader: Reader, tracker: Any) -> Any:
     them, and then only records before the tracker's end are kept: a split
     that landed between reading the end and reporting the position shows
     in the end read after it, and none can land before them afterwards."""
-    count = len(batch) if isinstance(batch, list) else batch.num_rows
+    count = _length(batch)
     positions = _positions(reader, first, count)
     if not tracker.try_claim(positions[0]):
         return None
@@ -113,7 +118,7 @@ def read_batches_of_range(
             yield out
             if out is not batch:
                 return
-            begin += len(batch) if isinstance(batch, list) else batch.num_rows
+            begin += _length(batch)
 
 
 class _BatchedFileSource(FileSource):
