@@ -30,10 +30,16 @@ LOCK=requirements/dev.lock
   pyproject.toml requirements/dev.in --extra test --extra bench \
   --output-file "$LOCK"
 
+# bags (the reference sackli.datasets is tested against) is pure Python and
+# ships only an sdist: it is left out of the wheel check.
+SDIST_ONLY='^(bags)=='
+WHEEL_PINS="$(mktemp)"
+trap 'rm -f "$WHEEL_PINS"' EXIT
+grep -Ev "$SDIST_ONLY" "$LOCK" >"$WHEEL_PINS"
 for version in 3.10 3.11 3.12 3.13 3.14; do
   if ! "$UV" pip compile --quiet --no-config --default-index "$INDEX" \
       --python-platform x86_64-manylinux_2_28 --python-version "$version" \
-      --only-binary :all: --no-deps "$LOCK" --output-file /dev/null; then
+      --only-binary :all: --no-deps "$WHEEL_PINS" --output-file /dev/null; then
     echo "scripts/lock.sh: a version in $LOCK has no Linux x86_64 wheel for Python $version" >&2
     exit 1
   fi
