@@ -260,7 +260,10 @@ class FaultProxy:
     by request kind (what a reader really downloaded); `reset_counts()`
     zeroes both; `log` lists (method, target, kind).
     `faults_applied` counts the faults injected ("fail", "close", "cut")
-    since the last `reset_faults()`.
+    since the last `reset_faults()`. `max_in_flight` is the most requests
+    the proxy was handling at once since the last `reset_counts()`: with
+    `latency` set, it shows whether a client overlaps its requests without
+    timing them.
     """
 
     def __init__(self, flavor: str, upstream: str | None = None, seed: int = 0) -> None:
@@ -272,6 +275,8 @@ class FaultProxy:
         self.bytes_sent: collections.Counter = collections.Counter()
         self.log: list[tuple[str, str, str]] = []
         self.faults_applied: collections.Counter = collections.Counter()
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._rules: list[_Rule] = []
         self._random = random.Random(seed)
         self._lock = threading.Lock()
@@ -318,6 +323,16 @@ class FaultProxy:
             self.counts.clear()
             self.bytes_sent.clear()
             self.log.clear()
+            self.max_in_flight = self._in_flight
+
+    def _enter_request(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _leave_request(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def _decide(self, method: str, target: str) -> tuple[str, _Rule | None]:
         """Counts the request; the kind and the fault to apply (or None)."""
@@ -454,6 +469,13 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _proxy(self) -> None:
+        self.proxy._enter_request()
+        try:
+            self._forward()
+        finally:
+            self.proxy._leave_request()
+
+    def _forward(self) -> None:
         proxy = self.proxy
         body = self._read_body()
         kind, rule = proxy._decide(self.command, self.path)

@@ -127,9 +127,9 @@ def test_parallel_gets_overlap_under_latency(remote):
     assert time.monotonic() - start >= latency  # the latency is really there
     wanted = list(range(0, 128, 2))
     remote.proxy.reset_counts()
-    start = time.monotonic()
     assert reader.read_indices(wanted) == [records[i] for i in wanted]
-    elapsed = time.monotonic() - start
     assert remote.proxy.counts["GET"] == 64
-    # One at a time would take 64 * 50 ms = 3.2 s.
-    assert elapsed < 64 * latency / 3, f"{elapsed:.2f} s"
+    # Each GET is held 50 ms at the proxy: a reader that overlaps its GETs
+    # has several there at once (one at a time would keep this at 1). The
+    # peak is counted, not timed, so a loaded machine cannot fail it.
+    assert remote.proxy.max_in_flight >= 4, remote.proxy.max_in_flight
