@@ -184,6 +184,27 @@ class FakeGcsServer(_Subprocess):
         ]
 
 
+class GcpStorageEmulator(_Subprocess):
+    """gcp-storage-emulator (in-memory), plain HTTP, with `bucket` created.
+
+    A second GCS server beside fake-gcs-server, for what that one lacks:
+    batch requests (Beam's GCS file system copies and deletes in batches)
+    and the resumable-upload status query (`Content-Range: bytes */*`).
+    It names resumable sessions after the Host a request came to, so a
+    proxy in front of it keeps seeing the whole upload.
+    """
+
+    what = "gcp-storage-emulator"
+
+    def __init__(self, bucket: str) -> None:
+        super().__init__()
+        self.bucket = bucket
+
+    def _command(self) -> list[str]:
+        return [sys.executable, "-m", "gcp_storage_emulator", "start", "--quiet", "--in-memory",
+                "--host", "127.0.0.1", "--port", str(self.port), "--default-bucket", self.bucket]
+
+
 # --- The fault-injecting proxy ------------------------------------------------
 
 # Headers that belong to one hop, not to the request or response.
