@@ -37,6 +37,8 @@ import array
 import bisect
 import itertools
 import os
+import tempfile
+import uuid
 from typing import Any, Callable, Iterable, Protocol
 
 from . import _bulk
@@ -45,11 +47,13 @@ from ._format import limits_path_for, stored_bytes
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._shard_spec import shard_name, split_shard_entry
+from ._storage import is_remote
+from ._whole_files import remove_quietly
 from ._writer import Writer
 
 __all__ = [
     "BagShard", "OpenShard", "ShardFile", "ShardSetWriter", "even_split", "files_of",
-    "pending_shard_name", "remove_quietly",
+    "pending_shard_name",
 ]
 
 # The spool is copied out this many records, or about this many bytes, at a
@@ -79,15 +83,6 @@ def pending_shard_name(base: str, index: int, suffix: str) -> str:
     known yet (only labels its temporary file; the suffix is kept, so the
     format and compression follow it)."""
     return f"{base}-{index:05d}-of-pending{suffix}"
-
-
-def remove_quietly(paths: Iterable[str]) -> None:
-    """Deletes files that exist, ignoring those that do not."""
-    for path in paths:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
 
 
 class ShardFile(Protocol):
@@ -182,8 +177,8 @@ class ShardSetWriter:
     module docstring for the plan). Not thread-safe.
 
     Args:
-      spec: a local path, `name@N.ext` or `name@*.ext` (already checked:
-        no list, no remote URL, no `posix:` prefix).
+      spec: a path, `name@N.ext` or `name@*.ext`, local or gs:// / s3://
+        (already checked: no list, no `posix:` prefix).
       open_shard: opens the file of one shard, given its name.
       record_overhead: bytes a record costs in a shard file beyond its
         payload (8 for a bag's limit), for `max_shard_bytes`.
@@ -313,13 +308,19 @@ class ShardSetWriter:
     def _current_shard(self) -> ShardFile:
         if self._spooling:
             if self._spool is None:
-                self._spool = BagShard(f"{self._base}.sackli-spool{self._suffix}.bag",
-                                       _spool_options())
+                self._spool = BagShard(self._spool_path(), _spool_options())
             return self._spool
         if self._shard is None:
             self._shard = self._open_shard(self._next_path())
             self._payload = 0
         return self._shard
+
+    def _spool_path(self) -> str:
+        name = f"{self._base}.sackli-spool{self._suffix}.bag"
+        if is_remote(name):  # spooled on local disk, read back at once
+            name = os.path.join(tempfile.gettempdir(),
+                                f".sackli-spool-{os.getpid()}-{uuid.uuid4().hex[:12]}.bag")
+        return name
 
     def _next_path(self) -> str:
         if self._max_shard_bytes is not None:

@@ -14,12 +14,22 @@ from typing import Any, Iterable
 
 from ._format import LIMIT_BYTES
 from ._options import WriterOptions, with_overrides
-from ._shard_set import BagShard, ShardSetWriter
-from ._shard_spec import strip_local_prefix
+from ._remote_shard import RemoteBagShard, partial_folder
+from ._shard_set import BagShard, OpenShard, ShardSetWriter
+from ._shard_spec import split_shard_entry, strip_local_prefix
 from ._storage import is_remote
 from ._writer import Record
 
 __all__ = ["ShardedWriter"]
+
+
+def _shard_opener(spec: str, options: WriterOptions) -> OpenShard:
+    """How the set `spec` opens a shard: a local `Writer` that stays in its
+    partial folder until published, or a remote shard (`_remote_shard`)."""
+    if not is_remote(spec):
+        return lambda path: BagShard(path, options)
+    partial = partial_folder(spec) if split_shard_entry(spec) is not None else None
+    return lambda path: RemoteBagShard(path, options, partial)
 
 
 class ShardedWriter:
@@ -29,7 +39,8 @@ class ShardedWriter:
       file_spec: a path (`str` or `os.PathLike`), `name@N.ext` (N shards
         of contiguous runs of records, as even as possible) or `name@*.ext`
         (as many shards as `max_shard_bytes` needs, named
-        `name-0000i-of-0000N.ext` once N is known). Local paths only.
+        `name-0000i-of-0000N.ext` once N is known); local, or gs:// / s3://
+        (see below).
       options: a `Writer.Options` for every shard; keyword arguments
         override its fields (e.g. `limits_placement=...`).
       max_shard_bytes: with `name@*.ext` (and only then): the most bytes a
@@ -44,6 +55,11 @@ class ShardedWriter:
     renamed into place at `close()`: a reader or a glob sees the old files
     or the complete new set, never part of one. A `with` block that raises
     (or `abort()`) leaves nothing behind. Not thread-safe.
+
+    On gs:// and s3:// each shard streams into a hidden object
+    (`<folder>/.sackli-partial-.../<name>`) and `close()` copies the set
+    onto its names on the server, then deletes the hidden objects; a single
+    bag (a plain URL) is uploaded under its name and appears at `close()`.
 
     Example:
       >>> with sackli.ShardedWriter("data@*.bagz", max_shard_bytes=1 << 30) as writer:
@@ -70,17 +86,12 @@ class ShardedWriter:
         for name, value in (("max_shard_bytes", max_shard_bytes), ("num_records", num_records)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-        if is_remote(spec):
-            raise ValueError(
-                f"{file_spec}: writing shard sets to gs:// or s3:// is not supported here "
-                "yet; write each object with sackli.Writer, or use sackli.beam.WriteToSackli"
-            )
         self._spec = spec
         self._set = ShardSetWriter(
-            spec, lambda path: BagShard(path, options), record_overhead=LIMIT_BYTES,
+            spec, _shard_opener(spec, options), record_overhead=LIMIT_BYTES,
             max_shard_bytes=max_shard_bytes, num_records=num_records)
         folder = os.path.dirname(spec)
-        if folder and not os.path.isdir(folder):
+        if folder and not is_remote(spec) and not os.path.isdir(folder):
             raise FileNotFoundError(2, f"{file_spec}: the folder does not exist", folder)
 
     @property

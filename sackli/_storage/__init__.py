@@ -17,8 +17,9 @@ from ._s3 import S3Store
 from ._upload import Upload
 from ._urls import RemotePath, is_remote, normalize, parse
 
-__all__ = ["REMOTE_OPENER", "RemoteObject", "Upload", "is_remote", "list_objects", "normalize",
-           "open_upload", "reset_clients"]
+__all__ = ["REMOTE_OPENER", "RemoteObject", "Upload", "copy_object", "delete_object",
+           "is_remote", "list_objects", "normalize", "object_exists", "open_upload", "read_object",
+           "reset_clients", "write_object"]
 
 _STORES: dict[str, Any] = {"gs": GcsStore(), "s3": S3Store()}
 
@@ -77,3 +78,41 @@ def open_upload(url: str, client: Any = None) -> Upload:
     sackli builds from the environment."""
     remote = parse(url)
     return _store(remote).open_upload(remote, client)
+
+
+def read_object(url: str) -> bytes:
+    """The whole object (FileNotFoundError naming `url` when missing)."""
+    remote = parse(url)
+    store = _store(remote)
+    size = store.size(remote)
+    return store.read(remote, 0, size) if size else b""
+
+
+def write_object(url: str, data: bytes) -> None:
+    """Uploads `data` as the object `url`: it appears whole or not at all."""
+    upload = open_upload(url)
+    try:
+        upload.write(data)
+        upload.commit()
+    finally:
+        upload.abort()  # a no-op once committed
+
+
+def object_exists(url: str) -> bool:
+    """Whether the object `url` exists."""
+    remote = parse(url)
+    return _store(remote).exists(remote)
+
+
+def copy_object(source_url: str, target_url: str) -> None:
+    """Copies an object within its store, on the server."""
+    source, target = parse(source_url), parse(target_url)
+    if source.scheme != target.scheme:
+        raise ValueError(f"cannot copy {source_url} to {target_url}: different stores")
+    _store(source).copy(source, target)
+
+
+def delete_object(url: str) -> None:
+    """Deletes the object `url`; a missing one is not an error."""
+    remote = parse(url)
+    _store(remote).delete(remote)

@@ -123,3 +123,27 @@ class GcsStore(Store):
         """A resumable upload whose chunks leave as they fill. With `client`, through that SDK client
         instead of the cached one (errors and retries as for every request)."""
         return GcsUpload(path, self._gcs if client is None else (lambda: client), self._call)
+
+    def copy(self, source: RemotePath, target: RemotePath) -> None:
+        """A rewrite: the server copies in steps (large objects, other
+        locations) until it returns no continuation token."""
+        def rewrite() -> None:
+            token = None
+            while True:
+                token, _, _ = self._blob(target).rewrite(
+                    self._blob(source), token=token, retry=None, timeout=request_timeout())
+                if token is None:
+                    return
+
+        self._call("COPY", f"{source.url} -> {target.url}", rewrite)
+
+    def delete(self, path: RemotePath) -> None:
+        from google.api_core import exceptions as api_errors
+
+        def delete() -> None:
+            try:
+                self._blob(path).delete(retry=None, timeout=request_timeout())
+            except api_errors.NotFound:
+                pass  # gone already (perhaps by an earlier attempt)
+
+        self._call("DELETE", path.url, delete)

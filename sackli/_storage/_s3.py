@@ -130,3 +130,14 @@ class S3Store(Store):
         """A multipart upload whose parts leave as they fill. With `client`, through that SDK client
         instead of the cached one (errors and retries as for every request)."""
         return S3Upload(path, self._s3 if client is None else (lambda: client), self._call)
+
+    def copy(self, source: RemotePath, target: RemotePath) -> None:
+        """boto3's managed copy: one CopyObject, or a multipart copy for
+        objects over its threshold (CopyObject stops at 5 GB)."""
+        self._call("COPY", f"{source.url} -> {target.url}", lambda: self._s3().copy(
+            {"Bucket": source.bucket, "Key": source.key}, target.bucket, target.key))
+
+    def delete(self, path: RemotePath) -> None:
+        # S3 answers a deletion of a missing key with success.
+        self._call("DELETE", path.url,
+                   lambda: self._s3().delete_object(Bucket=path.bucket, Key=path.key))

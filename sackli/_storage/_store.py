@@ -11,8 +11,8 @@ __all__ = ["Store"]
 
 
 class Store:
-    """A back-end: sizes, ranged reads, listings and uploads of objects
-    (whole files, or streamed with `open_upload`).
+    """A back-end: sizes, ranged reads, listings, uploads (streamed with
+    `open_upload`), server-side copies and deletions of objects.
 
     Subclasses raise FileNotFoundError / PermissionError (with the URL) for
     missing objects and refused credentials, and retry transient failures.
@@ -45,4 +45,13 @@ class Store:
     def open_upload(self, path: RemotePath, client: Any = None) -> Upload:
         """A stream that uploads the object as it is written; with `client`,
         through that SDK client instead of the store's own."""
+        raise NotImplementedError
+
+    def copy(self, source: RemotePath, target: RemotePath) -> None:
+        """Copies an object on the server (no bytes pass through us);
+        `target` appears whole. FileNotFoundError when `source` is missing."""
+        raise NotImplementedError
+
+    def delete(self, path: RemotePath) -> None:
+        """Deletes the object; a missing object is not an error."""
         raise NotImplementedError

@@ -12,8 +12,6 @@ A `sackli.Reader` is itself an Arrow stream source (`__arrow_c_stream__`):
 See docs/arrow.md for the record encodings and the schema file.
 """
 
-import os
-
 try:
     import pyarrow  # noqa: F401
 except ImportError as _error:  # pragma: no cover - depends on the install
@@ -21,6 +19,7 @@ except ImportError as _error:  # pragma: no cover - depends on the install
         "sackli.arrow needs pyarrow; install it with: pip install 'sackli[arrow]'"
     ) from _error
 
+from .._whole_files import exists
 from ._decode import records_array
 from ._read import read_batches, read_table
 from ._schema_file import read_schema_file, schema_path
@@ -41,4 +40,4 @@ def row_encoding(file_spec: str) -> str | None:
     """How `write_table` encoded the rows of a bag set ("arrow" or
     "json"), from its schema file; None when there is no schema file."""
     path = schema_path(file_spec)
-    return read_schema_file(path)[1] if os.path.exists(path) else None
+    return read_schema_file(path)[1] if exists(path) else None

@@ -12,6 +12,7 @@ import pyarrow as pa
 from .. import _bulk
 from .._batching import records_per_batch
 from .._reader import Reader
+from .._whole_files import exists
 from ._decode import make_decoder
 from ._schema_file import read_schema_file, schema_path
 
@@ -37,7 +38,7 @@ def _stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.
     if schema is not None or decode not in ("arrow", "json"):
         return schema
     path = schema_path(reader.paths[0]) if reader.paths else ""
-    if decode == "json" and not os.path.exists(path):
+    if decode == "json" and not exists(path):
         return None  # inferred from the records
     stored, encoding = read_schema_file(path)
     if encoding != decode:

@@ -1,7 +1,8 @@
 """The schema file beside a bag set written from an Arrow table.
 
 `dir/name@8.bagz` (shards `dir/name-0000i-of-00008.bagz`) and `dir/name.bagz`
-both keep their schema in `dir/name.bagz.arrow_schema`: one encapsulated
+both keep their schema in `dir/name.bagz.arrow_schema` (on local disk, gs://
+or s3://, wherever the bag is): one encapsulated
 Arrow IPC schema message, readable with `pyarrow.ipc.read_schema`. Its
 metadata says how the records encode rows (`sackli.encoding`).
 """
@@ -15,6 +16,7 @@ import pyarrow as pa
 
 from .._engine import CorruptionError
 from .._shard_spec import split_shard_entry, strip_local_prefix
+from .._whole_files import read_bytes, write_bytes
 
 __all__ = ["ENCODING_KEY", "read_schema_file", "schema_message", "schema_path", "write_schema_file"]
 
@@ -44,22 +46,20 @@ def schema_message(schema: pa.Schema, encoding: str) -> bytes:
 
 
 def write_schema_file(path: str, schema: pa.Schema, encoding: str) -> None:
-    """Writes `schema`, tagged with `encoding`, to `path` (atomically)."""
-    temp = f"{path}.tmp-{os.getpid()}"
-    with open(temp, "wb") as file:
-        file.write(schema_message(schema, encoding))
-    os.replace(temp, path)
+    """Writes `schema`, tagged with `encoding`, to `path` (a local path or a
+    gs:// / s3:// URL), atomically."""
+    write_bytes(path, schema_message(schema, encoding))
 
 
 def read_schema_file(path: str) -> tuple[pa.Schema, str]:
-    """(schema without sackli's tag, encoding) from a schema file.
+    """(schema without sackli's tag, encoding) from a schema file (a local
+    path or a gs:// / s3:// URL).
 
     Raises FileNotFoundError naming the path, sackli.CorruptionError for a file that is
     not an Arrow schema.
     """
     try:
-        with open(path, "rb") as file:
-            data = file.read()
+        data = read_bytes(path)
     except FileNotFoundError:
         raise FileNotFoundError(
             2, f"{path}: no Arrow schema beside the bag (was it written by "

@@ -12,6 +12,7 @@ import pyarrow as pa
 from .._options import WriterOptions
 from .._shard_spec import split_shard_entry, strip_local_prefix
 from .._shard_writer import ShardedWriter
+from .._whole_files import remove_quietly
 from ._encode import make_encoder
 from ._inputs import open_table_stream
 from ._schema_file import schema_path, write_schema_file
@@ -141,5 +142,9 @@ def write_table(
         sink.abort()
         raise
     if column is None and encoding in ("arrow", "json"):
-        write_schema_file(schema_path(spec), stream.schema, str(encoding))
+        try:
+            write_schema_file(schema_path(spec), stream.schema, str(encoding))
+        except BaseException:
+            remove_quietly(paths)  # rows without their schema could not be decoded
+            raise
     return paths

@@ -22,7 +22,8 @@ import sackli
 
 from .. import _bulk
 from .._format import stored_bytes
-from .._shard_set import ShardSetWriter, remove_quietly
+from .._shard_set import ShardSetWriter
+from .._whole_files import remove_quietly
 from .._shard_spec import split_shard_entry
 from ._endpoints import (
     BAG, PARQUET, RECORD_OVERHEAD, Source, check_output_options, files_of, format_of,

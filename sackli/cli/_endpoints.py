@@ -18,7 +18,7 @@ from .._batching import batched
 from .._format import LIMIT_BYTES, has_zstd_suffix
 from .._shard_spec import expand_file_spec, shard_name, split_shard_entry
 from .._shard_set import files_of as bag_files_of
-from .._shard_set import remove_quietly
+from .._whole_files import remove_quietly
 from ._reading import iter_batches, open_reader, read_file
 
 BAG, TFRECORD, JSON_LINES, TEXT, PARQUET = "bag", "tfrecord", "jsonl", "text", "parquet"

@@ -15,7 +15,7 @@ from typing import Any
 
 import sackli
 
-from .._shard_set import remove_quietly
+from .._whole_files import remove_quietly
 from ._endpoints import BAG, PARQUET, bag_writer_options, remove_other_shard_sets
 from ._progress import progress
 from ._reading import open_reader

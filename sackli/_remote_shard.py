@@ -1,0 +1,91 @@
+"""A bag shard of a `gs://` / `s3://` shard set, for the shard-set writer.
+
+Object stores cannot rename, and a shard set is published only when every
+shard is complete (for `name@*.ext` only then are the names known). So each
+shard streams into a hidden object beside the set,
+`<folder>/.sackli-partial-<token>/<name>`, which no glob of the set
+matches and which is complete when the shard is finished; `publish` copies
+it onto its final name on the server (no bytes pass through us) and
+deletes it. A failure or `abort()` deletes the hidden objects.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+from . import _bulk
+from ._format import limits_path_for, stored_bytes
+from ._options import LimitsPlacement, WriterOptions
+from ._storage import copy_object
+from ._whole_files import remove_quietly
+from ._writer import Writer
+
+__all__ = ["RemoteBagShard", "partial_folder"]
+
+
+def partial_folder(spec: str) -> str:
+    """A fresh hidden folder (URL prefix) beside the set `spec` for its
+    shards until they are published."""
+    folder = spec.rpartition("/")[0]
+    return f"{folder}/.sackli-partial-{os.getpid()}-{uuid.uuid4().hex[:12]}/"
+
+
+class RemoteBagShard:
+    """One remote shard: written by a `sackli.Writer` (which streams it) to
+    `partial + name`, copied onto its target by `publish`. Without
+    `partial` (a single bag, not a set) it is written straight to `path`
+    and appears when finished."""
+
+    def __init__(self, path: str, options: WriterOptions, partial: str | None) -> None:
+        self._separate = options.limits_placement == LimitsPlacement.SEPARATE
+        self._hidden = partial is not None
+        self._temp = partial + path.rpartition("/")[2] if self._hidden else path
+        self._writer = Writer(self._temp, options)
+
+    @property
+    def records_written(self) -> int:
+        return self._writer.records_written
+
+    def stored_bytes(self) -> int:
+        return stored_bytes(self._writer.bytes_written, self._writer.records_written)
+
+    def write_many(self, records: list[Any]) -> None:
+        self._writer.write_many(records)
+
+    def write_packed(self, data: Any, offsets: memoryview) -> None:
+        _bulk.write_packed(self._writer, data, offsets)
+
+    def finish(self) -> None:
+        self._writer.close()  # the hidden object (and its limits object) appear
+
+    def _files(self, path: str) -> list[str]:
+        return [limits_path_for(path), path] if self._separate else [path]
+
+    def publish(self, target: str) -> list[str]:
+        if not self._separate:
+            # A limits object left by an older SEPARATE bag of that name
+            # would describe other records.
+            remove_quietly([limits_path_for(target)])
+        if target == self._temp:
+            return self._files(target)
+        # A SEPARATE limits object goes first: a reader finds the records
+        # object only once its limits are there.
+        published = []
+        for temp, final in zip(self._files(self._temp), self._files(target)):
+            copy_object(temp, final)
+            published.append(final)
+        remove_quietly(self._files(self._temp))
+        return published
+
+    def discard(self) -> None:
+        """Deletes what this shard wrote: an unfinished upload leaves
+        nothing; finished objects (the hidden ones, or a single bag's) are
+        deleted. An older object under a single bag's name stays unless
+        this shard finished and so replaced it."""
+        if not self._writer.closed:
+            _bulk.discard(self._writer)
+            if not self._hidden:
+                return
+        remove_quietly(self._files(self._temp))
