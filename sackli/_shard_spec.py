@@ -17,7 +17,7 @@ from ._format import MAX_SHARDS, without_local_prefix
 from ._storage import is_remote, list_objects, normalize
 
 __all__ = [
-    "choose_shard_set", "expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix",
+    "choose_shard_set", "existing_shard_sets", "expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix",
 ]
 
 _SCHEME = re.compile(r"^/?([a-zA-Z][a-zA-Z0-9+.-]*):/")
@@ -117,6 +117,24 @@ def choose_shard_set(listed: Iterable[str], base: str, count: str, suffix: str,
             shard_name(base, missing[0], total, suffix),
         )
     return [shard_name(base, i, total, suffix) for i in range(total)]
+
+
+def existing_shard_sets(base: str, suffix: str) -> dict[int, list[str]]:
+    """Every shard named `base-NNNNN-of-MMMMMsuffix` in its folder or bucket,
+    by count M (none when the folder does not exist)."""
+    cut = base.rfind("/") + 1
+    folder, prefix = base[:cut], base[cut:]
+    try:
+        names = sorted(_names_starting(folder, prefix, base))
+    except FileNotFoundError:
+        return {}
+    shape = re.compile(re.escape(prefix) + r"-\d{5}-of-(\d{5})" + re.escape(suffix))
+    sets: dict[int, list[str]] = {}
+    for name in names:
+        match = shape.fullmatch(name)
+        if match:
+            sets.setdefault(int(match.group(1)), []).append(folder + name)
+    return sets
 
 
 def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:

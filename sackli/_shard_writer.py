@@ -20,10 +20,10 @@ from ._shard_spec import split_shard_entry, strip_local_prefix
 from ._storage import is_remote
 from ._writer import Record
 
-__all__ = ["ShardedWriter"]
+__all__ = ["ShardedWriter", "bag_shard_opener"]
 
 
-def _shard_opener(spec: str, options: WriterOptions) -> OpenShard:
+def bag_shard_opener(spec: str, options: WriterOptions) -> OpenShard:
     """How the set `spec` opens a shard: a local `Writer` that stays in its
     partial folder until published, or a remote shard (`_remote_shard`)."""
     if not is_remote(spec):
@@ -88,7 +88,7 @@ class ShardedWriter:
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
         self._spec = spec
         self._set = ShardSetWriter(
-            spec, _shard_opener(spec, options), record_overhead=LIMIT_BYTES,
+            spec, bag_shard_opener(spec, options), record_overhead=LIMIT_BYTES,
             max_shard_bytes=max_shard_bytes, num_records=num_records)
         folder = os.path.dirname(spec)
         if folder and not is_remote(spec) and not os.path.isdir(folder):

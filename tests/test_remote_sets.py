@@ -1,6 +1,6 @@
 """Shard sets and Arrow schema files on gs:// and s3:// (ShardedWriter,
-sackli.arrow.write_table / read_table / read_schema), against moto's S3
-server and fake-gcs-server behind the fault proxy."""
+sackli.arrow.write_table / read_table / read_schema, sackli convert),
+against moto's S3 server and fake-gcs-server behind the fault proxy."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 import sackli
 import sackli.arrow
+from cli_helpers import fails, ok
 from remote_helpers import SEPARATE, TAIL, make_records, remote, servers  # noqa: F401
 
 PLACEMENTS = pytest.mark.parametrize("placement", [TAIL, SEPARATE], ids=["tail", "separate"])
@@ -112,3 +113,58 @@ def test_a_schema_that_cannot_be_read_is_an_error(remote):
     with pytest.raises(FileNotFoundError, match="bad.bagz.arrow_schema"):
         sackli.arrow.read_schema(remote.url("bad.bagz"))
     assert sackli.arrow.row_encoding(remote.url("bad.bagz")) is None
+
+
+# --- sackli convert to and from gs:// / s3:// ------------------------------------
+# The command runs as a subprocess with the environment the `servers` fixture
+# set (the endpoints of the proxies).
+
+
+def test_convert_a_local_bag_to_a_remote_set_and_back(remote, tmp_path):
+    records = make_records(120, seed=6)
+    with sackli.Writer(tmp_path / "src.bag") as writer:
+        writer.write_many(records)
+    ok("convert", "src.bag", remote.url("out@3.bagz"), cwd=tmp_path)
+    assert sorted(remote.objects()) == shard_names("out", 3, ".bagz")
+    assert read_all(remote.url("out@*.bagz")) == records
+    ok("convert", remote.url("out@*.bagz"), "back.bag", cwd=tmp_path)
+    assert read_all(str(tmp_path / "back.bag")) == records
+
+
+def test_convert_by_size_and_force_replaces_the_older_set(remote, tmp_path):
+    records = make_records(300, seed=7)
+    with sackli.Writer(tmp_path / "src.bag") as writer:
+        writer.write_many(records)
+    ok("convert", "src.bag", remote.url("out@2.bag"), cwd=tmp_path)
+    error = fails("convert", "src.bag", remote.url("out@*.bag"), "--max-shard-bytes", "10000",
+                  cwd=tmp_path)
+    assert "--force" in error
+    ok("convert", "src.bag", remote.url("out@*.bag"), "--max-shard-bytes", "10000", "--force",
+       cwd=tmp_path)
+    names = sorted(remote.objects())
+    count = len(names)
+    assert count > 2 and names == shard_names("out", count, ".bag")  # the @2 set is gone
+    assert read_all(remote.url("out@*.bag")) == records
+
+
+def test_convert_between_parquet_and_remote_bags(remote, tmp_path):
+    import pyarrow.parquet as pq
+
+    table = typed_table()
+    pq.write_table(table, tmp_path / "t.parquet")
+    ok("convert", "t.parquet", remote.url("rows@2.bagz"), cwd=tmp_path)
+    assert sackli.arrow.read_table(remote.url("rows@*.bagz"), decode="arrow").equals(table)
+    ok("convert", remote.url("rows@*.bagz"), remote.url("p.parquet"), cwd=tmp_path)
+    (tmp_path / "p.parquet").write_bytes(remote.get("p.parquet"))
+    assert pq.read_table(tmp_path / "p.parquet").equals(table)
+    ok("convert", remote.url("rows@2.bagz"), "local.parquet", cwd=tmp_path)
+    assert pq.read_table(tmp_path / "local.parquet").equals(table)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local.parquet", "p.parquet", "t.parquet"]
+
+
+def test_convert_refuses_other_formats_on_remote_destinations(remote, tmp_path):
+    with sackli.Writer(tmp_path / "src.bag") as writer:
+        writer.write_many([b"a"])
+    error = fails("convert", "src.bag", remote.url("out.tfrecord"), cwd=tmp_path)
+    assert "write other formats to a local path" in error
+    assert remote.objects() == {}

@@ -14,10 +14,10 @@ from typing import Any
 
 from ._gcs import GcsStore
 from ._s3 import S3Store
-from ._upload import Upload
+from ._upload import Upload, UploadFile
 from ._urls import RemotePath, is_remote, normalize, parse
 
-__all__ = ["REMOTE_OPENER", "RemoteObject", "Upload", "copy_object", "delete_object",
+__all__ = ["REMOTE_OPENER", "RemoteObject", "Upload", "UploadFile", "copy_object", "delete_object",
            "is_remote", "list_objects", "normalize", "object_exists", "open_upload", "read_object",
            "reset_clients", "write_object"]
 

@@ -3,11 +3,12 @@ written, and the object appears only when the upload is committed."""
 
 from __future__ import annotations
 
+import io
 from typing import Any, Callable, Protocol
 
 from ._urls import RemotePath
 
-__all__ = ["Upload", "OpenUpload", "PartedUpload"]
+__all__ = ["Upload", "UploadFile", "OpenUpload", "PartedUpload"]
 
 # Every back-end buffers at most about this many bytes before sending them
 # (a multipart part, a resumable chunk): a multiple of 256 KiB (GCS chunks)
@@ -107,3 +108,27 @@ class PartedUpload:
 
     def _cancel(self) -> None:
         raise NotImplementedError
+
+
+class UploadFile(io.RawIOBase):
+    """A write-only binary file over an `Upload`, for libraries that write
+    to file objects (pyarrow's ParquetWriter). Closing it does not commit:
+    the caller commits (or aborts) the upload."""
+
+    def __init__(self, upload: Upload, name: str) -> None:
+        super().__init__()
+        self._upload = upload
+        self._position = 0
+        self.name = name
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self._upload.write(chunk)
+        self._position += len(chunk)
+        return len(chunk)
+
+    def tell(self) -> int:
+        return self._position

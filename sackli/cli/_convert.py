@@ -22,12 +22,14 @@ import sackli
 
 from .. import _bulk
 from .._format import stored_bytes
-from .._shard_set import ShardSetWriter
-from .._whole_files import remove_quietly
+from .._shard_set import OpenShard, ShardSetWriter
 from .._shard_spec import split_shard_entry
+from .._shard_writer import bag_shard_opener
+from .._storage import is_remote
+from .._whole_files import remove_quietly
 from ._endpoints import (
-    BAG, PARQUET, RECORD_OVERHEAD, Source, check_output_options, files_of, format_of,
-    open_writer, refuse_existing, remove_other_shard_sets,
+    BAG, PARQUET, RECORD_OVERHEAD, Source, bag_writer_options, check_output_options, files_of,
+    format_of, open_writer, refuse_existing, remove_other_shard_sets,
 )
 from ._parquet import convert_parquet
 from ._progress import progress
@@ -93,6 +95,18 @@ class _TempNamedShard:
             remove_quietly(files_of(self._kind, self._temp))
 
 
+def _shard_opener(kind: str, args: argparse.Namespace) -> OpenShard:
+    """How the destination opens each output file: locally under a
+    `_temp_name`; on gs:// / s3:// (bags only) as `sackli.ShardedWriter`
+    does, streaming into hidden objects copied into place at the end."""
+    if not is_remote(args.dst):
+        return lambda path: _TempNamedShard(kind, path, args)
+    if kind != BAG:
+        raise ValueError(f"{args.dst}: convert writes bags and Parquet to gs:// and s3://; "
+                         "write other formats to a local path")
+    return bag_shard_opener(args.dst, sackli.Writer.Options(**bag_writer_options(args.dst, args)))
+
+
 def _check_distinct(source: Source, outputs: list[str]) -> None:
     sources = {os.path.realpath(path) for path in source.paths()}
     for path in outputs:
@@ -128,7 +142,7 @@ def convert(args: argparse.Namespace) -> int:
     # read with --skip-corrupt: how many records survive is not known).
     total = source.count() if source_kind == BAG else None
     shards = ShardSetWriter(
-        args.dst, lambda path: _TempNamedShard(kind, path, args),
+        args.dst, _shard_opener(kind, args),
         record_overhead=RECORD_OVERHEAD[kind], max_shard_bytes=args.max_shard_bytes,
         num_records=None if by_size or args.skip_corrupt else total)
     _check_distinct(source, shards.paths)

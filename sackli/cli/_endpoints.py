@@ -8,7 +8,6 @@ import dataclasses
 import errno
 import itertools
 import os
-import re
 from typing import Any, Callable, Iterator
 
 import sackli
@@ -16,8 +15,10 @@ import sackli
 from .. import formats
 from .._batching import batched
 from .._format import LIMIT_BYTES, has_zstd_suffix
-from .._shard_spec import expand_file_spec, shard_name, split_shard_entry
+from .. import _whole_files
+from .._shard_spec import existing_shard_sets, expand_file_spec, shard_name, split_shard_entry
 from .._shard_set import files_of as bag_files_of
+from .._storage import is_remote
 from .._whole_files import remove_quietly
 from ._reading import iter_batches, open_reader, read_file
 
@@ -133,22 +134,6 @@ def files_of(kind: str, path: str) -> list[str]:
     return bag_files_of(path) if kind == BAG else [path]
 
 
-def _shard_sets(base: str, suffix: str) -> dict[int, list[str]]:
-    """The shards on disk named `base-NNNNN-of-MMMMM<suffix>`, by count M."""
-    folder = os.path.dirname(base) or "."
-    shape = re.compile(re.escape(os.path.basename(base)) + r"-\d{5}-of-(\d{5})" + re.escape(suffix))
-    try:
-        names = sorted(os.listdir(folder))
-    except FileNotFoundError:
-        return {}
-    sets: dict[int, list[str]] = {}
-    for name in names:
-        match = shape.fullmatch(name)
-        if match:
-            sets.setdefault(int(match.group(1)), []).append(os.path.join(os.path.dirname(base), name))
-    return sets
-
-
 def _destination_files(kind: str, spec: str) -> list[str]:
     """The files of the destination `spec` that exist now (for name@*.ext:
     every shard of that name, whatever the count)."""
@@ -156,11 +141,17 @@ def _destination_files(kind: str, spec: str) -> list[str]:
     if sharded is None:
         paths = [spec]
     elif sharded[1] == "*":
-        paths = [path for shards in _shard_sets(sharded[0], sharded[2]).values() for path in shards]
+        sets = existing_shard_sets(sharded[0], sharded[2]).values()
+        paths = [path for shards in sets for path in shards]
     else:
         base, count, suffix = sharded
         paths = [shard_name(base, i, int(count), suffix) for i in range(int(count))]
-    return [file for path in paths for file in files_of(kind, path) if os.path.lexists(file)]
+    return [file for path in paths for file in files_of(kind, path) if _exists(file)]
+
+
+def _exists(path: str) -> bool:
+    # A dangling local symlink counts: writing would replace it.
+    return _whole_files.exists(path) if is_remote(path) else os.path.lexists(path)
 
 
 def refuse_existing(kind: str, spec: str) -> None:
@@ -182,6 +173,6 @@ def remove_other_shard_sets(kind: str, spec: str, written: list[str]) -> None:
     if sharded is None:
         return
     base, _, suffix = sharded
-    for paths in _shard_sets(base, suffix).values():
+    for paths in existing_shard_sets(base, suffix).values():
         if not set(paths) & set(written):
             remove_quietly(file for path in paths for file in files_of(kind, path))

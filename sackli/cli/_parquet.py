@@ -10,11 +10,13 @@ one binary column `record`. Both stream in bounded memory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from typing import Any
+from typing import Any, Iterator
 
 import sackli
 
+from .._storage import UploadFile, is_remote, open_upload
 from .._whole_files import remove_quietly
 from ._endpoints import BAG, PARQUET, bag_writer_options, remove_other_shard_sets
 from ._progress import progress
@@ -61,21 +63,39 @@ def _to_parquet(args: argparse.Namespace) -> int:
 
     reader = open_reader(args.src, args)
     batches = arrow.read_batches(reader, decode=_decode_for(arrow, reader, args.decode))
-    temp = f"{args.dst}.sackli-partial"
     rows = 0
+    with _parquet_output(args.dst) as output, \
+            pq.ParquetWriter(output, batches.schema) as writer, \
+            progress(len(reader), "convert", unit=" rows") as bar:
+        for batch in batches:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+            bar.update(batch.num_rows)
+    print(f"converted {rows} records from {args.src} to {args.dst}")
+    return 0
+
+
+@contextlib.contextmanager
+def _parquet_output(path: str) -> Iterator[Any]:
+    """Where the Parquet file is written, atomically: a hidden local file
+    renamed onto `path` at the end, or for gs:// / s3:// an upload stream
+    that completes only then. Nothing is left behind on failure."""
+    if is_remote(path):
+        upload = open_upload(path)
+        try:
+            yield UploadFile(upload, path)
+            upload.commit()
+        finally:
+            upload.abort()  # a no-op once committed
+        return
+    folder, name = os.path.split(path)
+    temp = os.path.join(folder, f".{name}.sackli-partial-{os.getpid()}")
     try:
-        with pq.ParquetWriter(temp, batches.schema) as writer, \
-                progress(len(reader), "convert", unit=" rows") as bar:
-            for batch in batches:
-                writer.write_batch(batch)
-                rows += batch.num_rows
-                bar.update(batch.num_rows)
-        os.replace(temp, args.dst)
+        yield temp
+        os.replace(temp, path)
     except BaseException:
         remove_quietly([temp])
         raise
-    print(f"converted {rows} records from {args.src} to {args.dst}")
-    return 0
 
 
 def convert_parquet(source_kind: str, destination_kind: str, args: argparse.Namespace) -> int:
