@@ -90,7 +90,7 @@ def test_long_stream_into_even_shards(tmp_path):
     assert shard_sizes(paths) == [12501, 12500, 12500, 12500]
     assert files_in(tmp_path) == ["s-00000-of-00004.bagz", "s-00001-of-00004.bagz",
                                   "s-00002-of-00004.bagz", "s-00003-of-00004.bagz",
-                                  "s.bagz.arrow_schema"]
+                                  "s-of-00004.bagz.arrow_schema"]
     back = sackli.arrow.read_table(str(tmp_path / "s@4.bagz"), decode="arrow")
     assert back.equals(table)
     last_shard = sackli.arrow.read_table(paths[3], decode="arrow")
@@ -236,3 +236,30 @@ def test_streamed_write_to_sharded_bagz_keeps_anonymous_memory_bounded(run_pytho
     outcome = _stream_write(run_python, "out@2.bagz")
     assert outcome["rows"] == 50 * 256
     assert outcome["anon_growth"] < outcome["data"] / 2, outcome
+
+
+# --- One schema file per shard set ------------------------------------------------
+
+
+def test_sets_of_one_name_keep_their_own_schema_files(tmp_path):
+    """`evj@*.bagz` written beside `evj@8.bagz` (another count) must not
+    replace the schema of the older set: each set reads back its own types."""
+    ints = pa.table({"v": pa.array(range(40), pa.int32())})
+    texts = pa.table({"v": pa.array([f"t{i}" for i in range(40)])})
+    sackli.arrow.write_table(ints, tmp_path / "evj@8.bagz")
+    paths = sackli.arrow.write_table(texts, tmp_path / "evj@*.bagz", max_shard_bytes=200)
+    assert len(paths) not in (0, 8)
+    assert sackli.arrow.read_table(str(tmp_path / "evj@8.bagz"), decode="arrow").equals(ints)
+    count = len(paths)
+    assert sackli.arrow.read_table(str(tmp_path / f"evj@{count}.bagz"), decode="arrow").equals(texts)
+    assert sackli.arrow.read_schema(paths[0]) == texts.schema
+    assert sackli.arrow.read_schema(str(tmp_path / "evj-00003-of-00008.bagz")) == ints.schema
+
+
+def test_a_set_written_with_the_older_shared_schema_name_still_reads(tmp_path):
+    table = pa.table({"v": pa.array([1.5, None], pa.float32())})
+    sackli.arrow.write_table(table, tmp_path / "old@2.bagz")
+    # Before schema files were per set, every set of a name used this one.
+    os.rename(tmp_path / "old-of-00002.bagz.arrow_schema", tmp_path / "old.bagz.arrow_schema")
+    assert sackli.arrow.row_encoding(str(tmp_path / "old@2.bagz")) == "arrow"
+    assert sackli.arrow.read_table(str(tmp_path / "old@*.bagz"), decode="arrow").equals(table)

@@ -96,8 +96,8 @@ def test_write_table_and_read_it_back_with_its_schema(remote, encoding, spec):
     paths = sackli.arrow.write_table(table, remote.url(spec), encoding=encoding)
     assert paths == ([remote.url("tab.bagz")] if "@" not in spec
                      else [remote.url(n) for n in shard_names("tab", 2, ".bagz")])
-    assert sorted(remote.objects()) == sorted(
-        [p.rpartition("/")[2] for p in paths] + ["tab.bagz.arrow_schema"])
+    schema_name = "tab-of-00002.bagz.arrow_schema" if "@" in spec else "tab.bagz.arrow_schema"
+    assert sorted(remote.objects()) == sorted([p.rpartition("/")[2] for p in paths] + [schema_name])
     assert sackli.arrow.read_schema(remote.url(spec)) == table.schema
     assert sackli.arrow.row_encoding(remote.url(spec)) == encoding
     read_spec = spec.replace("@2", "@*")

@@ -19,10 +19,9 @@ except ImportError as _error:  # pragma: no cover - depends on the install
         "sackli.arrow needs pyarrow; install it with: pip install 'sackli[arrow]'"
     ) from _error
 
-from .._whole_files import exists
 from ._decode import records_array
 from ._read import read_batches, read_table
-from ._schema_file import read_schema_file, schema_path
+from ._schema_file import find_schema_file, read_schema_file, read_set_schema, schema_path
 from ._write import write_table
 
 __all__ = ["read_batches", "read_schema", "read_table", "records_array", "row_encoding",
@@ -33,11 +32,11 @@ def read_schema(file_spec: str) -> "pyarrow.Schema":
     """The Arrow schema written beside a bag set by `write_table`.
 
     Raises FileNotFoundError when there is no schema file."""
-    return read_schema_file(schema_path(file_spec))[0]
+    return read_set_schema(file_spec)[0]
 
 
 def row_encoding(file_spec: str) -> str | None:
     """How `write_table` encoded the rows of a bag set ("arrow" or
     "json"), from its schema file; None when there is no schema file."""
-    path = schema_path(file_spec)
-    return read_schema_file(path)[1] if exists(path) else None
+    path = find_schema_file(file_spec)
+    return read_schema_file(path)[1] if path is not None else None

@@ -12,9 +12,8 @@ import pyarrow as pa
 from .. import _bulk
 from .._batching import records_per_batch
 from .._reader import Reader
-from .._whole_files import exists
 from ._decode import make_decoder
-from ._schema_file import read_schema_file, schema_path
+from ._schema_file import find_schema_file, read_schema_file, schema_path
 
 __all__ = ["read_batches", "read_table"]
 
@@ -37,10 +36,10 @@ def _stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.
     """The schema rows were written with: given, or from the schema file."""
     if schema is not None or decode not in ("arrow", "json"):
         return schema
-    path = schema_path(reader.paths[0]) if reader.paths else ""
-    if decode == "json" and not exists(path):
+    path = find_schema_file(reader.paths[0])
+    if path is None and decode == "json":
         return None  # inferred from the records
-    stored, encoding = read_schema_file(path)
+    stored, encoding = read_schema_file(path if path is not None else schema_path(reader.paths[0]))
     if encoding != decode:
         raise ValueError(f"{path}: the rows were written with encoding={encoding!r}, "
                          f"not {decode!r}")

@@ -1,41 +1,79 @@
 """The schema file beside a bag set written from an Arrow table.
 
-`dir/name@8.bagz` (shards `dir/name-0000i-of-00008.bagz`) and `dir/name.bagz`
-both keep their schema in `dir/name.bagz.arrow_schema` (on local disk, gs://
-or s3://, wherever the bag is): one encapsulated
-Arrow IPC schema message, readable with `pyarrow.ipc.read_schema`. Its
-metadata says how the records encode rows (`sackli.encoding`).
+Each set has its own: `dir/name@8.bagz` (shards `dir/name-0000i-of-00008.bagz`)
+keeps its schema in `dir/name-of-00008.bagz.arrow_schema`, and `dir/name.bagz`
+in `dir/name.bagz.arrow_schema`, so sets of one name with other shard counts
+(or windows of a stream) never share one. It sits beside the bag wherever
+that is (local disk, gs://, s3://): one encapsulated Arrow IPC schema
+message, readable with `pyarrow.ipc.read_schema`, whose metadata says how
+the records encode rows (`sackli.encoding`).
+
+Sets written before schema files were per set keep theirs in
+`dir/name.bagz.arrow_schema`; readers fall back to that name.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 
 import pyarrow as pa
 
 from .._engine import CorruptionError
-from .._shard_spec import split_shard_entry, strip_local_prefix
-from .._whole_files import read_bytes, write_bytes
+from .._shard_spec import expand_file_spec, split_shard_entry, strip_local_prefix
+from .._whole_files import exists, read_bytes, write_bytes
 
-__all__ = ["ENCODING_KEY", "read_schema_file", "schema_message", "schema_path", "write_schema_file"]
+__all__ = ["ENCODING_KEY", "find_schema_file", "read_schema_file", "read_set_schema",
+           "schema_message", "schema_path", "write_schema_file"]
 
 SUFFIX = ".arrow_schema"
 ENCODING_KEY = b"sackli.encoding"
-_SHARD_NUMBERING = re.compile(r"-\d{5}-of-\d{5}(?=[^/]*$)")
+_SHARD_NUMBERING = re.compile(r"-\d{5}-of-(\d{5})(?=[^/]*$)")
+
+
+def _one_file(path_or_spec: str) -> str:
+    """A file of the set `path_or_spec` names (its first entry), or the
+    spec itself for `name@N.ext`; `name@*.ext` is resolved by listing."""
+    entry = strip_local_prefix(os.fspath(path_or_spec).split(",")[0])
+    sharded = split_shard_entry(entry)
+    if sharded is None:
+        return entry
+    if sharded[1] == "*":
+        return expand_file_spec(entry)[0]
+    base, count, suffix = sharded
+    return f"{base}-00000-of-{int(count):05d}{suffix}"
 
 
 def schema_path(path_or_spec: str) -> str:
-    """Where the schema of a bag set lives, from a shard spec (`x@8.bagz`)
-    or from the path of any of its files (`x-00003-of-00008.bagz`)."""
-    entry = strip_local_prefix(os.fspath(path_or_spec).split(",")[0])
-    sharded = split_shard_entry(entry)
-    if sharded is not None:
-        base, _, suffix = sharded
-        entry = base + suffix
-    else:
-        entry = _SHARD_NUMBERING.sub("", entry, count=1)
-    return entry + SUFFIX
+    """Where the schema of a bag set is written: from a shard spec
+    (`x@8.bagz` -> `x-of-00008.bagz.arrow_schema`) or from the path of any
+    of its files (`x-00003-of-00008.bagz` -> the same); `x@*.bagz` is
+    resolved by listing (FileNotFoundError when no set matches)."""
+    entry = _one_file(path_or_spec)
+    return _SHARD_NUMBERING.sub(r"-of-\1", entry, count=1) + SUFFIX
+
+
+def _shared_schema_path(path: str) -> str:
+    """The name every set of one base shared before schema files were per set."""
+    return _SHARD_NUMBERING.sub("", path, count=1) + SUFFIX
+
+
+def find_schema_file(path_or_spec: str) -> str | None:
+    """The schema file of the set: its own, or the older shared one; None
+    when there is neither."""
+    path = schema_path(path_or_spec)
+    if exists(path):
+        return path
+    shared = _shared_schema_path(_one_file(path_or_spec))
+    return shared if shared != path and exists(shared) else None
+
+
+def read_set_schema(path_or_spec: str) -> tuple[pa.Schema, str]:
+    """(schema, encoding) of the set `path_or_spec` (see `read_schema_file`);
+    FileNotFoundError naming the schema file it should have."""
+    path = find_schema_file(path_or_spec)
+    return read_schema_file(path if path is not None else schema_path(path_or_spec))
 
 
 def schema_message(schema: pa.Schema, encoding: str) -> bytes:

@@ -94,8 +94,9 @@ def write_table(
         one-row Arrow IPC message: lossless for every Arrow type), "json" (a
         JSON object), or a function from a RecordBatch to one record per row
         (a binary Arrow array or a sequence of bytes). For "arrow" and
-        "json" the schema is written once, to `<name>.<ext>.arrow_schema`
-        beside the shards.
+        "json" the schema is written once per set, beside the shards:
+        `<name>.<ext>.arrow_schema`, or `<name>-of-0000N.<ext>.arrow_schema`
+        for a set of N shards.
       skip_nulls: with `column`, leave null values out instead of raising.
       options: a `sackli.Writer.Options` for every shard.
       max_shard_bytes: with `out@*.ext`, the most bytes a shard should
@@ -143,7 +144,7 @@ def write_table(
         raise
     if column is None and encoding in ("arrow", "json"):
         try:
-            write_schema_file(schema_path(spec), stream.schema, str(encoding))
+            write_schema_file(schema_path(paths[0]), stream.schema, str(encoding))
         except BaseException:
             remove_quietly(paths)  # rows without their schema could not be decoded
             raise

@@ -25,7 +25,7 @@ from apache_beam.typehints import arrow_type_compatibility, schemas
 from apache_beam.typehints.row_type import RowTypeConstraint
 
 from ..arrow._encode import make_encoder
-from ..arrow._schema_file import read_schema_file, schema_message, schema_path
+from ..arrow._schema_file import read_set_schema, schema_message, schema_path
 from ._files import expand_pattern
 
 __all__ = ["BatchesToRows", "EncodeRows", "WriteSchemaFile", "row_schema", "stored_rows"]
@@ -64,8 +64,8 @@ def stored_rows(file_pattern: str, options: Any, empty_match_treatment: str) -> 
         raise FileNotFoundError(
             2, f"{file_pattern}: as_rows needs a file to take the schema from; none matches",
             file_pattern)
-    path = schema_path(files[0].path)
-    schema, encoding = read_schema_file(path)
+    path = files[0].path
+    schema, encoding = read_set_schema(path)
     if encoding not in ("arrow", "json"):
         raise ValueError(f"{path}: the rows were written with encoding={encoding!r}; "
                          "as_rows reads 'arrow' and 'json' rows")
