@@ -94,3 +94,51 @@ def test_json_without_schema_file_infers_columns(tmp_path):
     write_records(tmp_path / "raw.bag", [b'{"a": 1, "b": "x"}', b'{"a": 2, "b": null}'])
     back = sackli.arrow.read_table(str(tmp_path / "raw.bag"), decode="json")
     assert back.to_pydict() == {"a": [1, 2], "b": ["x", None]}
+
+
+# --- NaN and infinities ----------------------------------------------------------
+
+
+def _strict_json(record: bytes) -> object:
+    """Parses as a strict JSON parser (jq, JavaScript) would: no bare NaN."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(record, parse_constant=refuse)
+
+
+def test_json_rows_with_nan_and_infinities_are_valid_json_and_round_trip(tmp_path):
+    inf, nan = float("inf"), float("nan")
+    table = pa.table({
+        "f64": pa.array([1.5, nan, inf, -inf, None], pa.float64()),
+        "f32": pa.array([nan, 0.25, None, -inf, inf], pa.float32()),
+        "deep": pa.array([[nan, 1.0], None, [], [-inf], [inf, None]], pa.list_(pa.float64())),
+        "pair": pa.array([{"x": -inf, "s": "a"}, {"x": 2.0, "s": "NaN"}, None,
+                          {"x": nan, "s": None}, {"x": None, "s": "b"}],
+                         pa.struct([("x", pa.float64()), ("s", pa.string())])),
+        "text": ["NaN", "Infinity", "-Infinity", "x", None],  # strings stay strings
+    })
+    sackli.arrow.write_table(table, tmp_path / "f.bag", encoding="json")
+    with sackli.Reader(str(tmp_path / "f.bag")) as reader:
+        rows = [_strict_json(record) for record in reader]
+    assert rows[1]["f64"] == "NaN" and rows[2]["f64"] == "Infinity" and rows[3]["f64"] == "-Infinity"
+    back = sackli.arrow.read_table(str(tmp_path / "f.bag"), decode="json")
+    assert back.schema == table.schema
+    assert repr(back.to_pydict()) == repr(table.to_pydict())  # repr: nan == nan
+
+
+def test_json_rows_without_non_finite_values_keep_their_numbers(tmp_path):
+    table = pa.table({"f": pa.array([1.0, -2.5, None], pa.float64())})
+    sackli.arrow.write_table(table, tmp_path / "g.bag", encoding="json")
+    with sackli.Reader(str(tmp_path / "g.bag")) as reader:
+        assert list(reader) == [b'{"f":1.0}', b'{"f":-2.5}', b'{"f":null}']
+
+
+def test_json_text_in_a_number_place_is_corruption(tmp_path):
+    table = pa.table({"f": pa.array([1.0], pa.float64())})
+    sackli.arrow.write_table(table, tmp_path / "h.bag", encoding="json")
+    schema_file = tmp_path / "h.bag.arrow_schema"
+    with sackli.Writer(str(tmp_path / "h.bag")) as writer:
+        writer.write_many([b'{"f":"NaN"}', b'{"f":"many"}'])
+    assert schema_file.exists()
+    with pytest.raises(sackli.CorruptionError, match="h.bag"):
+        sackli.arrow.read_table(str(tmp_path / "h.bag"), decode="json")

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 
 from .._engine import CorruptionError
-from ._json_types import from_json_table, json_parse_schema
+from ._json_types import from_json_table, json_parse_schema, parse_non_finite
 from ._types import from_storage, restore_dictionaries, storage_schema
 
 __all__ = ["RECORD_COLUMN", "make_decoder", "records_array"]
@@ -112,7 +112,11 @@ class JsonDecoder:
             table = pa_json.read_json(pa.BufferReader(pa.py_buffer(data)),
                                       parse_options=options)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as error:
-            raise _bad_json(data, offsets, source, first, error) from None
+            # pyarrow parses no "NaN" text where a number belongs: rows
+            # holding one are parsed here instead.
+            table = _parse_with_non_finite(data, offsets, parse_schema) if parse_schema else None
+            if table is None:
+                raise _bad_json(data, offsets, source, first, error) from None
         if table.num_rows != count:
             raise _bad_json(data, offsets, source, first,
                             f"{count} records gave {table.num_rows} objects")
@@ -133,6 +137,28 @@ class JsonDecoder:
         if self.schema is None or self._columns is None:
             return self.schema
         return pa.schema([self.schema.field(c) for c in self._columns])
+
+
+def _parse_with_non_finite(data: Any, offsets: Any, schema: pa.Schema) -> pa.Table | None:
+    """The records as a table of `schema`, parsed by Python's json with the
+    texts of NaN and infinities in float places as floats (see
+    _json_types); None when a record is not a JSON object of `schema`'s
+    fields that fits it."""
+    view, ends = memoryview(data), memoryview(offsets)
+    types = {field.name: field.type for field in schema}
+    rows = []
+    for k in range(len(ends) - 1):
+        try:
+            row = json.loads(bytes(view[ends[k]:ends[k + 1]]))
+            if not isinstance(row, dict) or not row.keys() <= types.keys():
+                return None
+            rows.append({key: parse_non_finite(value, types[key]) for key, value in row.items()})
+        except ValueError:
+            return None
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
 
 
 def _bad_json(data: Any, offsets: Any, source: str, first: int, error: Any) -> CorruptionError:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._json_types import to_json_batch
+from ._json_types import non_finite_as_text, to_json_batch
 from ._types import storage_schema, to_storage
 
 __all__ = ["Packed", "make_encoder"]
@@ -183,11 +183,16 @@ class JsonRowEncoder:
 
     def __init__(self) -> None:
         self._dumps = json.JSONEncoder(default=_json_default, ensure_ascii=False,
-                                       separators=(",", ":"), allow_nan=True).encode
+                                       separators=(",", ":"), allow_nan=False).encode
+
+    def _dump(self, row: dict) -> bytes:
+        try:
+            return self._dumps(row).encode()
+        except ValueError:  # a NaN or infinity: valid JSON only as text
+            return self._dumps(non_finite_as_text(row)).encode()
 
     def encode(self, batch: pa.RecordBatch) -> Packed:
-        dumps = self._dumps
-        return pack([dumps(row).encode() for row in to_json_batch(batch).to_pylist()])
+        return pack([self._dump(row) for row in to_json_batch(batch).to_pylist()])
 
 
 class CallableEncoder:

@@ -9,19 +9,25 @@ and converted back after pyarrow parses them:
   binary                       base64 text
   maps                         lists of {"key": k, "value": v} objects
   dictionaries                 their values (as in the "arrow" encoding)
+  NaN, +-infinity (floats,     the strings "NaN", "Infinity", "-Infinity", at
+    at any depth)                any depth: JSON has no such numbers, and a
+                                 bare NaN is invalid JSON that tools like jq
+                                 silently turn into null
 """
 
 from __future__ import annotations
 
 import base64
-from typing import Callable
+import math
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._types import decode_dictionaries, storage_type
 
-__all__ = ["from_json_table", "json_parse_schema", "to_json_batch"]
+__all__ = ["from_json_table", "json_parse_schema", "non_finite_as_text", "parse_non_finite",
+           "to_json_batch"]
 
 _BINARY = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
            pa.types.is_binary_view)
@@ -97,3 +103,37 @@ def from_json_table(table: pa.Table, schema: pa.Schema,
                           pa.array([], _json_type(f.type)), f, restore)
                for i, f in enumerate(schema)]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def non_finite_as_text(value: Any) -> Any:
+    """`value` (a row as Python objects) with every NaN and infinity, at any
+    depth, as the text that stands for it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: non_finite_as_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [non_finite_as_text(item) for item in value]
+    return value
+
+
+def parse_non_finite(value: Any, t: pa.DataType) -> Any:
+    """A parsed JSON value of Arrow type `t` (as json_parse_schema gives
+    it) with the texts of NaN and infinities in float places back as
+    floats. ValueError for other text in a float place."""
+    if value is None:
+        return None
+    if pa.types.is_floating(t):
+        if isinstance(value, str):
+            if value not in ("NaN", "Infinity", "-Infinity"):
+                raise ValueError(f"{value!r} where a number belongs")
+            return float(value)
+        return value
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
+        return [parse_non_finite(item, t.value_type) for item in value]
+    if pa.types.is_struct(t) and isinstance(value, dict):
+        fields = {t.field(i).name: t.field(i).type for i in range(t.num_fields)}
+        return {key: parse_non_finite(item, fields[key]) if key in fields else item
+                for key, item in value.items()}
+    return value
