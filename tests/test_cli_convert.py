@@ -50,11 +50,19 @@ def test_convert_writes_a_tfrecord_by_the_spec(bag) -> None:
 
 
 def test_convert_json_lines_and_text_round_trip(bag) -> None:
-    ok("convert", "small.bagz", "out.jsonl", cwd=bag)
+    # Record 4 is not UTF-8: JSON Lines holds it only with the opt-in convention.
+    assert "record 4 is not UTF-8 text" in fails("convert", "small.bagz", "out.jsonl", cwd=bag)
+    assert not (bag / "out.jsonl").exists()
+    ok("convert", "small.bagz", "out.jsonl", "--jsonl-base64", cwd=bag)
     assert (bag / "out.jsonl").read_bytes() == (
         b'"alpha"\n""\n"caf\xc3\xa9"\n"line\\nbreak"\n{"base64": "//4="}\n')
-    ok("convert", "out.jsonl", "back.bagz", cwd=bag)
+    ok("convert", "out.jsonl", "back.bagz", "--jsonl-base64", cwd=bag)
     assert sackli.Reader(bag / "back.bagz").read() == RECORDS
+    # Without the flag a {"base64": ...} line is a JSON object like any other.
+    ok("convert", "out.jsonl", "kept.bagz", cwd=bag)
+    assert sackli.Reader(bag / "kept.bagz").read() == RECORDS[:4] + [b'{"base64": "//4="}']
+    assert "applies to JSON Lines" in fails("convert", "small.bagz", "x.bag", "--jsonl-base64",
+                                            cwd=bag, status=1)
     assert fails("convert", "small.bagz", "out.txt", cwd=bag) == (
         "sackli: error: out.txt: record 3 contains a newline and cannot be written as one "
         "line of text; use .jsonl or .tfrecord")
@@ -117,12 +125,12 @@ def test_convert_failure_from_a_corrupt_source_leaves_nothing(tmp_path) -> None:
 
 
 def test_convert_refuses_to_overwrite_without_force(bag) -> None:
-    ok("convert", "small.bagz", "out.jsonl", cwd=bag)
+    ok("convert", "small.bagz", "out.jsonl", "--jsonl-base64", cwd=bag)
     (bag / "out.jsonl").write_bytes(b"precious\n")
-    assert fails("convert", "small.bagz", "out.jsonl", cwd=bag) == (
+    assert fails("convert", "small.bagz", "out.jsonl", "--jsonl-base64", cwd=bag) == (
         "sackli: error: out.jsonl exists; pass --force to overwrite it")
     assert (bag / "out.jsonl").read_bytes() == b"precious\n"
-    ok("convert", "small.bagz", "out.jsonl", "--force", cwd=bag)
+    ok("convert", "small.bagz", "out.jsonl", "--force", "--jsonl-base64", cwd=bag)
     assert (bag / "out.jsonl").read_bytes().startswith(b'"alpha"\n')
     # A bag's limits file counts: it may hold an interrupted write to recover.
     (bag / "limits.out.bag").write_bytes(b"")

@@ -78,10 +78,22 @@ def test_reader_reports_corruption(tmp_path, damage, message) -> None:
 def test_json_lines_round_trip(tmp_path) -> None:
     records = [b"plain", "caf\u00e9\n".encode(), b"\xff\x00bin", b""]
     path = tmp_path / "x.jsonl"
-    with formats.JsonLinesWriter(path) as writer:
+    with formats.JsonLinesWriter(path, base64=True) as writer:
         writer.write_many(records)
     assert path.read_text(encoding="utf-8") == '"plain"\n"café\\n"\n{"base64": "/wBiaW4="}\n""\n'
-    assert list(formats.read_json_lines(path)) == records
+    assert list(formats.read_json_lines(path, base64=True)) == records
+
+
+def test_json_lines_base64_convention_is_opt_in(tmp_path) -> None:
+    path = tmp_path / "x.jsonl"
+    with formats.JsonLinesWriter(path) as writer:
+        writer.write(b"text")
+        with pytest.raises(ValueError, match=r"x\.jsonl: record 1 is not UTF-8 text"):
+            writer.write(b"\xff")
+    # A user's own {"base64": ...} object is kept as it is.
+    path.write_bytes(b'{"base64": "aGk="}\n"s"\n')
+    assert list(formats.read_json_lines(path)) == [b'{"base64": "aGk="}', b"s"]
+    assert list(formats.read_json_lines(path, base64=True)) == [b"hi", b"s"]
 
 
 def test_json_lines_keeps_other_values_as_text(tmp_path) -> None:

@@ -123,7 +123,7 @@ def build_parser(program: str) -> argparse.ArgumentParser:
         [reader_options_parser(dictionary_flag="--source-dictionary")],
         "Formats follow the file names: .bag (raw) and .bagz (zstd) bags, TFRecord "
         "(.tfrecord, .tfrecords, .gz for gzip), JSON Lines (.jsonl, .ndjson; a line is a "
-        'JSON string, {"base64": ...}, or any other JSON value kept as its text) and text '
+        "JSON string, or any other JSON value kept as its text; see --jsonl-base64) and text "
         "(.txt, one record per line). Parquet (.parquet, a file or a folder of them) converts "
         "to and from bags through sackli.arrow (needs pyarrow): a row becomes a record. "
         "Records stream in bounded memory; a progress bar shows on a terminal. An existing "
@@ -152,6 +152,11 @@ def build_parser(program: str) -> argparse.ArgumentParser:
     output.add_argument("--gzip-level", type=int, choices=range(10), metavar="0-9",
                         help="gzip level for .gz destinations (default 6, as gzip's; 9 is a "
                              "few percent smaller and 2-3 times slower)")
+    output.add_argument("--jsonl-base64", action="store_true",
+                        help='JSON Lines: write records that are not UTF-8 text as '
+                             '{"base64": "..."} objects (without it they are an error), and '
+                             'read such objects back as the bytes they hold (without it they '
+                             'stay the text of the object, like any other JSON value)')
     parquet = convert.add_argument_group("Parquet options")
     parquet.add_argument("--encoding", choices=["arrow", "json"], default="arrow",
                          help="Parquet -> bag: a row becomes a one-row Arrow IPC message "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import errno
+import functools
 import itertools
 import os
 from typing import Any, Callable, Iterator
@@ -79,6 +80,8 @@ class Source:
         if self.kind == BAG:
             return iter_batches(open_reader(self.spec, self.args), skip_corrupt)
         read = _FILE_READERS[self.kind]
+        if self.kind == JSON_LINES and self.args.jsonl_base64:
+            read = functools.partial(formats.read_json_lines, base64=True)
         paths = expand_file_spec(self.spec)
         return batched(itertools.chain.from_iterable(read(path) for path in paths),
                        _BATCH_RECORDS, _BATCH_BYTES)
@@ -113,6 +116,8 @@ def check_output_options(kind: str, spec: str, args: argparse.Namespace) -> None
         raise ValueError("--level and --dictionary apply to .bagz destinations only")
     if args.gzip_level is not None and not spec.endswith(".gz"):
         raise ValueError("--gzip-level applies to .gz destinations only")
+    if args.jsonl_base64 and JSON_LINES not in (kind, format_of(args.src)):
+        raise ValueError("--jsonl-base64 applies to JSON Lines sources and destinations only")
     if kind not in (BAG, PARQUET) and args.output_limits_placement != "TAIL":
         raise ValueError("--output-limits-placement applies to bag destinations only")
 
@@ -122,9 +127,10 @@ def open_writer(kind: str, path: str, args: argparse.Namespace, name: str | None
     file; `name` is what errors call it (default: `path`)."""
     if kind == BAG:
         return sackli.Writer(path, **bag_writer_options(path, args))
-    writer_type = {TFRECORD: formats.TFRecordWriter, JSON_LINES: formats.JsonLinesWriter,
-                   TEXT: formats.TextLinesWriter}[kind]
     level = formats.DEFAULT_GZIP_LEVEL if args.gzip_level is None else args.gzip_level
+    if kind == JSON_LINES:
+        return formats.JsonLinesWriter(path, gzip_level=level, name=name, base64=args.jsonl_base64)
+    writer_type = {TFRECORD: formats.TFRecordWriter, TEXT: formats.TextLinesWriter}[kind]
     return writer_type(path, gzip_level=level, name=name)
 
 
