@@ -139,7 +139,7 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(KeyError, match="no column 'nope'"):
         sackli.arrow.read_table(spec, decode="arrow", columns=["a", "nope"])
     with pytest.raises(ValueError, match="columns= needs"):
-        sackli.arrow.read_table(spec, columns=["a"])
+        sackli.arrow.read_table(spec, decode="raw", columns=["a"])
     with pytest.raises(ValueError, match="batch_size"):
         sackli.arrow.read_table(spec, batch_size=0)
     with pytest.raises(ValueError, match="with_index='a'"):

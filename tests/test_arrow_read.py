@@ -73,7 +73,7 @@ def test_with_index_name_and_raw_records(hundred):
     """with_index="name" names the position column; decode=None gives the
     records as one large_binary column `record`."""
     spec, _ = hundred
-    back = sackli.arrow.read_table(spec, indices=[4, 2], with_index="pos")
+    back = sackli.arrow.read_table(spec, decode="raw", indices=[4, 2], with_index="pos")
     assert back.schema == pa.schema([pa.field("record", pa.large_binary(), nullable=False),
                                      pa.field("pos", pa.int64(), nullable=False)])
     assert back.column("record").to_pylist() == [records_of(spec)[4], records_of(spec)[2]]
@@ -204,3 +204,24 @@ def test_out_of_range_indices(tmp_path, indices):
     sackli.arrow.write_table(pa.table({"a": [1, 2, 3]}), tmp_path / "a.bag")
     with pytest.raises(IndexError, match="out of range"):
         sackli.arrow.read_table(str(tmp_path / "a.bag"), decode="arrow", indices=indices)
+
+
+def test_decode_auto_follows_the_schema_file(tmp_path):
+    """The default decode ("auto", shared with `sackli convert`) decodes rows
+    as the schema file says and gives raw records without one; a table of
+    raw records written back is those records again (bag -> table -> bag)."""
+    table = pa.table({"a": pa.array([1, None, 3], pa.int16()), "s": ["x", "y", None]})
+    sackli.arrow.write_table(table, tmp_path / "rows.bagz", encoding="json")
+    assert sackli.arrow.read_table(str(tmp_path / "rows.bagz")).equals(table)
+    records = [b"\x00raw", b"", b"bytes \xff"]
+    with sackli.Writer(str(tmp_path / "raw.bag")) as writer:
+        writer.write_many(records)
+    raw = sackli.arrow.read_table(str(tmp_path / "raw.bag"))
+    assert raw.column_names == ["record"] and raw.column(0).to_pylist() == records
+    sackli.arrow.write_table(raw, tmp_path / "again@2.bag")
+    with sackli.Reader(str(tmp_path / "again@2.bag")) as reader:
+        assert list(reader) == records
+    assert not list(tmp_path.glob("again*.arrow_schema"))  # raw records carry no schema
+    # Asked for explicitly, the same table is encoded as rows.
+    sackli.arrow.write_table(raw, tmp_path / "rows2.bag", encoding="arrow")
+    assert sackli.arrow.read_table(str(tmp_path / "rows2.bag")).equals(raw)

@@ -87,3 +87,14 @@ def test_convert_refuses_an_existing_parquet_destination(tmp_path) -> None:
     assert fails("convert", "e@2.bagz", "back.parquet", cwd=tmp_path) == (
         "sackli: error: back.parquet exists; pass --force to overwrite it")
     ok("convert", "e@2.bagz", "back.parquet", "--force", cwd=tmp_path)
+
+
+def test_raw_bag_to_parquet_and_back_is_the_identity(tmp_path):
+    records = [b"\x00\x01", b"", b"text", bytes(range(256))]
+    with sackli.Writer(str(tmp_path / "raw.bagz")) as writer:
+        writer.write_many(records)
+    ok("convert", "raw.bagz", "raw.parquet", cwd=tmp_path)
+    ok("convert", "raw.parquet", "back@2.bag", cwd=tmp_path)
+    with sackli.Reader(str(tmp_path / "back@2.bag")) as reader:
+        assert list(reader) == records
+    assert not list(tmp_path.glob("*.arrow_schema"))

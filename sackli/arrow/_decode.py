@@ -19,9 +19,17 @@ from .._engine import CorruptionError
 from ._json_types import from_json_table, json_parse_schema, parse_non_finite
 from ._types import from_storage, restore_dictionaries, storage_schema
 
-__all__ = ["RECORD_COLUMN", "make_decoder", "records_array"]
+__all__ = ["RECORD_COLUMN", "holds_raw_records", "make_decoder", "records_array"]
 
 RECORD_COLUMN = "record"
+
+_RAW_TYPES = (pa.binary(), pa.large_binary(), pa.binary_view())
+
+
+def holds_raw_records(schema: pa.Schema) -> bool:
+    """Whether a table of `schema` is raw records, as `RawDecoder` (decode
+    "raw") gives them: one binary column named `record`."""
+    return len(schema) == 1 and schema[0].name == RECORD_COLUMN and schema[0].type in _RAW_TYPES
 
 
 def records_array(data: Any, offsets: Any) -> pa.LargeBinaryArray:
@@ -223,4 +231,5 @@ def make_decoder(decode: Any, schema: pa.Schema | None, columns: Sequence[str] |
         return ArrowRowDecoder(schema, columns)
     if decode == "json":
         return JsonDecoder(schema, columns)
-    raise ValueError(f"decode must be None, 'arrow', 'json' or a function, not {decode!r}")
+    raise ValueError(f"decode must be 'auto', 'raw' (or None), 'arrow', 'json' or a function, "
+                     f"not {decode!r}")

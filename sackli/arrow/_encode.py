@@ -231,4 +231,4 @@ def make_encoder(schema: pa.Schema, column: str | None, encoding: Any,
         return ArrowRowEncoder(schema)
     if encoding == "json":
         return JsonRowEncoder()
-    raise ValueError(f"encoding must be 'arrow', 'json' or a function, not {encoding!r}")
+    raise ValueError(f"encoding must be 'auto', 'arrow', 'json' or a function, not {encoding!r}")

@@ -46,6 +46,19 @@ def _stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.
     return stored
 
 
+def _resolve_decode(reader: Reader, decode: Any) -> Any:
+    """`decode` with "auto" and "raw" resolved: "auto" is the encoding the
+    schema file names (None, raw records, without a schema file or for an
+    encoding read_batches has no decoder for)."""
+    if decode == "raw":
+        return None
+    if decode != "auto":
+        return decode
+    path = find_schema_file(reader.paths[0])
+    encoding = read_schema_file(path)[1] if path is not None else None
+    return encoding if encoding in ("arrow", "json") else None
+
+
 def _default_batch_size(reader: Reader) -> int:
     return records_per_batch(_BATCH_BYTES, reader.approximate_bytes_per_record(), _MAX_BATCH)
 
@@ -174,7 +187,7 @@ def _empty_schema_for(decoder: Any) -> pa.Schema:
 def read_batches(
     source: Reader | str | os.PathLike[str],
     *,
-    decode: str | Callable[[pa.LargeBinaryArray], Any] | None = None,
+    decode: str | Callable[[pa.LargeBinaryArray], Any] | None = "auto",
     columns: Sequence[str] | None = None,
     indices: Any = None,
     batch_size: int | None = None,
@@ -190,11 +203,13 @@ def read_batches(
 
     Args:
       source: a `sackli.Reader` (or a slice of one) or a file spec.
-      decode: None: one `large_binary` column `record`, the records as they
-        are. "arrow": the columns of rows written with
+      decode: "raw" (or None): one `large_binary` column `record`, the
+        records as they are. "arrow": the columns of rows written with
         `write_table(encoding="arrow")`. "json": records that are JSON
         objects, parsed (with the written schema when there is one). Or a
         function from a `large_binary` array of records to a RecordBatch.
+        "auto" (the default, as for `sackli convert`): as the schema file
+        beside the bag says ("arrow" or "json"), "raw" without one.
       columns: with "arrow" or "json", only these columns (in this order).
       indices: read only the records at these positions (a list, range,
         slice, numpy or Arrow array; negative counts from the end), in
@@ -222,6 +237,7 @@ def read_batches(
                     (with_index if isinstance(with_index, str) and with_index else None))
     reader, owned = _as_reader(source)
     try:
+        decode = _resolve_decode(reader, decode)
         decoder = make_decoder(decode, _stored_schema(reader, decode, schema), columns)
         batches = iter(_Batches(reader, decoder, indices,
                                 batch_size or _default_batch_size(reader), index_column, owned))

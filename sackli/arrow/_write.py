@@ -13,6 +13,7 @@ from .._options import WriterOptions
 from .._shard_spec import split_shard_entry, strip_local_prefix
 from .._shard_writer import ShardedWriter
 from .._whole_files import remove_quietly
+from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder
 from ._inputs import open_table_stream
 from ._schema_file import schema_path, write_schema_file
@@ -68,7 +69,7 @@ def write_table(
     file_spec: str | os.PathLike[str],
     *,
     column: str | None = None,
-    encoding: str | Callable[[pa.RecordBatch], Any] = "arrow",
+    encoding: str | Callable[[pa.RecordBatch], Any] = "auto",
     skip_nulls: bool = False,
     options: WriterOptions | None = None,
     max_shard_bytes: int | None = None,
@@ -93,7 +94,11 @@ def write_table(
       encoding: how a row becomes a record, without `column`: "arrow" (a
         one-row Arrow IPC message: lossless for every Arrow type), "json" (a
         JSON object), or a function from a RecordBatch to one record per row
-        (a binary Arrow array or a sequence of bytes). For "arrow" and
+        (a binary Arrow array or a sequence of bytes). "auto" (the default)
+        is "arrow", except for a table of raw records, whose only column is
+        a binary `record` (what `read_table` gives for a bag without a
+        schema): its values are written as they are, as with
+        `column="record"`, so bag -> table -> bag is the identity. For "arrow" and
         "json" the schema is written once per set, beside the shards:
         `<name>.<ext>.arrow_schema`, or `<name>-of-0000N.<ext>.arrow_schema`
         for a set of N shards.
@@ -119,6 +124,9 @@ def write_table(
         raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(spec).__name__}")
     _check_bag_name(spec)
     stream = open_table_stream(data)
+    if column is None and encoding == "auto":
+        raw = holds_raw_records(stream.schema)
+        column, encoding = (RECORD_COLUMN, None) if raw else (None, "arrow")
     encoder = make_encoder(stream.schema, column, encoding, skip_nulls)
     # Nulls left out make the number of records unknown until the end.
     num_records = None if column is not None and skip_nulls else stream.num_rows

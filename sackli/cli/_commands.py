@@ -158,9 +158,12 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                              'read such objects back as the bytes they hold (without it they '
                              'stay the text of the object, like any other JSON value)')
     parquet = convert.add_argument_group("Parquet options")
-    parquet.add_argument("--encoding", choices=["arrow", "json"], default="arrow",
+    parquet.add_argument("--encoding", choices=["auto", "arrow", "json"], default="auto",
                          help="Parquet -> bag: a row becomes a one-row Arrow IPC message "
-                              "(arrow, lossless, the default) or a JSON object (json)")
+                              "(arrow, lossless) or a JSON object (json); auto (the default) "
+                              "is arrow, except that a table of raw records (one binary "
+                              "column 'record', as written from a bag without a schema) goes "
+                              "back to those records")
     parquet.add_argument("--column", metavar="NAME",
                          help="Parquet -> bag: write each value of this binary or string "
                               "column as one record instead of whole rows")

@@ -126,7 +126,7 @@ def convert(args: argparse.Namespace) -> int:
         if not args.force:
             refuse_existing(kind, args.dst)
         return convert_parquet(source_kind, kind, args)
-    if args.column is not None or args.skip_nulls or args.encoding != "arrow" or args.decode != "auto":
+    if args.column is not None or args.skip_nulls or args.encoding != "auto" or args.decode != "auto":
         raise ValueError("--column, --skip-nulls, --encoding and --decode apply to Parquet "
                          "conversions only")
     source = Source(args.src, source_kind, args)

@@ -47,22 +47,12 @@ def _to_bag(args: argparse.Namespace) -> int:
     return 0
 
 
-def _decode_for(arrow: Any, reader: Any, choice: str) -> str | None:
-    """The decode argument for the bag's rows: as asked, or (auto) from the
-    schema file's encoding, or the raw records."""
-    if choice == "raw":
-        return None
-    if choice != "auto":
-        return choice
-    return arrow.row_encoding(reader.paths[0])
-
-
 def _to_parquet(args: argparse.Namespace) -> int:
     arrow = _arrow()
     import pyarrow.parquet as pq
 
     reader = open_reader(args.src, args)
-    batches = arrow.read_batches(reader, decode=_decode_for(arrow, reader, args.decode))
+    batches = arrow.read_batches(reader, decode=args.decode)
     rows = 0
     with _parquet_output(args.dst) as output, \
             pq.ParquetWriter(output, batches.schema) as writer, \
