@@ -23,6 +23,7 @@ def test_info_text_and_json(bag) -> None:
         f"payload bytes:    {payload} (as stored)",
         "limits bytes:     40",
         "compression:      zstd",
+        "rows:             none (raw records: no schema file)",
         "limits placement: TAIL",
         "layout:           CONCATENATED",
         "record size:      min 0, median 5, max 10 (bytes, decoded)",

@@ -5,17 +5,13 @@ per record."""
 
 from __future__ import annotations
 
-import base64
-import datetime
-import decimal
-import json
 import struct
 from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._json_types import non_finite_as_text, to_json_batch
+from ._json_types import dump_row, to_json_batch
 from ._types import storage_schema, to_storage
 
 __all__ = ["Packed", "make_encoder"]
@@ -164,35 +160,12 @@ def _body_length_offset(metadata: memoryview) -> int:
     return table + field if field else 0
 
 
-def _json_default(value: Any) -> Any:
-    """JSON for the Python values of Arrow types JSON has no name for."""
-    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(value).decode("ascii")
-    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
-
-
 class JsonRowEncoder:
     """Each row becomes one JSON object (UTF-8, no trailing newline); the
     columns JSON has no type for are converted first (see _json_types)."""
 
-    def __init__(self) -> None:
-        self._dumps = json.JSONEncoder(default=_json_default, ensure_ascii=False,
-                                       separators=(",", ":"), allow_nan=False).encode
-
-    def _dump(self, row: dict) -> bytes:
-        try:
-            return self._dumps(row).encode()
-        except ValueError:  # a NaN or infinity: valid JSON only as text
-            return self._dumps(non_finite_as_text(row)).encode()
-
     def encode(self, batch: pa.RecordBatch) -> Packed:
-        return pack([self._dump(row) for row in to_json_batch(batch).to_pylist()])
+        return pack([dump_row(row).encode() for row in to_json_batch(batch).to_pylist()])
 
 
 class CallableEncoder:

@@ -18,6 +18,9 @@ and converted back after pyarrow parses them:
 from __future__ import annotations
 
 import base64
+import datetime
+import decimal
+import json
 import math
 from typing import Any, Callable
 
@@ -26,8 +29,8 @@ import pyarrow.compute as pc
 
 from ._types import decode_dictionaries, storage_type
 
-__all__ = ["from_json_table", "json_parse_schema", "non_finite_as_text", "parse_non_finite",
-           "to_json_batch"]
+__all__ = ["dump_row", "from_json_table", "json_parse_schema", "non_finite_as_text",
+           "parse_non_finite", "to_json_batch"]
 
 _BINARY = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
            pa.types.is_binary_view)
@@ -137,3 +140,30 @@ def parse_non_finite(value: Any, t: pa.DataType) -> Any:
         return {key: parse_non_finite(item, fields[key]) if key in fields else item
                 for key, item in value.items()}
     return value
+
+
+def _python_json(value: Any) -> Any:
+    """JSON for the Python values (`to_pylist`) of Arrow types JSON has no
+    name for, where a column was not converted first (nested values)."""
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+_STRICT_DUMPS = json.JSONEncoder(default=_python_json, ensure_ascii=False, separators=(",", ":"),
+                                 allow_nan=False).encode
+
+
+def dump_row(row: dict) -> str:
+    """A row (Python values) as compact, valid JSON: NaN and infinities
+    as their texts."""
+    try:
+        return _STRICT_DUMPS(row)
+    except ValueError:  # a NaN or infinity: valid JSON only as text
+        return _STRICT_DUMPS(non_finite_as_text(row))

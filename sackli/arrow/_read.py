@@ -32,7 +32,7 @@ def _as_reader(source: Any) -> tuple[Reader, bool]:
     raise TypeError(f"source must be a sackli.Reader or a file spec, not {type(source).__name__}")
 
 
-def _stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.Schema | None:
+def stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.Schema | None:
     """The schema rows were written with: given, or from the schema file."""
     if schema is not None or decode not in ("arrow", "json"):
         return schema
@@ -46,7 +46,7 @@ def _stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.
     return stored
 
 
-def _resolve_decode(reader: Reader, decode: Any) -> Any:
+def resolve_decode(reader: Reader, decode: Any) -> Any:
     """`decode` with "auto" and "raw" resolved: "auto" is the encoding the
     schema file names (None, raw records, without a schema file or for an
     encoding read_batches has no decoder for)."""
@@ -237,8 +237,8 @@ def read_batches(
                     (with_index if isinstance(with_index, str) and with_index else None))
     reader, owned = _as_reader(source)
     try:
-        decode = _resolve_decode(reader, decode)
-        decoder = make_decoder(decode, _stored_schema(reader, decode, schema), columns)
+        decode = resolve_decode(reader, decode)
+        decoder = make_decoder(decode, stored_schema(reader, decode, schema), columns)
         batches = iter(_Batches(reader, decoder, indices,
                                 batch_size or _default_batch_size(reader), index_column, owned))
     except BaseException:

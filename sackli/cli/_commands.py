@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import sackli
 
-from . import _convert, _demo, _inspect, _print, _recover, _verify
+from . import _convert, _demo, _inspect, _print, _recover, _rows, _verify
 from ._arguments import OneLineParser, parse_size
 from ._reading import add_spec_argument, reader_options_parser
 
@@ -56,6 +56,14 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                 "sackli info 'train@*.bagz' --json", reading)
     add_spec_argument(info)
     info.add_argument("--json", action="store_true", help="print one JSON object")
+
+    schema = _add(subparsers, "schema", _rows.schema,
+                  "Print the Arrow schema of rows written by sackli.arrow.write_table.",
+                  "sackli schema 'events@*.bagz'", [],
+                  "Reads the schema file beside the bag (needs pyarrow); a bag without one "
+                  "is an error.")
+    add_spec_argument(schema)
+    schema.add_argument("--json", action="store_true", help="print one JSON object")
 
     count = _add(subparsers, "count", _inspect.count, "Print the number of records.",
                  "sackli count train@4.bagz", reading)

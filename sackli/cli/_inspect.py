@@ -12,6 +12,7 @@ import sackli
 
 from .._bulk import read_packed
 from .._format import LIMIT_BYTES, has_zstd_suffix
+from .._schema_names import find_schema_file
 from ._progress import progress
 from ._reading import open_reader
 
@@ -89,6 +90,7 @@ def describe(spec: str, args: argparse.Namespace) -> dict[str, Any]:
         "payload_bytes": reader.stored_bytes,
         "limits_bytes": LIMIT_BYTES * len(reader),
         "compression": _compression(paths, args),
+        "row_encoding": row_encoding(paths[0]),
         "limits_placement": args.limits_placement,
         "layout": args.layout,
         "record_size": {
@@ -101,6 +103,25 @@ def describe(spec: str, args: argparse.Namespace) -> dict[str, Any]:
             for low, high in sorted(histogram)
         ],
     }
+
+
+def row_encoding(path: str) -> str | None:
+    """How the records encode rows, from the schema file beside the bag
+    (`sackli.arrow.write_table`): "arrow", "json"; None without one;
+    "unknown (...)" when it cannot be read here."""
+    try:
+        from ..arrow import row_encoding as stored_encoding
+    except ImportError:
+        if find_schema_file(path) is None:
+            return None
+        return "unknown (install pyarrow to read the schema file)"
+    return stored_encoding(path)
+
+
+def _describe_rows(encoding: str | None) -> str:
+    if encoding is None:
+        return "none (raw records: no schema file)"
+    return f"{encoding} (rows written by sackli.arrow.write_table; sackli schema shows them)"
 
 
 def _format_median(median: float) -> str:
@@ -117,6 +138,7 @@ def _print_text(facts: dict[str, Any]) -> None:
         ("payload bytes", f"{facts['payload_bytes']} (as stored)"),
         ("limits bytes", facts["limits_bytes"]),
         ("compression", facts["compression"]),
+        ("rows", _describe_rows(facts["row_encoding"])),
         ("limits placement", facts["limits_placement"]),
         ("layout", facts["layout"]),
         ("record size", f"min {size['min']}, median {_format_median(size['median'])}, "

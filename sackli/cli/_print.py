@@ -20,12 +20,14 @@ from .._skipping import read_skipping
 from ._errors import BadArgument
 from ._progress import progress
 from ._reading import batch_records, open_reader
+from ._rows import DECODE_CHOICES, DECODE_HELP, RowDecodeError, RowPrinter, row_printer
 
 FORMAT_HELP = (
     "how records are printed: text (default; UTF-8 with invalid bytes as \\xNN, newlines as "
     "\\n and other control characters escaped, one record per line), raw (the bytes as they "
     "are, nothing between records; for pipes), hex (one record per line), json (one JSON "
-    'string per line; a record that is not UTF-8 is printed as {"base64": "..."})'
+    'string per line; a record that is not UTF-8 is printed as {"base64": "..."}). Rows '
+    "(see --decode) print as a table (text) or one JSON object per line (json)"
 )
 
 # Control characters would move the cursor, change colours or worse on a
@@ -39,9 +41,13 @@ _TEXT_ESCAPES = str.maketrans(
 _JSON_ESCAPES = str.maketrans({code: f"\\u{code:04x}" for code in [0x7F, *range(0x80, 0xA0)]})
 
 
+def escape_text(record: bytes) -> str:
+    """`record` as text safe to print on a terminal, on one line."""
+    return record.decode("utf-8", "backslashreplace").translate(_TEXT_ESCAPES)
+
+
 def _text(record: bytes) -> bytes:
-    text = record.decode("utf-8", "backslashreplace")
-    return text.translate(_TEXT_ESCAPES).encode("utf-8") + b"\n"
+    return escape_text(record).encode("utf-8") + b"\n"
 
 
 def _json(record: bytes) -> bytes:
@@ -57,8 +63,9 @@ FORMATTERS: dict[str, Callable[[bytes], bytes]] = {
 
 
 def add_format_argument(parser: argparse.ArgumentParser) -> None:
-    """The --format option of the printing subcommands."""
+    """The --format and --decode options of the printing subcommands."""
     parser.add_argument("--format", choices=list(FORMATTERS), default="text", help=FORMAT_HELP)
+    parser.add_argument("--decode", choices=DECODE_CHOICES, default="auto", help=DECODE_HELP)
 
 
 def add_skip_corrupt_argument(parser: argparse.ArgumentParser) -> None:
@@ -116,11 +123,40 @@ def _index_selection(reader: sackli.Reader, indices: Sequence[int]) -> _Selectio
                       resolved.__getitem__, batch_records(reader))
 
 
-def _print_selection(selection: _Selection, args: argparse.Namespace) -> int:
-    """Prints the records in args.format; returns the exit status."""
+def _print_selection(selection: _Selection, args: argparse.Namespace,
+                     rows: RowPrinter | None) -> int:
+    """Prints the records in args.format (or, with `rows`, the rows they
+    hold); returns the exit status."""
     out: BinaryIO = sys.stdout.buffer
     formatter = FORMATTERS[args.format]
     skipped = 0
+
+    def report(index: int, error: Any) -> None:
+        """A record that cannot be printed: an error, or with --skip-corrupt
+        a line on stderr."""
+        nonlocal skipped
+        out.flush()
+        if not args.skip_corrupt:
+            raise sackli.CorruptionError(f"index {index}: {error} (--skip-corrupt goes on past it)")
+        skipped += 1
+        bar.clear()
+        print(f"sackli: skipped index {index}: {error}", file=sys.stderr, flush=True)
+
+    def emit(records: list[bytes], position: int) -> None:
+        """Prints records read at selection positions position, ...; with
+        rows, one that does not decode is reported like a corrupt one."""
+        while records:
+            if rows is None:
+                out.write(b"".join(map(formatter, records)))
+                return
+            try:
+                out.write(rows.format(records, selection.index(position)))
+                return
+            except RowDecodeError as error:
+                out.write(rows.format(records[:error.position], selection.index(position)))
+                report(selection.index(position + error.position), error.cause)
+                records = records[error.position + 1:]
+                position += error.position + 1
     # The bar shows when the records go to a file or a pipe, not to the terminal.
     with progress(selection.count, args.command_name, show=not sys.stdout.isatty()) as bar:
         for start in range(0, selection.count, selection.batch):
@@ -133,17 +169,10 @@ def _print_selection(selection: _Selection, args: argparse.Namespace) -> int:
             done, position = 0, start  # records printed, next position
             for item in bad:  # in order: print up to each damaged record, then report it
                 good = item.index - position
-                out.write(b"".join(map(formatter, records[done:done + good])))
+                emit(records[done:done + good], position)
                 done, position = done + good, item.index + 1
-                out.flush()
-                index = selection.index(item.index)
-                if not args.skip_corrupt:
-                    raise sackli.CorruptionError(
-                        f"index {index}: {item.error} (--skip-corrupt goes on past it)")
-                skipped += 1
-                bar.clear()
-                print(f"sackli: skipped index {index}: {item.error}", file=sys.stderr, flush=True)
-            out.write(b"".join(map(formatter, records[done:])))
+                report(selection.index(item.index), item.error)
+            emit(records[done:], position)
             bar.update(count)
     out.flush()
     if skipped:
@@ -157,7 +186,8 @@ def head(args: argparse.Namespace) -> int:
     if args.n < 0:
         raise ValueError(f"-n must be >= 0, not {args.n}")
     reader = open_reader(args.spec, args)
-    return _print_selection(_range_selection(reader, slice(0, args.n)), args)
+    return _print_selection(_range_selection(reader, slice(0, args.n)), args,
+                            row_printer(reader, args))
 
 
 def cat(args: argparse.Namespace) -> int:
@@ -168,7 +198,7 @@ def cat(args: argparse.Namespace) -> int:
     else:
         chosen = parse_range(args.range) if args.range is not None else slice(None)
         selection = _range_selection(reader, chosen)
-    return _print_selection(selection, args)
+    return _print_selection(selection, args, row_printer(reader, args))
 
 
 def get(args: argparse.Namespace) -> int:
@@ -178,7 +208,15 @@ def get(args: argparse.Namespace) -> int:
         record = reader[args.index]
     except IndexError as error:  # the user's index, not a bug
         raise BadArgument(str(error)) from None
+    rows = row_printer(reader, args)
     out: Any = sys.stdout.buffer
-    out.write(FORMATTERS[args.format](record))
+    if rows is None:
+        out.write(FORMATTERS[args.format](record))
+    else:
+        index = args.index % len(reader)
+        try:
+            out.write(rows.format([record], index))
+        except RowDecodeError as error:
+            raise sackli.CorruptionError(f"index {index}: {error.cause}") from None
     out.flush()
     return 0

@@ -1,0 +1,53 @@
+"""Where the Arrow schema file of a bag set is (see
+sackli/arrow/_schema_file.py for what it holds): names only, so that code
+without pyarrow (`sackli info`) can find it too."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ._shard_spec import expand_file_spec, split_shard_entry, strip_local_prefix
+from ._whole_files import exists
+
+__all__ = ["SUFFIX", "find_schema_file", "schema_path"]
+
+SUFFIX = ".arrow_schema"
+_SHARD_NUMBERING = re.compile(r"-\d{5}-of-(\d{5})(?=[^/]*$)")
+
+
+def _one_file(path_or_spec: str) -> str:
+    """A file of the set `path_or_spec` names (its first entry), or the
+    spec itself for `name@N.ext`; `name@*.ext` is resolved by listing."""
+    entry = strip_local_prefix(os.fspath(path_or_spec).split(",")[0])
+    sharded = split_shard_entry(entry)
+    if sharded is None:
+        return entry
+    if sharded[1] == "*":
+        return expand_file_spec(entry)[0]
+    base, count, suffix = sharded
+    return f"{base}-00000-of-{int(count):05d}{suffix}"
+
+
+def schema_path(path_or_spec: str) -> str:
+    """Where the schema of a bag set is written: from a shard spec
+    (`x@8.bagz` -> `x-of-00008.bagz.arrow_schema`) or from the path of any
+    of its files (`x-00003-of-00008.bagz` -> the same); `x@*.bagz` is
+    resolved by listing (FileNotFoundError when no set matches)."""
+    entry = _one_file(path_or_spec)
+    return _SHARD_NUMBERING.sub(r"-of-\1", entry, count=1) + SUFFIX
+
+
+def _shared_schema_path(path: str) -> str:
+    """The name every set of one base shared before schema files were per set."""
+    return _SHARD_NUMBERING.sub("", path, count=1) + SUFFIX
+
+
+def find_schema_file(path_or_spec: str) -> str | None:
+    """The schema file of the set: its own, or the older shared one; None
+    when there is neither."""
+    path = schema_path(path_or_spec)
+    if exists(path):
+        return path
+    shared = _shared_schema_path(_one_file(path_or_spec))
+    return shared if shared != path and exists(shared) else None
