@@ -24,6 +24,7 @@ import apache_beam as beam
 from apache_beam import coders
 from apache_beam.io import iobase
 from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.transforms import trigger
 
 from .._options import LimitsPlacement, ReaderOptions, WriterOptions
 from .._shard_spec import strip_local_prefix
@@ -38,7 +39,8 @@ from ._files import (
 )
 from ._rows import BatchesToRows, EncodeRows, WriteSchemaFile, row_schema, stored_rows
 from ._sink import BagSink, ShardLimits
-from ._stream_windows import check_single_firing
+from ._stream_windows import fires_once, windowed_for_write
+from ._stream_write import WritePanes
 from ._source import PatternSource, ReadFileRanges, output_coder
 from ._write_path import ShardedPath, for_unbounded_input, parse_write_path
 
@@ -377,24 +379,37 @@ class WriteToSackli(beam.PTransform):
         )
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
-        sink = self._sink
-        if not pcoll.is_bounded:
-            if self._limits:
-                # Beam's windowed writer checks a shard's size only after a
-                # whole group of elements: the limits would not hold.
-                raise ValueError(
-                    "max_records_per_shard and max_bytes_per_shard apply to bounded input only")
-            if self._triggering_frequency is None:
-                check_single_firing(pcoll.windowing)
-            sink = self._sink_to(for_unbounded_input(self._where))
         # Schema'd elements are written as Arrow rows only with the default
         # coder: a coder given means the user chose the bytes.
         schema = row_schema(pcoll.element_type) if type(self._coder) is coders.BytesCoder else None
+        if pcoll.is_bounded:
+            records, write = pcoll, iobase.Write(self._sink)
+        else:
+            records, write = self._stream_write(pcoll)
         if schema is None:
-            return pcoll | iobase.Write(sink)
-        files = pcoll | "EncodeRows" >> EncodeRows(schema) | "Write" >> iobase.Write(sink)
-        _ = files | "WriteSchema" >> WriteSchemaFile(schema)
+            return records | write
+        files = records | "EncodeRows" >> EncodeRows(schema) | "Write" >> write
+        finished = files
+        if not pcoll.is_bounded:
+            # One schema file per pane's set as soon as that set is final,
+            # not when the names' own windows next fire.
+            finished = files | "EveryFileNow" >> beam.WindowInto(
+                beam.window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(1)),
+                accumulation_mode=trigger.AccumulationMode.DISCARDING)
+        _ = finished | "WriteSchema" >> WriteSchemaFile(schema)
         return files
+
+    def _stream_write(self, pcoll: beam.PCollection) -> tuple[beam.PCollection, beam.PTransform]:
+        """The records of an unbounded `pcoll` in the windows they are
+        written in, and the transform writing one shard set per pane."""
+        if self._limits:
+            # A pane's shards are written together: the limits would need
+            # a shard count of their own per pane.
+            raise ValueError(
+                "max_records_per_shard and max_bytes_per_shard apply to bounded input only")
+        records = windowed_for_write(pcoll, self._triggering_frequency)
+        where = for_unbounded_input(self._where, fires_once(records.windowing))
+        return records, "WritePanes" >> WritePanes(self._sink_to(where))
 
     def display_data(self) -> dict[str, Any]:
         return self._sink.display_data()
