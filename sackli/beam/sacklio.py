@@ -302,7 +302,9 @@ class WriteToSackli(beam.PTransform):
         level 3, `.bag` shards raw.
       num_shards: overrides the path's number of shards (with `@*`).
       shard_name_template: Beam's shard name template, instead of
-        `-SSSSS-of-NNNNN` (`-W-SSSSS-of-NNNNN` for unbounded input).
+        `-SSSSS-of-NNNNN` (`-W-SSSSS-of-NNNNN` for unbounded input, and
+        `-W-pane-P-SSSSS-of-NNNNN` when its windows can fire more than
+        once); `P` is the pane's index (0 for bounded input).
       max_records_per_shard, max_bytes_per_shard: start a new shard when
         one holds this many records or record bytes (before compression);
         only when the runner decides the shard count (`@*`), for bounded
@@ -324,12 +326,17 @@ class WriteToSackli(beam.PTransform):
     under a temporary folder and renamed when all are complete; only then
     are older shard sets of the same name (any shard count) deleted.
     Unbounded input writes one shard set per window, named with the
-    window (`name-2026-01-01T00-00-00_2026-01-01T00-00-10-00000-of-00001.bagz`);
-    each window must fire once (the default trigger, or
-    `triggering_frequency`).
+    window (`name-2026-01-01T00-00-00_2026-01-01T00-00-10-00000-of-00001.bagz`),
+    and one set per pane when its windows can fire more than once (early or
+    late firings, allowed lateness): `name-<window>-pane-2-00000-of-00001.bagz`.
+    Each pane's set is renamed into place once complete and replaces only
+    older sets of the same window and pane.
 
     Raises:
-      ValueError: a path of another form, or conflicting arguments.
+      ValueError: a path of another form, or conflicting arguments; for
+        unbounded input, a globally windowed stream without
+        `triggering_frequency`, or a template without `W` (or without `P`
+        when windows can fire more than once).
     """
 
     def __init__(
