@@ -17,7 +17,8 @@ from apache_beam.typehints.row_type import RowTypeConstraint
 
 import sackli
 from sackli.beam import WriteToSackli
-from beam_helpers import READ_SEPARATE, WRITE_SEPARATE, _quiet_beam, listing  # loaded through conftest.py
+from beam_helpers import READ_SEPARATE, WRITE_SEPARATE, _quiet_beam, listing
+from remote_helpers import BUCKET, servers  # noqa: F401 (fixture)  # loaded through conftest.py
 
 # Three 10-second windows of 5 records each; the window starting at
 # second 10 * w holds b"w<w>:<i>".
@@ -43,8 +44,8 @@ def _label(w: int) -> str:
     return f"1970-01-01T00-00-{10 * w:02d}_1970-01-01T00-00-{10 * w + 10:02d}"
 
 
-def _run_streaming(build, stream=None) -> None:
-    options = PipelineOptions()
+def _run_streaming(build, stream=None, flags=()) -> None:
+    options = PipelineOptions(list(flags))
     options.view_as(StandardOptions).streaming = True
     with beam.Pipeline(options=options) as p:
         build(p | (stream or _stream()))
@@ -280,6 +281,28 @@ class TestPanes:
             assert sorted(sackli.Reader(str(folder / _pane_name(0))).read()) == [b"a", b"b"]
             if not skip:
                 assert sackli.Reader(str(folder / _pane_name(1))).read() == []
+
+
+class TestPanesOnS3:
+    def test_every_pane_lands_in_its_own_set(self, servers):
+        """Against moto's S3 server through Beam's S3 file system: each
+        pane's two shards are renamed into place, no temporary key is left,
+        and each set reads back (through sackli's own S3 client) as its
+        pane's records."""
+        mode = trigger.AccumulationMode.ACCUMULATING
+        flags = [f"--s3_endpoint_url={servers.moto.url}", "--s3_access_key_id=testing",
+                 "--s3_secret_access_key=testing", "--s3_region_name=us-east-1"]
+        _run_streaming(lambda records: records
+                       | beam.WindowInto(window.FixedWindows(10),
+                                         **dict(EARLY_LATE, accumulation_mode=mode))
+                       | WriteToSackli(f"s3://{BUCKET}/beam-panes/out@2.bagz"),
+                       _early_and_late_stream(), flags)
+        keys = sorted(servers.raw["s3"].objects(BUCKET, "beam-panes/"))
+        assert keys == [f"beam-panes/{_pane_name(p, s, 2, '.bagz')}"
+                        for p in range(4) for s in range(2)]
+        for pane, records in enumerate(PANES[mode]):
+            spec = f"s3://{BUCKET}/beam-panes/out-{_label(0)}-pane-{pane}@2.bagz"
+            assert sorted(sackli.Reader(spec).read()) == sorted(records)
 
 
 class TestWindowedRows:
