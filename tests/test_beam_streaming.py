@@ -129,11 +129,15 @@ class TestWindowedWrites:
         assert sorted(first) == _window_records(0) + _window_records(1)
         assert sorted(second) == _window_records(2)
 
-    def test_own_template_with_the_window(self, tmp_path):
+    @pytest.mark.parametrize("template,name", [
+        ("_W_SS", "out_{label}_00.bag"),
+        ("-W-P-S", "out-{label}-0-0.bag"),  # windows that fire once: `P` is pane 0
+    ])
+    def test_own_template_with_the_window(self, tmp_path, template, name):
         _run_streaming(lambda records: records
                        | beam.WindowInto(window.FixedWindows(10))
-                       | WriteToSackli(str(tmp_path / "out@1.bag"), shard_name_template="_W_SS"))
-        assert listing(tmp_path) == [f"out_{_label(w)}_00.bag" for w in range(WINDOWS)]
+                       | WriteToSackli(str(tmp_path / "out@1.bag"), shard_name_template=template))
+        assert listing(tmp_path) == [name.format(label=_label(w)) for w in range(WINDOWS)]
 
     def test_batch_names_unchanged(self, tmp_path):
         """A bounded pipeline keeps `-SSSSS-of-NNNNN` names, windows or not."""
@@ -144,6 +148,19 @@ class TestWindowedWrites:
         assert listing(tmp_path) == ["out-00000-of-00002.bag", "out-00001-of-00002.bag"]
         assert sorted(sackli.Reader(str(tmp_path / "out@2.bag")).read()) == sorted(
             b"r%d" % i for i in range(30))
+
+
+    def test_pane_letter_in_a_batch(self, tmp_path):
+        """A bounded write is one pane: `P` is 0 (on main, a literal P);
+        a second write replaces the first's set (any shard count)."""
+        for shards in (3, 2):
+            with beam.Pipeline() as p:
+                _ = (p | beam.Create([b"r%d" % i for i in range(10)])
+                     | WriteToSackli(str(tmp_path / f"out@{shards}.bag"),
+                                     shard_name_template="-PP-SSSSS-of-NNNNN"))
+        assert listing(tmp_path) == ["out-00-00000-of-00002.bag", "out-00-00001-of-00002.bag"]
+        assert sorted(sackli.Reader(str(tmp_path / "out-00@2.bag")).read()) == sorted(
+            b"r%d" % i for i in range(10))
 
 
 class TestStreamingRefusals:
@@ -256,13 +273,6 @@ class TestPanes:
                        | WriteToSackli(str(tmp_path / "out@1.bag"), shard_name_template="_W_PP_S"),
                        _early_and_late_stream())
         assert listing(tmp_path) == [f"out_{_label(0)}_{p:02d}_0.bag" for p in range(4)]
-
-    def test_pane_letter_when_windows_fire_once(self, tmp_path):
-        """With windows that fire once, `P` is the one pane: 0."""
-        _run_streaming(lambda records: records
-                       | beam.WindowInto(window.FixedWindows(10))
-                       | WriteToSackli(str(tmp_path / "out@1.bag"), shard_name_template="-W-P-S"))
-        assert listing(tmp_path) == [f"out-{_label(w)}-0-0.bag" for w in range(WINDOWS)]
 
     def test_empty_pane(self, tmp_path):
         """DISCARDING: the on-time pane after early panes took everything
