@@ -5,6 +5,11 @@ Beam renders the window of a `W` template letter with `str(window)`
 (`[0.0, 10.0)`), whose brackets are glob syntax and whose spaces trouble
 shells; shard names here carry the window as its UTC bounds instead
 (`2026-01-01T00-00-00_2026-01-01T00-00-10`), which sort by time.
+
+The letter `P` (Beam Java's template letter; Beam Python's templates have
+none) is the pane's index, zero-padded to the run's length as `S` is: a
+window that fires more than once writes one shard set per pane. A bounded
+write is one pane, index 0.
 """
 
 from __future__ import annotations
@@ -17,11 +22,13 @@ from apache_beam.transforms import window as beam_window
 from .._format import LIMITS_PREFIX
 from ._files import split_name
 
-__all__ = ["older_set_pattern", "window_label"]
+__all__ = ["older_set_pattern", "with_pane_letter", "window_label"]
 
 _TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
-# Beam's template letters (filebasedsink): S shard, N count, U uuid, W/V window.
-_LETTER_RUNS = re.compile(r"S+|N+|U+|W+|V+")
+# Beam's template letters (filebasedsink): S shard, N count, U uuid, W/V
+# window; and P, the pane (Beam Java's letter).
+_LETTER_RUNS = re.compile(r"S+|N+|U+|W+|V+|P+")
+_PANE_RUNS = re.compile(r"P+")
 
 
 def _time_label(moment: Any) -> str:
@@ -42,17 +49,29 @@ def window_label(w: Any) -> str | None:
     return re.sub(r"[^0-9A-Za-z._-]+", "_", str(w))  # a custom window type
 
 
-def older_set_pattern(prefix: str, template: str, suffix: str, w: Any) -> re.Pattern[str]:
+def with_pane_letter(shard_name_format: str) -> str:
+    """Beam's shard name format (its letters already replaced by `%(...)`
+    fields, none of which holds a capital P) with each run of `P` as the
+    `pane` field, zero-padded to the run's length."""
+    return _PANE_RUNS.sub(lambda run: "%%(pane)0%dd" % len(run.group(0)), shard_name_format)
+
+
+def older_set_pattern(
+    prefix: str, template: str, suffix: str, w: Any, pane: int = 0
+) -> re.Pattern[str]:
     """Matches the paths (and their `limits.` files) of any shard set this
-    output writes in window `w`, whatever its shard count: what a new set
-    replaces. Another output sharing the prefix (`name-2@3.bag` beside
-    `name@3.bag`) does not match, as its digits are not where S and N are."""
+    output writes in window `w` and pane `pane`, whatever its shard count:
+    what a new set replaces. Another pane's set, or another output sharing
+    the prefix (`name-2@3.bag` beside `name@3.bag`), does not match, as its
+    digits are not where P, S and N are."""
     label = window_label(w) or ""
 
     def letter(run: re.Match[str]) -> str:
         kind = run.group(0)[0]
         if kind in "WV":
             return re.escape(label)
+        if kind == "P":
+            return "%0*d" % (len(run.group(0)), pane)
         return "[0-9]+" if kind == "U" else "[0-9]{%d,}" % len(run.group(0))
 
     parts, last = [], 0

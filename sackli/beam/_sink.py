@@ -11,8 +11,9 @@ files of older sets deleted (any shard count, with their `limits.` files),
 so `name@*` is unambiguous afterwards. A failure before the moves leaves
 the older output untouched; a retried finalisation skips moved shards.
 
-Streaming: each window is finalised on its own, with the window in the
-names (`_shard_names`), and replaces only that window's older sets.
+Streaming (`_stream_write`): each pane of each window is finalised on its
+own, with the window (and, for windows that fire more than once, the pane)
+in the names (`_shard_names`), and replaces only that pane's older sets.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .._options import CompressionAutoDetect, CompressionNone, CompressionZstd, 
 from .._format import has_zstd_suffix, limits_path_for
 from ._display import describe_compression
 from ._shard_file import ShardFile
-from ._shard_names import older_set_pattern, window_label
+from ._shard_names import older_set_pattern, window_label, with_pane_letter
 from ._write_path import ShardedPath
 
 __all__ = ["BagSink", "ShardLimits", "record_encoder"]
@@ -142,6 +143,7 @@ class BagSink(filebasedsink.FileBasedSink):
             triggering_frequency=triggering_frequency,
         )
         self.where = where
+        self.shard_name_format = with_pane_letter(self.shard_name_format)
         self.shard_limits = shard_limits or ShardLimits(None, None)
         self._options = _resolved(options, where.suffix)
         self.encode = record_encoder(coder, "WriteToSackli")
@@ -164,11 +166,11 @@ class BagSink(filebasedsink.FileBasedSink):
     def close(self, file_handle: ShardFile) -> None:
         file_handle.close()
 
-    def _get_final_name(self, shard_num: int, num_shards: int, w: Any = None) -> str:
+    def _get_final_name(self, shard_num: int, num_shards: int, w: Any = None, pane: int = 0) -> str:
         label = window_label(w)
         return self.where.prefix + self.shard_name_format % dict(
             shard_num=shard_num, num_shards=num_shards, uuid=uuid.uuid4(),
-            window=label, window_utc=label,
+            window=label, window_utc=label, pane=pane,
         ) + self.where.suffix
 
     def pre_finalize(self, init_result: Any, writer_results: Any) -> None:
@@ -180,17 +182,21 @@ class BagSink(filebasedsink.FileBasedSink):
         """Nothing, as `pre_finalize`."""
 
     def finalize_windowed_write(
-        self, init_result: Any, writer_results: Any, pre_finalize_results: Any, w: Any = None
+        self, init_result: Any, writer_results: Any, pre_finalize_results: Any, w: Any = None,
+        pane: int = 0,
     ) -> Iterator[str]:
+        """Moves the complete set `writer_results` (temporary shards, in
+        shard order once sorted) of window `w`, pane `pane`, to its final
+        names, then deletes that pane's older sets; yields the final names."""
         temps = sorted(writer_results)
-        finals = [self._get_final_name(shard, len(temps), w) for shard in range(len(temps))]
+        finals = [self._get_final_name(shard, len(temps), w, pane) for shard in range(len(temps))]
         pairs = list(zip(temps, finals))
         if self._separate:
             # A shard never reaches its final name without its limits.
             self._move([(limits_path_for(t), limits_path_for(f)) for t, f in pairs])
         self._move(pairs)
         kept = set(finals) | ({limits_path_for(f) for f in finals} if self._separate else set())
-        self._delete_older_sets(kept, w)
+        self._delete_older_sets(kept, w, pane)
         try:
             FileSystems.delete([init_result])
         except IOError:
@@ -214,11 +220,11 @@ class BagSink(filebasedsink.FileBasedSink):
         if moves:
             FileSystems.rename([m[0] for m in moves], [m[1] for m in moves])
 
-    def _delete_older_sets(self, kept: set[str], w: Any) -> None:
-        """Deletes the files of older shard sets of this output (window),
-        with any shard count, and their `limits.` files."""
+    def _delete_older_sets(self, kept: set[str], w: Any, pane: int) -> None:
+        """Deletes the files of older shard sets of this output (window and
+        pane), with any shard count, and their `limits.` files."""
         where = self.where
-        older = older_set_pattern(where.prefix, self.shard_name_template, where.suffix, w)
+        older = older_set_pattern(where.prefix, self.shard_name_template, where.suffix, w, pane)
         globs = [where.prefix + "*" + where.suffix]
         globs.append(limits_path_for(globs[0]))
         stale = [p for p in _existing(globs) if p not in kept and older.fullmatch(p)]

@@ -12,8 +12,9 @@ the path a plain prefix instead: `("dir/name", file_name_suffix=".bagz",
 num_shards=3)` writes `dir/name-SSSSS-of-00003.bagz`. The two forms do not
 mix: a suffix beside an `@` path is a ValueError.
 
-Unbounded (streaming) input writes one shard set per window, so its
-template must carry the window (`W`); see `for_unbounded_input`.
+Unbounded (streaming) input writes one shard set per window, or per pane
+when its windows can fire more than once, so its template must carry the
+window (`W`) and then the pane (`P`); see `for_unbounded_input`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ _DEFAULT_TEMPLATE = "-SSSSS-of-NNNNN"
 # Beam's default for windowed writes (filebasedsink): the window before the
 # shard number, so each window's shards form their own `name-W@N.ext` set.
 _DEFAULT_WINDOW_TEMPLATE = "-W-SSSSS-of-NNNNN"
+# For windows that fire more than once: the pane's index after the window
+# (`name-<window>-pane-2-00000-of-00001.bagz`), as Beam Java's "pane-2".
+_DEFAULT_PANE_TEMPLATE = "-W-pane-P-SSSSS-of-NNNNN"
 _SHARDED = re.compile(r"(?P<name>.*)@(?P<count>[0-9]+|\*)(?P<suffix>(?:[._].+)?\.bagz?)", re.DOTALL)
 _UNSHARDED = re.compile(r"(?P<name>.+)(?P<suffix>\.bagz?)@0", re.DOTALL)
 
@@ -139,22 +143,31 @@ def parse_write_path(
     return ShardedPath(base, suffix, shards, template, given)
 
 
-def for_unbounded_input(where: ShardedPath) -> ShardedPath:
-    """`where` for a stream: every window writes its own shard set, so the
-    default template gains the window (`-W-SSSSS-of-NNNNN`); a template of
-    the caller's must name the window itself. ValueError otherwise: windows
-    would write the same names and replace each other's output."""
+def for_unbounded_input(where: ShardedPath, fires_once: bool) -> ShardedPath:
+    """`where` for a stream: every window writes its own shard set, and,
+    unless each window `fires_once`, every pane of a window its own set. The
+    default template gains the window (`-W-SSSSS-of-NNNNN`) and then the
+    pane (`-W-pane-P-SSSSS-of-NNNNN`); a template of the caller's must hold
+    them itself. ValueError otherwise: windows (or panes) would write the
+    same names and replace each other's output."""
     if where.unsharded:
         raise ValueError(
             f"writing unbounded input to one unsharded file {where.pattern()!r}: every "
             "window would replace it; give a shard count ('dir/name@1.bagz')"
         )
+    default = _DEFAULT_WINDOW_TEMPLATE if fires_once else _DEFAULT_PANE_TEMPLATE
     if not where.template_given:
-        return dataclasses.replace(where, template=_DEFAULT_WINDOW_TEMPLATE)
+        return dataclasses.replace(where, template=default)
     if "W" not in where.template:
         raise ValueError(
             f"writing unbounded input to {where.pattern()!r}: every window would write the "
             "same names; use a shard_name_template with the window ('W'), e.g. "
-            f"{_DEFAULT_WINDOW_TEMPLATE!r}"
+            f"{default!r}"
+        )
+    if not fires_once and "P" not in where.template:
+        raise ValueError(
+            f"writing unbounded input to {where.pattern()!r}: its windows can fire more than "
+            "once (early or late panes), and every pane would write the same names; use a "
+            f"shard_name_template with the pane ('P'), e.g. {default!r}"
         )
     return where

@@ -24,6 +24,7 @@ import apache_beam as beam
 from apache_beam import coders
 from apache_beam.io import iobase
 from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.transforms import trigger
 
 from .._options import LimitsPlacement, ReaderOptions, WriterOptions
 from .._shard_spec import strip_local_prefix
@@ -38,7 +39,8 @@ from ._files import (
 )
 from ._rows import BatchesToRows, EncodeRows, WriteSchemaFile, row_schema, stored_rows
 from ._sink import BagSink, ShardLimits
-from ._stream_windows import check_single_firing
+from ._stream_windows import fires_once, windowed_for_write
+from ._stream_write import WritePanes
 from ._source import PatternSource, ReadFileRanges, output_coder
 from ._write_path import ShardedPath, for_unbounded_input, parse_write_path
 
@@ -300,7 +302,9 @@ class WriteToSackli(beam.PTransform):
         level 3, `.bag` shards raw.
       num_shards: overrides the path's number of shards (with `@*`).
       shard_name_template: Beam's shard name template, instead of
-        `-SSSSS-of-NNNNN` (`-W-SSSSS-of-NNNNN` for unbounded input).
+        `-SSSSS-of-NNNNN` (`-W-SSSSS-of-NNNNN` for unbounded input, and
+        `-W-pane-P-SSSSS-of-NNNNN` when its windows can fire more than
+        once); `P` is the pane's index (0 for bounded input).
       max_records_per_shard, max_bytes_per_shard: start a new shard when
         one holds this many records or record bytes (before compression);
         only when the runner decides the shard count (`@*`), for bounded
@@ -322,12 +326,17 @@ class WriteToSackli(beam.PTransform):
     under a temporary folder and renamed when all are complete; only then
     are older shard sets of the same name (any shard count) deleted.
     Unbounded input writes one shard set per window, named with the
-    window (`name-2026-01-01T00-00-00_2026-01-01T00-00-10-00000-of-00001.bagz`);
-    each window must fire once (the default trigger, or
-    `triggering_frequency`).
+    window (`name-2026-01-01T00-00-00_2026-01-01T00-00-10-00000-of-00001.bagz`),
+    and one set per pane when its windows can fire more than once (early or
+    late firings, allowed lateness): `name-<window>-pane-2-00000-of-00001.bagz`.
+    Each pane's set is renamed into place once complete and replaces only
+    older sets of the same window and pane.
 
     Raises:
-      ValueError: a path of another form, or conflicting arguments.
+      ValueError: a path of another form, or conflicting arguments; for
+        unbounded input, a globally windowed stream without
+        `triggering_frequency`, or a template without `W` (or without `P`
+        when windows can fire more than once).
     """
 
     def __init__(
@@ -377,24 +386,37 @@ class WriteToSackli(beam.PTransform):
         )
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
-        sink = self._sink
-        if not pcoll.is_bounded:
-            if self._limits:
-                # Beam's windowed writer checks a shard's size only after a
-                # whole group of elements: the limits would not hold.
-                raise ValueError(
-                    "max_records_per_shard and max_bytes_per_shard apply to bounded input only")
-            if self._triggering_frequency is None:
-                check_single_firing(pcoll.windowing)
-            sink = self._sink_to(for_unbounded_input(self._where))
         # Schema'd elements are written as Arrow rows only with the default
         # coder: a coder given means the user chose the bytes.
         schema = row_schema(pcoll.element_type) if type(self._coder) is coders.BytesCoder else None
+        if pcoll.is_bounded:
+            records, write = pcoll, iobase.Write(self._sink)
+        else:
+            records, write = self._stream_write(pcoll)
         if schema is None:
-            return pcoll | iobase.Write(sink)
-        files = pcoll | "EncodeRows" >> EncodeRows(schema) | "Write" >> iobase.Write(sink)
-        _ = files | "WriteSchema" >> WriteSchemaFile(schema)
+            return records | write
+        files = records | "EncodeRows" >> EncodeRows(schema) | "Write" >> write
+        finished = files
+        if not pcoll.is_bounded:
+            # One schema file per pane's set as soon as that set is final,
+            # not when the names' own windows next fire.
+            finished = files | "EveryFileNow" >> beam.WindowInto(
+                beam.window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(1)),
+                accumulation_mode=trigger.AccumulationMode.DISCARDING)
+        _ = finished | "WriteSchema" >> WriteSchemaFile(schema)
         return files
+
+    def _stream_write(self, pcoll: beam.PCollection) -> tuple[beam.PCollection, beam.PTransform]:
+        """The records of an unbounded `pcoll` in the windows they are
+        written in, and the transform writing one shard set per pane."""
+        if self._limits:
+            # A pane's shards are written together: the limits would need
+            # a shard count of their own per pane.
+            raise ValueError(
+                "max_records_per_shard and max_bytes_per_shard apply to bounded input only")
+        records = windowed_for_write(pcoll, self._triggering_frequency)
+        where = for_unbounded_input(self._where, fires_once(records.windowing))
+        return records, "WritePanes" >> WritePanes(self._sink_to(where))
 
     def display_data(self) -> dict[str, Any]:
         return self._sink.display_data()
