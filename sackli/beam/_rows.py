@@ -16,6 +16,7 @@ reads such bags as Arrow batches.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Iterator
 
 import apache_beam as beam
@@ -138,7 +139,9 @@ class EncodeRows(beam.PTransform):
 def _write_schema(path: str, message: bytes) -> None:
     """Writes the schema file through Beam's file systems (any of them):
     to a temporary name, then renamed, so readers never see half of it."""
-    temp = f"{path}.tmp"
+    # A name of this writer's own: two workers may write the same set's
+    # schema file at once (a stream's panes reach this more than once).
+    temp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
     with FileSystems.create(temp, _MIME_TYPE) as file:
         file.write(message)
     if FileSystems.exists(path):
