@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any
 
 from . import _bulk
-from ._format import limits_path_for, stored_bytes
+from ._format import limits_path_for
 from ._options import LimitsPlacement, WriterOptions
+from ._shard_set import BagShard
 from ._storage import copy_object
 from ._whole_files import remove_quietly
-from ._writer import Writer
 
 __all__ = ["RemoteBagShard", "partial_folder"]
 
@@ -32,7 +31,7 @@ def partial_folder(spec: str) -> str:
     return f"{folder}/.sackli-partial-{os.getpid()}-{uuid.uuid4().hex[:12]}/"
 
 
-class RemoteBagShard:
+class RemoteBagShard(BagShard):
     """One remote shard: written by a `sackli.Writer` (which streams it) to
     `partial + name`, copied onto its target by `publish`. Without
     `partial` (a single bag, not a set) it is written straight to `path`
@@ -42,20 +41,7 @@ class RemoteBagShard:
         self._separate = options.limits_placement == LimitsPlacement.SEPARATE
         self._hidden = partial is not None
         self._temp = partial + path.rpartition("/")[2] if self._hidden else path
-        self._writer = Writer(self._temp, options)
-
-    @property
-    def records_written(self) -> int:
-        return self._writer.records_written
-
-    def stored_bytes(self) -> int:
-        return stored_bytes(self._writer.bytes_written, self._writer.records_written)
-
-    def write_many(self, records: list[Any]) -> None:
-        self._writer.write_many(records)
-
-    def write_packed(self, data: Any, offsets: memoryview) -> None:
-        _bulk.write_packed(self._writer, data, offsets)
+        super().__init__(self._temp, options)
 
     def finish(self) -> None:
         self._writer.close()  # the hidden object (and its limits object) appear
