@@ -1,0 +1,17 @@
+"""Integer-keyed maps, byte-compatible with seung-lab's `mapbuffer` 1.2.0:
+``from sackli.maps import MapBuffer, IntMap`` replaces
+``from mapbuffer import MapBuffer, IntMap``.
+
+`MapBuffer` maps uint64 keys to bytes, `IntMap` uint64 keys to uint64 values;
+both are read without parsing (the engine searches the Eytzinger-ordered
+index and checks each value's crc32c), from bytes, files, paths or any object
+answering ``obj[a:b]``. `MapBuffer.get_many` looks up many keys at once, in
+parallel. See docs/maps.md.
+"""
+
+from ._errors import ValidationError
+from ._int_map import IntMap
+from ._map_buffer import FORMAT_VERSION, HEADER_LENGTH, MAGIC_NUMBERS, MapBuffer
+
+__all__ = ["FORMAT_VERSION", "HEADER_LENGTH", "MAGIC_NUMBERS", "IntMap", "MapBuffer",
+           "ValidationError"]
