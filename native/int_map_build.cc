@@ -36,10 +36,11 @@ uint32_t CheckedCount(const std::vector<uint64_t>& sorted_keys, size_t values) {
   return static_cast<uint32_t>(sorted_keys.size());
 }
 
-// zstd's frame of zero bytes: mapbuffer readers refuse an empty value in a
-// compressed map, so even an empty value is stored as a frame.
-std::string EncodeZstd(std::string_view value, int level) {
+}  // namespace
+
+std::string EncodeZstdMapValue(std::string_view value, int level) {
   std::string out;
+  // zstd's frame of zero bytes.
   if (value.empty()) {
     static const char kEmptyFrame[] = "\x28\xb5\x2f\xfd\x20\x00\x01\x00\x00";
     return std::string(kEmptyFrame, sizeof(kEmptyFrame) - 1);
@@ -51,8 +52,6 @@ std::string EncodeZstd(std::string_view value, int level) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
                            const std::vector<std::string_view>& values,
@@ -68,7 +67,7 @@ std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
   if (compression == MapCompression::kZstd) {
     encoded.resize(n);
     ThreadPool::Shared().ParallelFor(n, parallelism, [&](size_t k) {
-      encoded[k] = EncodeZstd(values[k], zstd_level);
+      encoded[k] = EncodeZstdMapValue(values[k], zstd_level);
     });
     for (uint32_t k = 0; k < n; ++k) stored[k] = encoded[k];
   }

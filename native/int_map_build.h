@@ -24,6 +24,11 @@ std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
                            MapCompression compression, uint8_t version,
                            int zstd_level, size_t parallelism);
 
+// One value as a compressed MapBuffer stores it: a zstd frame carrying its
+// content size, also for an empty value (mapbuffer refuses empty values in
+// compressed maps).
+std::string EncodeZstdMapValue(std::string_view value, int level);
+
 // An IntMap of (sorted_keys[k], values[k]).
 std::string BuildIntMap(const std::vector<uint64_t>& sorted_keys,
                         const std::vector<uint64_t>& values);

@@ -118,3 +118,41 @@ def test_brotli_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
 def test_unknown_compression_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unsupported map compression"):
         MapBuffer({1: b"x"}, compress="snappy")
+
+
+def test_crc32c_matches_google_crc32c() -> None:
+    import google_crc32c
+
+    from sackli import _engine
+    rng = random.Random(3)
+    for size in [0, 1, 7, 8, 9, 63, 64, 1000, 65537]:
+        data = rng.randbytes(size)
+        assert _engine.crc32c(data) == google_crc32c.value(data), size
+    assert _engine.crc32c(b"6789", _engine.crc32c(b"12345")) == google_crc32c.value(b"123456789")
+
+
+@pytest.mark.parametrize("compress", COMPRESSIONS)
+def test_write_matches_a_built_map(tmp_path: pathlib.Path, compress: str | None) -> None:
+    import mapbuffer
+
+    from sackli.maps import write
+    data = sample(1000, seed=4)
+    items = list(data.items())
+    random.Random(5).shuffle(items)
+    path = tmp_path / "out.mb"
+    assert write(path, iter(items), compress=compress) == len(data)
+    if compress is None:
+        assert path.read_bytes() == MapBuffer(data).tobytes()
+    assert MapBuffer(path).todict() == data
+    assert mapbuffer.MapBuffer(path.read_bytes()).todict() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.mb"]  # no temporary left
+
+
+def test_write_rejects_duplicate_keys_and_leaves_nothing(tmp_path: pathlib.Path) -> None:
+    from sackli.maps import write
+    path = tmp_path / "dup.mb"
+    with pytest.raises(ValueError, match="key 1 appears more than once"):
+        write(path, [(1, b"a"), (2, b"b"), (1, b"c")])
+    assert list(tmp_path.iterdir()) == []
+    assert write(tmp_path / "empty.mb", []) == 0
+    assert MapBuffer(tmp_path / "empty.mb").validate()

@@ -176,3 +176,44 @@ def test_negative_and_oversized_keys_are_rejected_when_building(impl: types.Modu
         impl.MapBuffer({-1: b"x"})
     with pytest.raises(OverflowError):
         impl.IntMap({1 << 64: 1})
+
+
+def test_index_cache_is_written_once(impl: types.ModuleType, tmp_path) -> None:
+    cache = tmp_path / "cache.mbi"
+    mb = impl.MapBuffer({1: b"hello", 2: b"world"}, index_cache=str(cache))
+    index = mb.index()
+    assert cache.read_bytes() == bytes(mb.buffer[:impl.HEADER_LENGTH + index.nbytes])
+    first = cache.stat().st_mtime_ns
+    again = impl.MapBuffer({1: b"hello", 2: b"world"}, index_cache=str(cache))
+    again.index()
+    assert again[1] == b"hello"
+    assert cache.stat().st_mtime_ns == first
+
+
+def test_index_cache_serves_sliceable_objects(impl: types.ModuleType, tmp_path) -> None:
+    built = impl.MapBuffer({1: b"hello", 2: b"world"}).tobytes()
+    slices: list[slice] = []
+
+    class Reader:
+        def __getitem__(self, window: slice) -> bytes:
+            slices.append(window)
+            return built[window]
+
+    cache = str(tmp_path / "cache.mbi")
+    assert impl.MapBuffer(Reader(), index_cache=cache)[2] == b"world"
+    slices.clear()
+    assert impl.MapBuffer(Reader(), index_cache=cache)[1] == b"hello"
+    # Only the value was fetched: the header and index came from the cache.
+    assert all(window.start is not None and window.start >= impl.HEADER_LENGTH + 32
+               for window in slices), slices
+
+
+def test_crc_error_despite_index_cache(impl: types.ModuleType, tmp_path) -> None:
+    mb = impl.MapBuffer({1: b"hello", 2: b"world"}, index_cache=str(tmp_path / "c.mbi"))
+    mb.index()
+    damaged = bytearray(mb.buffer)
+    damaged[damaged.find(b"hello")] = ord("H")
+    mb.buffer = bytes(damaged)
+    mb._index = None
+    with pytest.raises(impl.ValidationError):
+        mb[1]

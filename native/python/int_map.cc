@@ -32,6 +32,11 @@ namespace {
 
 constexpr uint64_t kUnknownSize = std::numeric_limits<uint64_t>::max();
 
+// Below these sizes a lookup keeps the GIL while it decodes or copies:
+// switching threads would cost more than the work (as single reads do).
+constexpr uint64_t kReleaseGilDecodeBytes = 16 * 1024;
+constexpr uint64_t kReleaseGilCopyBytes = 1024 * 1024;
+
 MapKind KindArgument(const std::string& kind) {
   if (kind == "mapbuffer") return MapKind::kMapBuffer;
   if (kind == "intmap") return MapKind::kIntMap;
@@ -141,10 +146,7 @@ class MapCore {
     CheckPosition(position);
     MapLookup lookup(*index_, *source_, check_crc);
     std::vector<FoundValue> found(1);
-    {
-      ReleaseGil release;
-      found[0] = lookup.LocateAt(position);
-    }
+    WithoutGilIf(source_->remote(), [&] { found[0] = lookup.LocateAt(position); });
     return Materialise(lookup, found, 1)[0];
   }
 
@@ -155,10 +157,7 @@ class MapCore {
     if (!k) return py::none();
     MapLookup lookup(*index_, *source_, check_crc);
     std::vector<FoundValue> found;
-    {
-      ReleaseGil release;
-      found = lookup.Locate(&*k, 1, 1);
-    }
+    WithoutGilIf(source_->remote(), [&] { found = lookup.Locate(&*k, 1, 1); });
     if (found[0].position < 0) return py::none();
     return Materialise(lookup, found, 1)[0];
   }
@@ -195,10 +194,7 @@ class MapCore {
     BorrowedBytes bytes(stored.ptr());
     MapLookup lookup(*index_, *source_or_empty(), check_crc);
     std::vector<FoundValue> found(1);
-    {
-      ReleaseGil release;
-      found[0] = lookup.LocateIn(position, bytes.view().data(), bytes.view().size());
-    }
+    found[0] = lookup.LocateIn(position, bytes.view().data(), bytes.view().size());
     return Materialise(lookup, found, 1)[0];
   }
 
@@ -252,12 +248,25 @@ class MapCore {
     return source_ != nullptr ? source_.get() : &empty;
   }
 
+  template <typename Fn>
+  static void WithoutGilIf(bool release, const Fn& fn) {
+    if (release) {
+      ReleaseGil released;
+      fn();
+    } else {
+      fn();
+    }
+  }
+
   // Allocates one bytes per found value and decodes into them.
   py::list Materialise(const MapLookup& lookup, const std::vector<FoundValue>& found,
                        size_t parallelism) const {
     py::list values(found.size());
     std::vector<char*> outputs(found.size(), nullptr);
+    const bool zstd = index_->header().compression == MapCompression::kZstd;
+    uint64_t total = 0;
     for (size_t k = 0; k < found.size(); ++k) {
+      total += found[k].decoded_size;
       if (found[k].position < 0) {
         values[k] = py::none();
         continue;
@@ -266,10 +275,9 @@ class MapCore {
       outputs[k] = BytesData(bytes.ptr());
       values[k] = bytes;
     }
-    {
-      ReleaseGil release;
-      lookup.Decode(found, outputs.data(), parallelism);
-    }
+    const bool large = total >= (zstd ? kReleaseGilDecodeBytes : kReleaseGilCopyBytes);
+    WithoutGilIf(found.size() > 1 || large,
+                 [&] { lookup.Decode(found, outputs.data(), parallelism); });
     return values;
   }
 
@@ -361,6 +369,15 @@ void RegisterIntMap(py::module_& m) {
     ReleaseGil release;
     return Crc32c(bytes.view().data(), bytes.view().size(), crc);
   }, py::arg("data"), py::arg("crc") = 0);
+  m.def("zstd_map_value", [](py::object data, int level) {
+    BorrowedBytes bytes(data.ptr());
+    std::string out;
+    {
+      ReleaseGil release;
+      out = EncodeZstdMapValue(bytes.view(), level);
+    }
+    return py::bytes(out);
+  }, py::arg("data"), py::arg("level"));
   m.def("eytzinger_order", &EytzingerOrder, py::arg("n"));
   m.def("map_header_bytes", [](const std::string& kind) {
     MapHeader header;

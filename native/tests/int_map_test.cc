@@ -9,6 +9,7 @@
 
 #include "crc32c.h"
 #include "errors.h"
+#include "format.h"
 #include "int_map.h"
 #include "int_map_build.h"
 #include "int_map_lookup.h"

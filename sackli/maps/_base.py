@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._errors import ValidationError, corruption_as_validation_error
+from .._storage import is_remote
+from ._ranges import RemoteMapObject
 from ._sources import PathArgument, buffer_of_file, describe, map_path, open_core
 
 
@@ -20,14 +22,19 @@ class MapBase:
     _KIND = ""
     HEADER_LENGTH = 0
 
-    def _set_source(self, data: Any) -> None:
+    def _set_source(self, data: Any, index_cache: str | None = None) -> None:
+        self._index_cache = None if index_cache is None else os.fspath(index_cache)
         self._core: Any = None
         self._path: str | None = None
         self._buffer: Any = None
         if isinstance(data, PathArgument):
-            self._path = os.fspath(data)
-            if not isinstance(self._path, str):
-                raise TypeError(f"a map path must be str, not {type(self._path).__name__}")
+            path = os.fspath(data)
+            if not isinstance(path, str):
+                raise TypeError(f"a map path must be str, not {type(path).__name__}")
+            if is_remote(path):
+                self._buffer = RemoteMapObject(path)
+            else:
+                self._path = path
             self._core_now()  # a missing file fails here, not at first lookup
         elif isinstance(data, io.IOBase):
             self._buffer = buffer_of_file(data)
@@ -58,7 +65,7 @@ class MapBase:
 
     def _core_now(self) -> Any:
         if self._core is None:
-            self._core = open_core(self._KIND, self._buffer, self._path)
+            self._core = open_core(self._KIND, self._buffer, self._path, self._index_cache)
         return self._core
 
     @property

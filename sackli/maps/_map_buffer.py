@@ -11,6 +11,7 @@ from .. import _engine
 from ._base import MapBase
 from ._compression import compress_in_python, decompress, decompressor, normalize
 from ._errors import ValidationError, corruption_as_validation_error
+from ._ranges import fetch_spans, fetcher
 
 FORMAT_VERSION = 1
 MAGIC_NUMBERS = b"mapbufr"
@@ -55,7 +56,8 @@ class MapBuffer(MapBase):
     path (memory-mapped) or any object answering ``obj[a:b]`` with bytes.
     `frombytesfn` turns stored bytes back into values. `check_crc=False`
     skips the crc32c checks of format 1; `compute_crc=False` builds format 0
-    (no crc32c). Missing keys raise KeyError; damaged maps raise
+    (no crc32c). `index_cache` names a local file that keeps the header and
+    index once read, so later opens of a remote map skip fetching them. Missing keys raise KeyError; damaged maps raise
     ValidationError naming the file and key. Keys come back as ints."""
 
     _KIND = "mapbuffer"
@@ -69,15 +71,16 @@ class MapBuffer(MapBase):
         frombytesfn: Optional[Callable[[bytes], Any]] = None,
         check_crc: bool = True,
         compute_crc: bool = True,
+        index_cache: Optional[str] = None,
     ) -> None:
         self.tobytesfn = tobytesfn
         self.frombytesfn = frombytesfn
         self.check_crc = check_crc
         self.compute_crc = compute_crc
+        self.index_cache = index_cache
         if isinstance(data, dict):
-            self._set_source(build(data, normalize(compress), tobytesfn, compute_crc))
-        else:
-            self._set_source(data)
+            data = build(data, normalize(compress), tobytesfn, compute_crc)
+        self._set_source(data, index_cache)
 
     @property
     def compress(self) -> Optional[str]:
@@ -137,13 +140,31 @@ class MapBuffer(MapBase):
         if not isinstance(labels, (list, tuple)) and not hasattr(labels, "__array__"):
             labels = list(labels)  # a one-shot iterable is read twice below
         if not core.has_values:
-            return [self.get(label, default) for label in labels]
+            return self._get_many_by_ranges(labels, default)
         with corruption_as_validation_error():
             values = core.get_many(labels, self.check_crc, _LOOKUP_PARALLELISM)
         if not self._needs_finish():
             return [default if value is None else value for value in values]
         return [default if value is None else self._finish(core.find(label), value)
                 for label, value in zip(labels, values)]
+
+    def _get_many_by_ranges(self, labels: Iterable[Any], default: Any) -> list[Any]:
+        # The values are fetched by the Python side (remote or sliceable
+        # objects): each distinct value once, in coalesced ranges.
+        core = self._core
+        positions = [core.find(label) for label in labels]
+        wanted = sorted({position for position in positions if position >= 0})
+        with corruption_as_validation_error():
+            extents = [core.extent(position) for position in wanted]
+        if any(end is None for _, end in extents):  # an object of unknown size
+            return [default if position < 0 else self.getindex(position) for position in positions]
+        fetch, parallel = fetcher(self.buffer)
+        values = {}
+        for position, stored in zip(wanted, fetch_spans(extents, fetch, parallel)):
+            with corruption_as_validation_error():
+                value = core.check_value(position, stored, self.check_crc)
+            values[position] = self._finish(position, value)
+        return [default if position < 0 else values[position] for position in positions]
 
     def _needs_finish(self) -> bool:
         return self.frombytesfn is not None or decompressor(self._core.compression) is not None
@@ -171,7 +192,7 @@ class MapBuffer(MapBase):
             end = len(self.buffer)
         if self.tobytesfn is not None:
             data = self.tobytesfn(data)
-        data = _encode_one(core.compression, bytes(data))
+        data = encode_value(core.compression, bytes(data))
         if core.version >= 1:
             data += _engine.crc32c(data).to_bytes(4, "little")
         if len(data) != end - begin:
@@ -193,16 +214,12 @@ class MapBuffer(MapBase):
         return MapBuffer(buf).validate()
 
 
-def _encode_one(compression: str, data: bytes) -> bytes:
+def encode_value(compression: str | None, data: bytes) -> bytes:
+    """One value compressed as a map of `compression` stores it."""
     if compression == "zstd":
-        return _zstd_one(data)
+        return _engine.zstd_map_value(data, _ZSTD_LEVEL)
     encode = compress_in_python(compression)
     return data if encode is None else encode(data)
-
-
-def _zstd_one(data: bytes) -> bytes:
-    built = _engine.build_map_buffer([0], [data], "zstd", 0, _ZSTD_LEVEL, 1)
-    return built[HEADER_LENGTH + 16:]
 
 
 __all__ = ["FORMAT_VERSION", "HEADER_LENGTH", "MAGIC_NUMBERS", "MapBuffer", "ValidationError"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import mmap
 import os
+import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from .. import _engine
@@ -71,24 +73,60 @@ def map_path(path: str) -> Any:
         return buffer_of_file(file)
 
 
-def open_core(kind: str, buffer: Any, path: str | None) -> Any:
+def open_core(kind: str, buffer: Any, path: str | None, index_cache: str | None = None) -> Any:
     """The engine's core for a map of `kind` ("mapbuffer" or "intmap") at
-    `path` (a local file) or in `buffer`."""
+    `path` (a local file) or in `buffer`. With `index_cache` (a local file),
+    the header and index are read from that file when it holds them, and
+    saved there otherwise."""
     with corruption_as_validation_error():
+        name = path if path is not None else describe(buffer)
+        if index_cache is not None:
+            source = map_path(path) if path is not None else buffer
+            head = _cached_head(index_cache, lambda: _read_head(kind, source, name), kind, name)
+            if path is None and not is_buffer(buffer):
+                return _engine.MapCore.from_index(head, kind, name, _size(buffer))
         if path is not None:
             return _engine.MapCore.open_file(path, kind)
-        name = describe(buffer)
         if is_buffer(buffer):
             return _engine.MapCore(buffer, kind, name)
-        return _core_of_ranges(kind, buffer, name)
+        return _engine.MapCore.from_index(_read_head(kind, buffer, name), kind, name,
+                                          _size(buffer))
 
 
-def _core_of_ranges(kind: str, ranges: Any, name: str) -> Any:
+def _size(ranges: Any) -> int | None:
+    try:
+        return len(ranges)
+    except TypeError:
+        return None
+
+
+def _read_head(kind: str, ranges: Any, name: str) -> bytes:
+    """The header and index of the map in `ranges` (two slices)."""
     header = bytes(ranges[0:_engine.map_header_bytes(kind)])
     data_offset = _engine.map_data_offset(header, kind, name)
-    head = header + bytes(ranges[len(header):data_offset])
+    return header + bytes(ranges[len(header):data_offset])
+
+
+def _cached_head(cache: str, read: Callable[[], bytes], kind: str, name: str) -> bytes:
+    """The header and index from the file `cache` when it holds them all,
+    else read() saved there (whole or not at all: a rename)."""
     try:
-        size = len(ranges)
-    except TypeError:
-        size = None
-    return _engine.MapCore.from_index(head, kind, name, size)
+        with open(cache, "rb") as file:
+            head = file.read()
+        header_bytes = _engine.map_header_bytes(kind)
+        if len(head) >= header_bytes and len(head) >= _engine.map_data_offset(
+                head[:header_bytes], kind, cache):
+            return head
+    except FileNotFoundError:
+        pass
+    head = read()
+    folder = os.path.dirname(os.path.abspath(cache))
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(cache)}.")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(head)
+        os.replace(temporary, cache)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return head
