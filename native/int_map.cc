@@ -14,15 +14,6 @@ constexpr char kMapBufferMagic[] = "mapbufr";  // 7 bytes
 constexpr char kIntMapMagic[] = "intm";        // 4 bytes
 constexpr uint8_t kIntMapUint64Type = 3;
 
-uint32_t LoadU32(const char* p) {
-  uint32_t value;
-  std::memcpy(&value, p, sizeof(value));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  value = __builtin_bswap32(value);
-#endif
-  return value;
-}
-
 std::string Printable(const char* bytes, size_t n) {
   std::string out;
   for (size_t i = 0; i < n; ++i) {
@@ -37,6 +28,25 @@ std::string Printable(const char* bytes, size_t n) {
     }
   }
   return out;
+}
+
+// Calls visit(position) for the positions of an n-node Eytzinger tree in
+// in-order (sorted) order; an explicit stack keeps deep trees off the call
+// stack.
+template <typename Visit>
+void ForEachInOrder(uint64_t n, const Visit& visit) {
+  std::vector<uint64_t> stack;
+  uint64_t node = 0;
+  while (node < n || !stack.empty()) {
+    while (node < n) {
+      stack.push_back(node);
+      node = 2 * node + 1;
+    }
+    node = stack.back();
+    stack.pop_back();
+    visit(node);
+    node = 2 * node + 2;
+  }
 }
 
 struct CompressionTag {
@@ -93,7 +103,7 @@ MapHeader ParseMapHeader(const char* bytes, size_t n, MapKind kind,
                       "unknown compression b'" + Printable(tag, 4) +
                           "' (known: none, gzip, 00br, zstd, lzma)");
     }
-    header.count = LoadU32(bytes + 12);
+    header.count = LoadMapU32(bytes + 12);
   } else {
     const auto element_type = static_cast<uint8_t>(bytes[5]);
     if (element_type != kIntMapUint64Type) {
@@ -101,7 +111,7 @@ MapHeader ParseMapHeader(const char* bytes, size_t n, MapKind kind,
                       "unsupported IntMap element type " +
                           std::to_string(element_type) + " (known: 3, uint64)");
     }
-    header.count = LoadU32(bytes + 6);
+    header.count = LoadMapU32(bytes + 6);
   }
   return header;
 }
@@ -115,21 +125,9 @@ std::string MapCompressionTag(MapCompression compression) {
 
 std::vector<uint32_t> EytzingerOrder(uint32_t n) {
   std::vector<uint32_t> order(n);
-  // An in-order walk of the implicit tree hands out sorted positions; an
-  // explicit stack keeps deep trees off the call stack.
+  // The in-order walk of the tree visits positions in sorted order.
   uint32_t next = 0;
-  std::vector<uint64_t> stack;
-  uint64_t node = 0;
-  while (node < n || !stack.empty()) {
-    while (node < n) {
-      stack.push_back(node);
-      node = 2 * node + 1;
-    }
-    node = stack.back();
-    stack.pop_back();
-    order[node] = next++;
-    node = 2 * node + 2;
-  }
+  ForEachInOrder(n, [&](uint64_t position) { order[position] = next++; });
   return order;
 }
 
@@ -219,7 +217,7 @@ size_t MapIndex::VerifyValue(uint32_t position, const char* value, size_t n,
   }
   const size_t payload = n - kMapChecksumBytes;
   if (check_crc) {
-    const uint32_t stored = LoadU32(value + payload);
+    const uint32_t stored = LoadMapU32(value + payload);
     const uint32_t computed = Crc32c(value, payload);
     if (stored != computed) {
       ThrowCorruptValue(position, Word(position),
@@ -235,15 +233,7 @@ void MapIndex::Validate() const {
   // Keys: an in-order walk of the tree must be strictly increasing.
   bool have_previous = false;
   uint64_t previous = 0;
-  std::vector<uint64_t> stack;
-  uint64_t node = 0;
-  while (node < n || !stack.empty()) {
-    while (node < n) {
-      stack.push_back(node);
-      node = 2 * node + 1;
-    }
-    node = stack.back();
-    stack.pop_back();
+  ForEachInOrder(n, [&](uint64_t node) {
     const uint64_t key = Key(static_cast<uint32_t>(node));
     if (have_previous && key <= previous) {
       ThrowCorruption(path_, header_.index_offset() + node * kMapEntryBytes,
@@ -253,8 +243,7 @@ void MapIndex::Validate() const {
     }
     previous = key;
     have_previous = true;
-    node = 2 * node + 2;
-  }
+  });
   if (header_.kind != MapKind::kMapBuffer) return;
   if (n == 0) {
     if (map_size_ != header_.data_offset()) {

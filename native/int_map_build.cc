@@ -12,13 +12,6 @@
 namespace sackli {
 namespace {
 
-void StoreU32(char* p, uint32_t value) {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  value = __builtin_bswap32(value);
-#endif
-  std::memcpy(p, &value, sizeof(value));
-}
-
 uint32_t CheckedCount(const std::vector<uint64_t>& sorted_keys, size_t values) {
   if (values != sorted_keys.size()) {
     ThrowInvalidArgument("a map needs one value per key");
@@ -82,7 +75,7 @@ std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
   std::memcpy(out.data(), "mapbufr", 7);
   out[7] = static_cast<char>(version);
   std::memcpy(out.data() + 8, MapCompressionTag(compression).data(), 4);
-  StoreU32(out.data() + 12, n);
+  StoreMapU32(out.data() + 12, n);
   uint64_t offset = data_offset;
   // Values follow the index's (Eytzinger) order, so offsets ascend with it.
   for (uint32_t position = 0; position < n; ++position) {
@@ -95,7 +88,7 @@ std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
     if (!value.empty()) std::memcpy(out.data() + offset, value.data(), value.size());
     offset += value.size();
     if (checksum != 0) {
-      StoreU32(out.data() + offset, Crc32c(value.data(), value.size()));
+      StoreMapU32(out.data() + offset, Crc32c(value.data(), value.size()));
       offset += checksum;
     }
   }
@@ -110,7 +103,7 @@ std::string BuildIntMap(const std::vector<uint64_t>& sorted_keys,
   std::memcpy(out.data(), "intm", 4);
   out[4] = 0;  // version
   out[5] = 3;  // element type: uint64
-  StoreU32(out.data() + 6, n);
+  StoreMapU32(out.data() + 6, n);
   for (uint32_t position = 0; position < n; ++position) {
     char* entry = out.data() + kIntMapHeaderBytes +
                   uint64_t{position} * kMapEntryBytes;

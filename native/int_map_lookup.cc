@@ -35,6 +35,14 @@ void ForEachChunked(size_t n, size_t parallelism, const Fn& fn) {
 
 }  // namespace
 
+void MapLookup::CheckPosition(uint32_t position) const {
+  if (position >= index_.size()) {
+    ThrowOutOfRange("map position " + std::to_string(position) +
+                    " out of range for " + std::to_string(index_.size()) +
+                    " keys");
+  }
+}
+
 void MapLookup::Fill(FoundValue& value) const {
   const auto position = static_cast<uint32_t>(value.position);
   const ValueExtent extent = index_.Extent(position);
@@ -52,11 +60,7 @@ void MapLookup::Fill(FoundValue& value) const {
 
 FoundValue MapLookup::LocateIn(uint32_t position, const char* stored,
                                size_t n) const {
-  if (position >= index_.size()) {
-    ThrowOutOfRange("map position " + std::to_string(position) +
-                    " out of range for " + std::to_string(index_.size()) +
-                    " keys");
-  }
+  CheckPosition(position);
   FoundValue value;
   value.position = position;
   Check(value, stored, n);
@@ -109,11 +113,7 @@ std::vector<FoundValue> MapLookup::Locate(const uint64_t* keys, size_t n,
 }
 
 FoundValue MapLookup::LocateAt(uint32_t position) const {
-  if (position >= index_.size()) {
-    ThrowOutOfRange("map position " + std::to_string(position) +
-                    " out of range for " + std::to_string(index_.size()) +
-                    " keys");
-  }
+  CheckPosition(position);
   FoundValue value;
   value.position = position;
   Guarded(source_, [&] { Fill(value); });

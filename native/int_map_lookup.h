@@ -60,6 +60,7 @@ class MapLookup {
   void DecodeOne(const FoundValue& value, char* output) const;
 
  private:
+  void CheckPosition(uint32_t position) const;  // kOutOfRange
   void Fill(FoundValue& value) const;
   void Check(FoundValue& value, const char* stored, size_t n) const;
 

@@ -136,6 +136,16 @@ class MapBase:
             raise KeyError(f"{label} was not found.")
         return self.getindex(position)
 
+    def setindex(self, i: int, value: Any) -> None:  # pragma: no cover - each subclass has its own
+        raise NotImplementedError
+
+    def __setitem__(self, label: Any, value: Any) -> None:
+        """Changes the value of an existing key in place (see `setindex`)."""
+        position = self._core_now().find(label)
+        if position < 0:
+            raise KeyError(f"{label} was not found.")
+        self.setindex(position, value)
+
     def get(self, label: Any, default: Any = None) -> Any:
         """The value of `label`, or `default` when it is absent."""
         position = self._core_now().find(label)

@@ -52,11 +52,5 @@ class IntMap(MapBase):
         if not core.has_values:
             self._core = None  # its copy of the index is stale
 
-    def __setitem__(self, label: Any, value: Any) -> None:
-        position = self._core_now().find(label)
-        if position < 0:
-            raise KeyError(f"{label} was not found.")
-        self.setindex(position, value)
-
 
 __all__ = ["IntMap"]

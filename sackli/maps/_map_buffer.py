@@ -202,12 +202,6 @@ class MapBuffer(MapBase):
         if not core.has_values:
             self._core = None  # its copy of the map is stale
 
-    def __setitem__(self, label: Any, value: Any) -> None:
-        position = self._core_now().find(label)
-        if position < 0:
-            raise KeyError(f"{label} was not found.")
-        self.setindex(position, value)
-
     @staticmethod
     def validate_buffer(buf: Any) -> bool:
         """`MapBuffer(buf).validate()`."""
