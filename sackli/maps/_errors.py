@@ -16,13 +16,16 @@ class ValidationError(CorruptionError):
     A `sackli.CorruptionError`, hence a `ValueError`."""
 
 
+def as_validation_error(error: CorruptionError) -> ValidationError:
+    """The engine's corruption error as the `ValidationError` `mapbuffer`
+    users catch (for hot paths, where a context manager costs too much)."""
+    return error if isinstance(error, ValidationError) else ValidationError(str(error))
+
+
 @contextlib.contextmanager
 def corruption_as_validation_error() -> Iterator[None]:
-    """Re-raises the engine's corruption errors as `ValidationError`, the
-    exception `mapbuffer` users catch."""
+    """Re-raises the engine's corruption errors as `ValidationError`."""
     try:
         yield
-    except ValidationError:
-        raise
     except CorruptionError as error:
-        raise ValidationError(str(error)) from None
+        raise as_validation_error(error) from None

@@ -10,7 +10,8 @@ from typing import Any, Optional
 from .. import _engine
 from ._base import MapBase
 from ._compression import compress_in_python, decompress, decompressor, normalize
-from ._errors import ValidationError, corruption_as_validation_error
+from .._engine import CorruptionError
+from ._errors import ValidationError, as_validation_error, corruption_as_validation_error
 from ._ranges import fetch_spans, fetcher
 
 FORMAT_VERSION = 1
@@ -114,11 +115,13 @@ class MapBuffer(MapBase):
         return self._finish(i, value)
 
     def __getitem__(self, label: Any) -> Any:
-        core = self._core_now()
+        core = self._core or self._core_now()
         if not core.has_values:
             return super().__getitem__(label)
-        with corruption_as_validation_error():
+        try:
             value = core.get(label, self.check_crc)
+        except CorruptionError as error:
+            raise as_validation_error(error) from None
         if value is None:
             raise KeyError(f"{label} was not found.")
         return self._finish(core.find(label), value) if self._needs_finish() else value
