@@ -54,5 +54,5 @@ def test_engine_cpp_tests_pass(engine_tests: pathlib.Path, tmp_path: pathlib.Pat
     listed = subprocess.run([str(engine_tests), "--gtest_list_tests"], stdout=subprocess.PIPE,
                             text=True, check=True).stdout
     for suite in ("ReadPlanTest", "ThreadPool", "BackgroundTask", "Writer", "ArrowStream",
-                  "LimitsCache", "RemoteShard"):
+                  "LimitsCache", "RemoteShard", "MapIndexTest", "MapLookupTest", "MapCrc32c"):
         assert suite in listed, f"no {suite} tests in:\n{listed}"

@@ -58,6 +58,7 @@ PYBIND11_MODULE(_engine, m) {
   RegisterWriter(m);
   RegisterArrowStream(m);
   RegisterFastPaths(m);
+  RegisterIntMap(m);
   RegisterFormat(m);
   RegisterMisc(m);
 }

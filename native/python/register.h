@@ -21,5 +21,6 @@ void RegisterIndex(pybind11::module_& m);
 void RegisterWriter(pybind11::module_& m);     // writer.cc
 void RegisterArrowStream(pybind11::module_& m);  // arrow_stream.cc (after reader)
 void RegisterFastPaths(pybind11::module_& m);  // fast_paths.cc (after reader, index)
+void RegisterIntMap(pybind11::module_& m);     // int_map.cc: sackli.maps' core
 
 }  // namespace sackli::python

@@ -1,0 +1,15 @@
+// CRC-32C (Castagnoli), the check value mapbuffer format 1 stores after each
+// value. Uses the SSE4.2 crc32 instruction when the CPU has it, else a
+// table-driven loop (8 bytes per step). Thread-safe, no state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sackli {
+
+// The CRC-32C of `data[0, n)`, continuing from `crc` (the value returned for
+// the bytes before them; 0 to start). Crc32c("123456789", 9) == 0xE3069283.
+uint32_t Crc32c(const char* data, size_t n, uint32_t crc = 0);
+
+}  // namespace sackli

@@ -1,0 +1,36 @@
+// Lays out maps of the formats in int_map.h from sorted keys. The output of
+// an uncompressed MapBuffer is byte-identical to mapbuffer 1.2.0's for the
+// same dict. Throws kInvalidArgument for keys that are not strictly
+// increasing or a map of more than 2**32 - 1 keys. Thread-safe (no state).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "int_map.h"
+
+namespace sackli {
+
+// A MapBuffer of `version` (0: no crc32c, 1: a crc32c after each value).
+// values[k] belongs to sorted_keys[k]. With kZstd the values are raw and
+// compressed here (at `zstd_level`, on up to `parallelism` threads); with
+// gzip, brotli or lzma the caller has compressed them already and only the
+// header names the compression; with kNone they are stored as they are.
+std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
+                           const std::vector<std::string_view>& values,
+                           MapCompression compression, uint8_t version,
+                           int zstd_level, size_t parallelism);
+
+// One value as a compressed MapBuffer stores it: a zstd frame carrying its
+// content size, also for an empty value (mapbuffer refuses empty values in
+// compressed maps).
+std::string EncodeZstdMapValue(std::string_view value, int level);
+
+// An IntMap of (sorted_keys[k], values[k]).
+std::string BuildIntMap(const std::vector<uint64_t>& sorted_keys,
+                        const std::vector<uint64_t>& values);
+
+}  // namespace sackli

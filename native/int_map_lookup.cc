@@ -1,0 +1,150 @@
+#include "int_map_lookup.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "codec.h"
+#include "errors.h"
+#include "fault_guard.h"
+#include "thread_pool.h"
+
+namespace sackli {
+namespace {
+
+// Keys per pool task: enough work to pay for the hand-off.
+constexpr size_t kKeysPerTask = 256;
+
+const Codec& ZstdCodec() {
+  static const Codec codec = Codec::Zstd(3, "");
+  return codec;
+}
+
+// Runs fn(k) for k in [0, n) in chunks on the pool.
+template <typename Fn>
+void ForEachChunked(size_t n, size_t parallelism, const Fn& fn) {
+  const size_t tasks = (n + kKeysPerTask - 1) / kKeysPerTask;
+  if (tasks <= 1 || parallelism <= 1) {
+    for (size_t k = 0; k < n; ++k) fn(k);
+    return;
+  }
+  ThreadPool::Shared().ParallelFor(tasks, parallelism, [&](size_t task) {
+    const size_t end = std::min(n, (task + 1) * kKeysPerTask);
+    for (size_t k = task * kKeysPerTask; k < end; ++k) fn(k);
+  });
+}
+
+}  // namespace
+
+void MapLookup::CheckPosition(uint32_t position) const {
+  if (position >= index_.size()) {
+    ThrowOutOfRange("map position " + std::to_string(position) +
+                    " out of range for " + std::to_string(index_.size()) +
+                    " keys");
+  }
+}
+
+void MapLookup::Fill(FoundValue& value) const {
+  const auto position = static_cast<uint32_t>(value.position);
+  const ValueExtent extent = index_.Extent(position);
+  const size_t stored = static_cast<size_t>(extent.end - extent.begin);
+  const char* bytes = source_.mapped();
+  if (bytes != nullptr) {
+    bytes += extent.begin;
+  } else {
+    value.staged.resize(stored);
+    source_.Read(extent.begin, stored, value.staged.data());
+    bytes = value.staged.data();
+  }
+  Check(value, bytes, stored);
+}
+
+FoundValue MapLookup::LocateIn(uint32_t position, const char* stored,
+                               size_t n) const {
+  CheckPosition(position);
+  FoundValue value;
+  value.position = position;
+  Check(value, stored, n);
+  return value;
+}
+
+void MapLookup::Check(FoundValue& value, const char* bytes,
+                      size_t stored) const {
+  const auto position = static_cast<uint32_t>(value.position);
+  value.payload = bytes;
+  value.payload_size = index_.VerifyValue(position, bytes, stored, check_crc_);
+  value.decoded_size = value.payload_size;
+  const MapCompression compression = index_.header().compression;
+  if (compression == MapCompression::kNone) return;
+  if (value.payload_size == 0) {
+    index_.ThrowCorruptValue(position, index_.Word(position),
+                             "an empty value cannot be decompressed");
+  }
+  if (compression != MapCompression::kZstd) return;
+  try {
+    const uint64_t size =
+        ZstdCodec().DecodedSize(value.payload, value.payload_size);
+    if (size != Codec::kUnknownSize) {
+      value.decoded_size = size;
+      return;
+    }
+    // No content size in the frame: decode now, into the staging string.
+    std::string decoded =
+        ZstdCodec().DecodeUnsized(value.payload, value.payload_size);
+    value.staged = std::move(decoded);
+    value.staged_decoded = true;
+    value.payload = value.staged.data();
+    value.payload_size = value.decoded_size = value.staged.size();
+  } catch (const CodecError& e) {
+    index_.ThrowCorruptValue(position, index_.Word(position),
+                             std::string("does not decompress: ") + e.what());
+  }
+}
+
+std::vector<FoundValue> MapLookup::Locate(const uint64_t* keys, size_t n,
+                                          size_t parallelism) const {
+  std::vector<FoundValue> found(n);
+  Guarded(source_, [&] {
+    ForEachChunked(n, parallelism, [&](size_t k) {
+      found[k].position = index_.Find(keys[k]);
+      if (found[k].position >= 0) Fill(found[k]);
+    });
+  });
+  return found;
+}
+
+FoundValue MapLookup::LocateAt(uint32_t position) const {
+  CheckPosition(position);
+  FoundValue value;
+  value.position = position;
+  Guarded(source_, [&] { Fill(value); });
+  return value;
+}
+
+void MapLookup::DecodeOne(const FoundValue& value, char* output) const {
+  if (value.position < 0 || value.decoded_size == 0) return;
+  // A FoundValue may have moved since Locate: staged bytes moved with it.
+  const char* payload = value.staged.empty() ? value.payload : value.staged.data();
+  if (value.staged_decoded ||
+      index_.header().compression != MapCompression::kZstd) {
+    std::memcpy(output, payload, value.payload_size);
+    return;
+  }
+  try {
+    ZstdCodec().Decode(payload, value.payload_size, output,
+                       value.decoded_size);
+  } catch (const CodecError& e) {
+    const auto position = static_cast<uint32_t>(value.position);
+    index_.ThrowCorruptValue(position, index_.Word(position),
+                             std::string("does not decompress: ") + e.what());
+  }
+}
+
+void MapLookup::Decode(const std::vector<FoundValue>& found,
+                       char* const* outputs, size_t parallelism) const {
+  Guarded(source_, [&] {
+    ForEachChunked(found.size(), parallelism,
+                   [&](size_t k) { DecodeOne(found[k], outputs[k]); });
+  });
+}
+
+}  // namespace sackli

@@ -1,0 +1,395 @@
+// `_engine.MapCore`: one MapBuffer or IntMap (native/int_map*.h) over a
+// Python buffer (borrowed), a local file (mapped by the engine) or, for
+// objects that only answer obj[a:b], over its header and index alone (the
+// Python side then fetches value bytes and hands them to `check_value`).
+// Keys that are not integers raise TypeError; negative keys or keys of 2**64
+// and more are simply absent. Lookups release the GIL.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crc32c.h"
+#include "fault_guard.h"
+#include "int_map.h"
+#include "int_map_build.h"
+#include "int_map_lookup.h"
+#include "local_file.h"
+#include "memory_source.h"
+#include "python/buffers.h"
+#include "python/gil.h"
+#include "python/register.h"
+#include "thread_pool.h"
+
+namespace py = pybind11;
+
+namespace sackli::python {
+namespace {
+
+constexpr uint64_t kUnknownSize = std::numeric_limits<uint64_t>::max();
+
+// Below these sizes a lookup keeps the GIL while it decodes or copies:
+// switching threads would cost more than the work (as single reads do).
+constexpr uint64_t kReleaseGilDecodeBytes = 16 * 1024;
+constexpr uint64_t kReleaseGilCopyBytes = 1024 * 1024;
+
+MapKind KindArgument(const std::string& kind) {
+  if (kind == "mapbuffer") return MapKind::kMapBuffer;
+  if (kind == "intmap") return MapKind::kIntMap;
+  ThrowInvalidArgument("map kind must be 'mapbuffer' or 'intmap', not '" + kind + "'");
+}
+
+const char* CompressionName(MapCompression compression) {
+  switch (compression) {
+    case MapCompression::kNone: return "none";
+    case MapCompression::kGzip: return "gzip";
+    case MapCompression::kBrotli: return "br";
+    case MapCompression::kZstd: return "zstd";
+    case MapCompression::kLzma: return "lzma";
+  }
+  return "none";
+}
+
+MapCompression CompressionArgument(const std::string& name) {
+  for (MapCompression c : {MapCompression::kNone, MapCompression::kGzip,
+                           MapCompression::kBrotli, MapCompression::kZstd,
+                           MapCompression::kLzma}) {
+    if (name == CompressionName(c)) return c;
+  }
+  ThrowInvalidArgument("unknown map compression '" + name + "'");
+}
+
+// A key as uint64, or nullopt for integers no map can hold (negative, too
+// big). TypeError for non-integers.
+std::optional<uint64_t> KeyArgument(py::handle key) {
+  py::object number = py::reinterpret_steal<py::object>(PyNumber_Index(key.ptr()));
+  if (!number) throw py::error_already_set();
+  const unsigned long long value = PyLong_AsUnsignedLongLong(number.ptr());
+  if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw py::error_already_set();
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return static_cast<uint64_t>(value);
+}
+
+class MapCore {
+ public:
+  // The whole map in a Python buffer.
+  MapCore(py::object buffer, const std::string& kind, std::string name)
+      : owner_(buffer) {
+    borrowed_.emplace(buffer.ptr());
+    const std::string_view bytes = borrowed_->view();
+    source_ = std::make_shared<MemorySource>(bytes.data(), bytes.size(), std::move(name));
+    Open(KindArgument(kind), bytes.data(), bytes.size(), bytes.size());
+  }
+
+  // A local file, mapped by the engine (guarded against truncation).
+  static std::unique_ptr<MapCore> OpenFile(const std::string& path,
+                                           const std::string& kind) {
+    auto core = std::unique_ptr<MapCore>(new MapCore());
+    {
+      ReleaseGil release;
+      core->source_ = OpenLocalFile(path, AccessPattern::kRandom, CachePolicy::kSystem);
+    }
+    const MapKind map_kind = KindArgument(kind);
+    const char* mapped = core->source_->mapped();
+    const uint64_t size = core->source_->size();
+    if (mapped == nullptr) {  // an empty file is not mapped
+      core->OpenIndexCopy(map_kind, core->source_->path(), size);
+    } else {
+      Guarded(*core->source_, [&] { core->Open(map_kind, mapped, size, size); });
+    }
+    return core;
+  }
+
+  // Header and index only (`header_and_index` holds at least the header and
+  // then as much of the index as the caller fetched); `map_size` None when
+  // the size of the map is unknown.
+  static std::unique_ptr<MapCore> FromIndex(const py::bytes& header_and_index,
+                                            const std::string& kind, std::string name,
+                                            std::optional<uint64_t> map_size) {
+    auto core = std::unique_ptr<MapCore>(new MapCore());
+    core->index_copy_ = std::string(header_and_index);
+    const MapKind map_kind = KindArgument(kind);
+    uint64_t size = map_size.value_or(kUnknownSize);
+    if (!map_size && map_kind == MapKind::kIntMap) size = core->index_copy_.size();
+    core->Open(map_kind, core->index_copy_.data(), core->index_copy_.size(), size, std::move(name));
+    return core;
+  }
+
+  const MapIndex& index() const { return *index_; }
+  bool has_values() const { return source_ != nullptr; }
+
+  int64_t Find(py::handle key) const {
+    const std::optional<uint64_t> k = KeyArgument(key);
+    return k ? index_->Find(*k) : -1;
+  }
+
+  // The stored bytes of `position`: [begin, end), end None when it runs to
+  // the (unknown) end of the map.
+  py::tuple Extent(uint32_t position) const {
+    CheckPosition(position);
+    const ValueExtent extent = index_->Extent(position);
+    py::object end = extent.end == kUnknownSize ? py::none() : py::cast(extent.end);
+    return py::make_tuple(extent.begin, end);
+  }
+
+  // The value at `position` (zstd and none decoded; other compressions as
+  // stored, without the crc32c).
+  py::object ValueAt(uint32_t position, bool check_crc) const {
+    RequireValues();
+    CheckPosition(position);
+    MapLookup lookup(*index_, *source_, check_crc);
+    std::vector<FoundValue> found(1);
+    WithoutGilIf(source_->remote(), [&] { found[0] = lookup.LocateAt(position); });
+    return Materialise(lookup, found, 1)[0];
+  }
+
+  // The value of `key`, or None.
+  py::object Get(py::handle key, bool check_crc) const {
+    RequireValues();
+    const std::optional<uint64_t> k = KeyArgument(key);
+    if (!k) return py::none();
+    MapLookup lookup(*index_, *source_, check_crc);
+    std::vector<FoundValue> found;
+    WithoutGilIf(source_->remote(), [&] { found = lookup.Locate(&*k, 1, 1); });
+    if (found[0].position < 0) return py::none();
+    return Materialise(lookup, found, 1)[0];
+  }
+
+  // Values of `keys` in order, None for absent keys.
+  py::list GetMany(py::iterable keys, bool check_crc, size_t parallelism) const {
+    RequireValues();
+    std::vector<uint64_t> valid;
+    std::vector<size_t> slot;  // valid[j] answers keys[slot[j]]
+    size_t n = 0;
+    for (py::handle key : keys) {
+      const std::optional<uint64_t> k = KeyArgument(key);
+      if (k) {
+        valid.push_back(*k);
+        slot.push_back(n);
+      }
+      ++n;
+    }
+    MapLookup lookup(*index_, *source_, check_crc);
+    std::vector<FoundValue> found;
+    {
+      ReleaseGil release;
+      found = lookup.Locate(valid.data(), valid.size(), parallelism);
+    }
+    py::list values = Materialise(lookup, found, parallelism);
+    py::list out(n);
+    for (size_t k = 0; k < n; ++k) out[k] = py::none();
+    for (size_t j = 0; j < valid.size(); ++j) out[slot[j]] = values[j];
+    return out;
+  }
+
+  // Checks and decodes the stored bytes of `position` fetched by the caller.
+  py::object CheckValue(uint32_t position, py::object stored, bool check_crc) const {
+    BorrowedBytes bytes(stored.ptr());
+    MapLookup lookup(*index_, *source_or_empty(), check_crc);
+    std::vector<FoundValue> found(1);
+    found[0] = lookup.LocateIn(position, bytes.view().data(), bytes.view().size());
+    return Materialise(lookup, found, 1)[0];
+  }
+
+  void Validate() const {
+    if (source_ != nullptr) {
+      Guarded(*source_, [&] { index_->Validate(); });
+    } else {
+      index_->Validate();
+    }
+  }
+
+  py::list Keys() const {
+    py::list keys(index_->size());
+    for (uint32_t i = 0; i < index_->size(); ++i) keys[i] = py::int_(index_->Key(i));
+    return keys;
+  }
+
+ private:
+  MapCore() = default;
+
+  void Open(MapKind kind, const char* bytes, size_t available, uint64_t map_size,
+            std::string name = {}) {
+    if (name.empty()) name = source_->path();
+    header_ = ParseMapHeader(bytes, available, kind, name);
+    index_.emplace(header_, bytes + header_.index_offset(), map_size, name);
+    if (available < header_.data_offset()) {
+      ThrowCorruption(name, available,
+                      "truncated index: " + std::to_string(available) +
+                          " bytes of header and index, the header promises " +
+                          std::to_string(header_.data_offset()));
+    }
+  }
+
+  // An unmapped (empty) local file: its bytes, copied.
+  void OpenIndexCopy(MapKind kind, const std::string& name, uint64_t size) {
+    index_copy_.resize(size);
+    source_->Read(0, size, index_copy_.data());
+    Open(kind, index_copy_.data(), index_copy_.size(), size, name);
+  }
+
+  void RequireValues() const {
+    if (source_ == nullptr) ThrowInvalidArgument("this map core holds no values");
+  }
+  void CheckPosition(uint32_t position) const {
+    if (position >= index_->size()) {
+      ThrowOutOfRange("map position " + std::to_string(position) + " out of range");
+    }
+  }
+  const ByteSource* source_or_empty() const {
+    static const MemorySource empty(nullptr, 0, "<none>");
+    return source_ != nullptr ? source_.get() : &empty;
+  }
+
+  template <typename Fn>
+  static void WithoutGilIf(bool release, const Fn& fn) {
+    if (release) {
+      ReleaseGil released;
+      fn();
+    } else {
+      fn();
+    }
+  }
+
+  // Allocates one bytes per found value and decodes into them.
+  py::list Materialise(const MapLookup& lookup, const std::vector<FoundValue>& found,
+                       size_t parallelism) const {
+    py::list values(found.size());
+    std::vector<char*> outputs(found.size(), nullptr);
+    const bool zstd = index_->header().compression == MapCompression::kZstd;
+    uint64_t total = 0;
+    for (size_t k = 0; k < found.size(); ++k) {
+      total += found[k].decoded_size;
+      if (found[k].position < 0) {
+        values[k] = py::none();
+        continue;
+      }
+      py::object bytes = py::reinterpret_steal<py::object>(NewBytes(found[k].decoded_size));
+      outputs[k] = BytesData(bytes.ptr());
+      values[k] = bytes;
+    }
+    const bool large = total >= (zstd ? kReleaseGilDecodeBytes : kReleaseGilCopyBytes);
+    WithoutGilIf(found.size() > 1 || large,
+                 [&] { lookup.Decode(found, outputs.data(), parallelism); });
+    return values;
+  }
+
+  py::object owner_;
+  std::optional<BorrowedBytes> borrowed_;
+  std::shared_ptr<ByteSource> source_;
+  std::string index_copy_;
+  MapHeader header_;
+  std::optional<MapIndex> index_;
+};
+
+py::bytes BuildMapBufferBinding(const std::vector<uint64_t>& keys, py::list values,
+                                const std::string& compression, uint8_t version,
+                                int zstd_level, size_t parallelism) {
+  std::vector<BorrowedBytes> borrowed;
+  borrowed.reserve(values.size());
+  std::vector<std::string_view> views;
+  views.reserve(values.size());
+  for (py::handle value : values) {
+    if (PyUnicode_Check(value.ptr())) {
+      throw py::type_error("map values must be bytes-like, not str (give tobytesfn)");
+    }
+    borrowed.emplace_back(value.ptr());
+    views.push_back(borrowed.back().view());
+  }
+  const MapCompression c = CompressionArgument(compression);
+  std::string out;
+  {
+    ReleaseGil release;
+    out = BuildMapBuffer(keys, views, c, version, zstd_level, parallelism);
+  }
+  return py::bytes(out);
+}
+
+}  // namespace
+
+void RegisterIntMap(py::module_& m) {
+  py::class_<MapCore>(m, "MapCore")
+      .def(py::init<py::object, const std::string&, std::string>(), py::arg("buffer"),
+           py::arg("kind"), py::arg("name"))
+      .def_static("open_file", &MapCore::OpenFile, py::arg("path"), py::arg("kind"))
+      .def_static("from_index", &MapCore::FromIndex, py::arg("header_and_index"),
+                  py::arg("kind"), py::arg("name"), py::arg("map_size"))
+      .def_property_readonly("count", [](const MapCore& c) { return c.index().size(); })
+      .def_property_readonly("version", [](const MapCore& c) { return c.index().header().version; })
+      .def_property_readonly("compression", [](const MapCore& c) {
+        return CompressionName(c.index().header().compression);
+      })
+      .def_property_readonly("map_size", [](const MapCore& c) -> py::object {
+        const uint64_t size = c.index().map_size();
+        return size == kUnknownSize ? py::none() : py::cast(size);
+      })
+      .def_property_readonly("data_offset", [](const MapCore& c) {
+        return c.index().header().data_offset();
+      })
+      .def_property_readonly("has_values", &MapCore::has_values)
+      .def("find", &MapCore::Find, py::arg("key"))
+      .def("key_at", [](const MapCore& c, uint32_t i) {
+        if (i >= c.index().size()) ThrowOutOfRange("map position out of range");
+        return c.index().Key(i);
+      })
+      .def("word_at", [](const MapCore& c, uint32_t i) {
+        if (i >= c.index().size()) ThrowOutOfRange("map position out of range");
+        return c.index().Word(i);
+      })
+      .def("keys", &MapCore::Keys)
+      .def("extent", &MapCore::Extent, py::arg("position"))
+      .def("value_at", &MapCore::ValueAt, py::arg("position"), py::arg("check_crc"))
+      .def("get", &MapCore::Get, py::arg("key"), py::arg("check_crc"))
+      .def("get_many", &MapCore::GetMany, py::arg("keys"), py::arg("check_crc"),
+           py::arg("parallelism"))
+      .def("check_value", &MapCore::CheckValue, py::arg("position"), py::arg("stored"),
+           py::arg("check_crc"))
+      .def("validate", &MapCore::Validate);
+
+  m.def("build_map_buffer", &BuildMapBufferBinding, py::arg("sorted_keys"),
+        py::arg("values"), py::arg("compression"), py::arg("version"),
+        py::arg("zstd_level"), py::arg("parallelism"));
+  m.def("build_int_map", [](const std::vector<uint64_t>& keys, const std::vector<uint64_t>& values) {
+    std::string out;
+    {
+      ReleaseGil release;
+      out = BuildIntMap(keys, values);
+    }
+    return py::bytes(out);
+  }, py::arg("sorted_keys"), py::arg("values"));
+  m.def("crc32c", [](py::object data, uint32_t crc) {
+    BorrowedBytes bytes(data.ptr());
+    ReleaseGil release;
+    return Crc32c(bytes.view().data(), bytes.view().size(), crc);
+  }, py::arg("data"), py::arg("crc") = 0);
+  m.def("zstd_map_value", [](py::object data, int level) {
+    BorrowedBytes bytes(data.ptr());
+    std::string out;
+    {
+      ReleaseGil release;
+      out = EncodeZstdMapValue(bytes.view(), level);
+    }
+    return py::bytes(out);
+  }, py::arg("data"), py::arg("level"));
+  m.def("eytzinger_order", &EytzingerOrder, py::arg("n"));
+  m.def("map_header_bytes", [](const std::string& kind) {
+    MapHeader header;
+    header.kind = KindArgument(kind);
+    return header.index_offset();
+  }, py::arg("kind"));
+  // Where the values of the map whose header is `header` start.
+  m.def("map_data_offset", [](py::bytes header, const std::string& kind,
+                              const std::string& name) {
+    const std::string bytes(header);
+    return ParseMapHeader(bytes.data(), bytes.size(), KindArgument(kind), name).data_offset();
+  }, py::arg("header"), py::arg("kind"), py::arg("name"));
+}
+
+}  // namespace sackli::python

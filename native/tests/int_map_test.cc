@@ -1,0 +1,186 @@
+// The map formats (int_map.h): header parsing, Eytzinger layout and search,
+// bounds checks, crc32c, and batched lookups through int_map_lookup.h.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "crc32c.h"
+#include "errors.h"
+#include "format.h"
+#include "int_map.h"
+#include "int_map_build.h"
+#include "int_map_lookup.h"
+#include "memory_source.h"
+
+namespace sackli {
+namespace {
+
+std::string Build(const std::vector<uint64_t>& keys,
+                  const std::vector<std::string>& values,
+                  MapCompression compression = MapCompression::kNone) {
+  std::vector<std::string_view> views(values.begin(), values.end());
+  return BuildMapBuffer(keys, views, compression, 1, 3, 4);
+}
+
+MapIndex IndexOf(const std::string& map) {
+  const MapHeader header =
+      ParseMapHeader(map.data(), map.size(), MapKind::kMapBuffer, "m.mb");
+  return MapIndex(header, map.data() + header.index_offset(), map.size(), "m.mb");
+}
+
+template <typename Fn>
+std::string CorruptionMessage(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCorruption) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return {};
+}
+
+TEST(MapCrc32c, KnownValues) {
+  EXPECT_EQ(Crc32c("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(Crc32c("", 0), 0u);
+  // Continuing a CRC gives the CRC of the concatenation.
+  EXPECT_EQ(Crc32c("6789", 4, Crc32c("12345", 5)), 0xE3069283u);
+  std::string zeros(32, '\0');
+  EXPECT_EQ(Crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
+}
+
+TEST(MapEytzinger, OrderIsBreadthFirstOfTheSortedTree) {
+  EXPECT_EQ(EytzingerOrder(0), std::vector<uint32_t>{});
+  EXPECT_EQ(EytzingerOrder(1), std::vector<uint32_t>({0}));
+  EXPECT_EQ(EytzingerOrder(3), std::vector<uint32_t>({1, 0, 2}));
+  EXPECT_EQ(EytzingerOrder(6), std::vector<uint32_t>({3, 1, 5, 0, 2, 4}));
+}
+
+TEST(MapIndexTest, FindsEveryKeyAndNoOther) {
+  for (uint32_t n : {0u, 1u, 2u, 3u, 7u, 8u, 100u, 1023u}) {
+    std::vector<uint64_t> keys;
+    std::vector<std::string> values;
+    for (uint32_t i = 0; i < n; ++i) {
+      keys.push_back(uint64_t{i} * 3 + 1);
+      values.push_back(std::string(i % 5, 'a' + i % 26));
+    }
+    const std::string map = Build(keys, values);
+    const MapIndex index = IndexOf(map);
+    index.Validate();
+    for (uint32_t i = 0; i < n; ++i) {
+      const int64_t position = index.Find(keys[i]);
+      ASSERT_GE(position, 0) << "n=" << n << " key=" << keys[i];
+      EXPECT_EQ(index.Key(static_cast<uint32_t>(position)), keys[i]);
+      EXPECT_EQ(index.Find(keys[i] + 1), -1);
+    }
+    EXPECT_EQ(index.Find(0), -1);
+    EXPECT_EQ(index.Find(~uint64_t{0}), -1);
+  }
+}
+
+TEST(MapIndexTest, LargestKeyIsFound) {
+  const std::string map = Build({5, ~uint64_t{0}}, {"a", "b"});
+  EXPECT_GE(IndexOf(map).Find(~uint64_t{0}), 0);
+}
+
+TEST(MapHeaderTest, RejectsBadHeaders) {
+  std::string map = Build({1}, {"x"});
+  std::string bad = map;
+  bad[0] = 'X';
+  EXPECT_NE(CorruptionMessage([&] {
+              ParseMapHeader(bad.data(), bad.size(), MapKind::kMapBuffer, "m.mb");
+            }).find("magic"),
+            std::string::npos);
+  bad = map;
+  bad[7] = 9;
+  EXPECT_NE(CorruptionMessage([&] {
+              ParseMapHeader(bad.data(), bad.size(), MapKind::kMapBuffer, "m.mb");
+            }).find("version 9"),
+            std::string::npos);
+  bad = map;
+  std::memcpy(bad.data() + 8, "xz__", 4);
+  EXPECT_NE(CorruptionMessage([&] {
+              ParseMapHeader(bad.data(), bad.size(), MapKind::kMapBuffer, "m.mb");
+            }).find("unknown compression"),
+            std::string::npos);
+  EXPECT_NE(CorruptionMessage([&] {
+              ParseMapHeader(map.data(), 10, MapKind::kMapBuffer, "m.mb");
+            }).find("truncated header"),
+            std::string::npos);
+  // A count larger than the map: a truncated index.
+  const std::string cut = map.substr(0, 20);
+  EXPECT_NE(CorruptionMessage([&] { IndexOf(cut); }).find("truncated index"),
+            std::string::npos);
+}
+
+TEST(MapIndexTest, OffsetsAreBoundsChecked) {
+  std::string map = Build({1, 2, 3}, {"aa", "bb", "cc"});
+  // Entry 1's offset past the end of the map.
+  StoreU64(map.data() + kMapBufferHeaderBytes + kMapEntryBytes + 8, 1u << 20);
+  const MapIndex index = IndexOf(map);
+  const std::string message = CorruptionMessage([&] { index.Extent(1); });
+  EXPECT_NE(message.find("m.mb"), std::string::npos);
+  EXPECT_NE(message.find("key 1"), std::string::npos) << message;  // position 1 holds key 1
+  EXPECT_NE(message.find("byte offset"), std::string::npos);
+  CorruptionMessage([&] { index.Validate(); });
+}
+
+TEST(MapLookupTest, BatchedLookupChecksCrcAndDecodesZstd) {
+  std::vector<uint64_t> keys;
+  std::vector<std::string> values;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    keys.push_back(i * 7);
+    values.push_back(std::string(i % 300, static_cast<char>('a' + i % 26)));
+  }
+  for (MapCompression compression : {MapCompression::kNone, MapCompression::kZstd}) {
+    const std::string map = Build(keys, values, compression);
+    const MapIndex index = IndexOf(map);
+    MemorySource source(map.data(), map.size(), "m.mb");
+    const MapLookup lookup(index, source, true);
+    std::vector<uint64_t> wanted;
+    for (uint64_t i = 0; i < 3000; i += 3) wanted.push_back(i * 7);
+    wanted.push_back(1);  // absent
+    const std::vector<FoundValue> found = lookup.Locate(wanted.data(), wanted.size(), 4);
+    std::vector<std::string> out(found.size());
+    std::vector<char*> outputs;
+    for (size_t k = 0; k < found.size(); ++k) {
+      out[k].resize(found[k].decoded_size);
+      outputs.push_back(out[k].data());
+    }
+    lookup.Decode(found, outputs.data(), 4);
+    for (size_t k = 0; k + 1 < wanted.size(); ++k) {
+      EXPECT_EQ(out[k], values[wanted[k] / 7]);
+    }
+    EXPECT_EQ(found.back().position, -1);
+  }
+}
+
+TEST(MapLookupTest, CrcMismatchNamesKeyAndOffset) {
+  std::string map = Build({1, 2}, {"hello", "world"});
+  map[map.find("hello")] = 'H';
+  const MapIndex index = IndexOf(map);
+  MemorySource source(map.data(), map.size(), "m.mb");
+  const uint64_t key = 1;
+  const std::string message = CorruptionMessage(
+      [&] { MapLookup(index, source, true).Locate(&key, 1, 1); });
+  EXPECT_NE(message.find("key 1"), std::string::npos) << message;
+  EXPECT_NE(message.find("crc32c"), std::string::npos) << message;
+  // Unchecked, the damaged value is returned as stored.
+  EXPECT_EQ(MapLookup(index, source, false).Locate(&key, 1, 1)[0].payload_size, 5u);
+}
+
+TEST(MapBuildTest, IntMapLayout) {
+  const std::string map = BuildIntMap({1, 2, 3}, {10, 20, 30});
+  ASSERT_EQ(map.size(), kIntMapHeaderBytes + 3 * kMapEntryBytes);
+  const MapHeader header = ParseMapHeader(map.data(), map.size(), MapKind::kIntMap, "m.im");
+  const MapIndex index(header, map.data() + header.index_offset(), map.size(), "m.im");
+  index.Validate();
+  EXPECT_EQ(index.Word(static_cast<uint32_t>(index.Find(2))), 20u);
+  EXPECT_THROW(BuildIntMap({2, 1}, {0, 0}), Error);
+}
+
+}  // namespace
+}  // namespace sackli

@@ -1,0 +1,222 @@
+"""`MapBuffer`: uint64 keys to bytes, the format of `mapbuffer` 1.2.0 (see
+native/int_map.h), searched and decoded by the engine."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
+
+from .. import _engine
+from ._base import MapBase
+from ._compression import compress_in_python, decompress, decompressor, normalize
+from .._engine import CorruptionError
+from ._errors import ValidationError, as_validation_error, corruption_as_validation_error
+from ._ranges import fetch_spans, fetcher
+
+FORMAT_VERSION = 1
+MAGIC_NUMBERS = b"mapbufr"
+HEADER_LENGTH = 16
+_UINT64_LIMIT = 1 << 64
+# Threads a batched lookup may use (the engine's pool grows lazily to this).
+_LOOKUP_PARALLELISM = 16
+_ZSTD_LEVEL = 3  # zstandard's default, which mapbuffer uses
+
+
+def _key(label: Any) -> int:
+    key = operator.index(label)
+    if not 0 <= key < _UINT64_LIMIT:
+        raise OverflowError(f"map key {key} is out of bounds for uint64")
+    return key
+
+
+def build(data: dict, compress: Optional[str], tobytesfn: Optional[Callable[[Any], bytes]],
+          compute_crc: bool) -> bytes:
+    """The bytes of a MapBuffer holding `data`; identical to `mapbuffer`'s
+    without compression."""
+    pairs = sorted(((_key(label), value) for label, value in data.items()),
+                   key=operator.itemgetter(0))
+    values = [value for _, value in pairs]
+    if tobytesfn is not None:
+        values = [tobytesfn(value) for value in values]
+    encode = compress_in_python(compress)
+    if encode is not None:
+        values = [encode(value) for value in values]
+    return _engine.build_map_buffer([key for key, _ in pairs], values, compress or "none",
+                                    FORMAT_VERSION if compute_crc else 0, _ZSTD_LEVEL,
+                                    _LOOKUP_PARALLELISM)
+
+
+class MapBuffer(MapBase):
+    """A dict of uint64 keys to byte values stored in one buffer and read
+    without parsing it: a drop-in for `mapbuffer.MapBuffer` 1.2.0.
+
+    `data` is a dict (builds the map, with `compress` one of None, "gzip",
+    "br", "zstd", "lzma" and `tobytesfn` turning values into bytes), or the
+    map's bytes: bytes, bytearray, memoryview, mmap, a binary file object, a
+    path (memory-mapped) or any object answering ``obj[a:b]`` with bytes.
+    `frombytesfn` turns stored bytes back into values. `check_crc=False`
+    skips the crc32c checks of format 1; `compute_crc=False` builds format 0
+    (no crc32c). `index_cache` names a local file that keeps the header and
+    index once read, so later opens of a remote map skip fetching them. Missing keys raise KeyError; damaged maps raise
+    ValidationError naming the file and key. Keys come back as ints."""
+
+    _KIND = "mapbuffer"
+    HEADER_LENGTH = HEADER_LENGTH
+
+    def __init__(
+        self,
+        data: Any = None,
+        compress: Optional[str] = None,
+        tobytesfn: Optional[Callable[[Any], bytes]] = None,
+        frombytesfn: Optional[Callable[[bytes], Any]] = None,
+        check_crc: bool = True,
+        compute_crc: bool = True,
+        index_cache: Optional[str] = None,
+    ) -> None:
+        self.tobytesfn = tobytesfn
+        self.frombytesfn = frombytesfn
+        self.check_crc = check_crc
+        self.compute_crc = compute_crc
+        self.index_cache = index_cache
+        if isinstance(data, dict):
+            data = build(data, normalize(compress), tobytesfn, compute_crc)
+        self._set_source(data, index_cache)
+
+    @property
+    def compress(self) -> Optional[str]:
+        """The compression of the values: None, "gzip", "br", "zstd" or "lzma"."""
+        name = self._core_now().compression
+        return None if name == "none" else name
+
+    def datasize(self) -> int:
+        """Size of the values region in bytes."""
+        core = self._core_now()
+        size = core.map_size if core.map_size is not None else len(self.buffer)
+        return size - core.data_offset
+
+    def _finish(self, position: int, value: bytes) -> Any:
+        # Values the engine could not decode (gzip, br, lzma), then frombytesfn.
+        core = self._core
+        if decompressor(core.compression) is not None:
+            value = decompress(core.compression, value, self._name(), core.key_at(position),
+                               core.extent(position)[0])
+        return value if self.frombytesfn is None else self.frombytesfn(value)
+
+    def getindex(self, i: int) -> Any:
+        """The value at index position `i`."""
+        core = self._core_now()
+        with corruption_as_validation_error():
+            if core.has_values:
+                value = core.value_at(i, self.check_crc)
+            else:
+                begin, end = core.extent(i)
+                value = core.check_value(i, self.buffer[begin:end], self.check_crc)
+        return self._finish(i, value)
+
+    def __getitem__(self, label: Any) -> Any:
+        core = self._core or self._core_now()
+        if not core.has_values:
+            return super().__getitem__(label)
+        try:
+            value = core.get(label, self.check_crc)
+        except CorruptionError as error:
+            raise as_validation_error(error) from None
+        if value is None:
+            raise KeyError(f"{label} was not found.")
+        return self._finish(core.find(label), value) if self._needs_finish() else value
+
+    def get(self, label: Any, *args: Any, **kwargs: Any) -> Any:
+        """The value of `label`, or the default (positional or ``default=``,
+        None when not given) when it is absent."""
+        default = args[0] if args else kwargs.get("default")
+        try:
+            return self[label]
+        except KeyError:
+            return default
+
+    def get_many(self, labels: Iterable[Any], default: Any = None) -> list[Any]:
+        """The values of `labels` (any iterable of ints or an integer array),
+        in order, `default` for absent keys. Searched, checked and decoded in
+        parallel by the engine, without the GIL."""
+        core = self._core_now()
+        if not isinstance(labels, (list, tuple)) and not hasattr(labels, "__array__"):
+            labels = list(labels)  # a one-shot iterable is read twice below
+        if not core.has_values:
+            return self._get_many_by_ranges(labels, default)
+        with corruption_as_validation_error():
+            values = core.get_many(labels, self.check_crc, _LOOKUP_PARALLELISM)
+        if not self._needs_finish():
+            return [default if value is None else value for value in values]
+        return [default if value is None else self._finish(core.find(label), value)
+                for label, value in zip(labels, values)]
+
+    def _get_many_by_ranges(self, labels: Iterable[Any], default: Any) -> list[Any]:
+        # The values are fetched by the Python side (remote or sliceable
+        # objects): each distinct value once, in coalesced ranges.
+        core = self._core
+        positions = [core.find(label) for label in labels]
+        wanted = sorted({position for position in positions if position >= 0})
+        with corruption_as_validation_error():
+            extents = [core.extent(position) for position in wanted]
+        if any(end is None for _, end in extents):  # an object of unknown size
+            return [default if position < 0 else self.getindex(position) for position in positions]
+        fetch, parallel = fetcher(self.buffer)
+        values = {}
+        for position, stored in zip(wanted, fetch_spans(extents, fetch, parallel)):
+            with corruption_as_validation_error():
+                value = core.check_value(position, stored, self.check_crc)
+            values[position] = self._finish(position, value)
+        return [default if position < 0 else values[position] for position in positions]
+
+    def _needs_finish(self) -> bool:
+        return self.frombytesfn is not None or decompressor(self._core.compression) is not None
+
+    def size(self, label: Any) -> int:
+        """The stored size of `label`'s value in bytes (compressed, without
+        its crc32c)."""
+        core = self._core_now()
+        position = core.find(label)
+        if position < 0:
+            raise KeyError(f"{label} was not found.")
+        with corruption_as_validation_error():
+            begin, end = core.extent(position)
+        if end is None:
+            end = len(self.buffer)
+        return end - begin - (4 if core.version >= 1 else 0)
+
+    def setindex(self, i: int, data: Any) -> None:
+        """Overwrites the value at index position `i` with one of exactly the
+        same stored size (the buffer must be writable)."""
+        core = self._core_now()
+        with corruption_as_validation_error():
+            begin, end = core.extent(i)
+        if end is None:
+            end = len(self.buffer)
+        if self.tobytesfn is not None:
+            data = self.tobytesfn(data)
+        data = encode_value(core.compression, bytes(data))
+        if core.version >= 1:
+            data += _engine.crc32c(data).to_bytes(4, "little")
+        if len(data) != end - begin:
+            raise ValueError("Can only overwrite data of exactly the same length. "
+                             f"Expected: {end - begin} bytes, Got: {len(data)} bytes")
+        self._overwrite(self.buffer, begin, data)
+        if not core.has_values:
+            self._core = None  # its copy of the map is stale
+
+    @staticmethod
+    def validate_buffer(buf: Any) -> bool:
+        """`MapBuffer(buf).validate()`."""
+        return MapBuffer(buf).validate()
+
+
+def encode_value(compression: str | None, data: bytes) -> bytes:
+    """One value compressed as a map of `compression` stores it."""
+    if compression == "zstd":
+        return _engine.zstd_map_value(data, _ZSTD_LEVEL)
+    encode = compress_in_python(compression)
+    return data if encode is None else encode(data)
+
+
+__all__ = ["FORMAT_VERSION", "HEADER_LENGTH", "MAGIC_NUMBERS", "MapBuffer", "ValidationError"]

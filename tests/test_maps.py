@@ -1,0 +1,158 @@
+"""sackli.maps beyond mapbuffer: batched lookups, paths and buffers of every
+kind, keys at the edges of uint64, in-place overwrites."""
+
+from __future__ import annotations
+
+import array
+import io
+import mmap
+import pathlib
+import random
+
+import pytest
+
+import sackli
+from sackli.maps import IntMap, MapBuffer, ValidationError
+
+COMPRESSIONS = (None, "gzip", "br", "zstd", "lzma")
+
+
+def sample(n: int = 3000, seed: int = 0) -> dict[int, bytes]:
+    rng = random.Random(seed)
+    return {rng.randrange(1 << 64): rng.randbytes(rng.randrange(0, 200)) for _ in range(n)}
+
+
+@pytest.mark.parametrize("compress", COMPRESSIONS)
+def test_get_many_returns_values_in_order(compress: str | None) -> None:
+    data = {key: value or b"-" for key, value in sample().items()}
+    mb = MapBuffer(MapBuffer(data, compress=compress).tobytes())
+    keys = list(data)
+    random.Random(1).shuffle(keys)
+    wanted = keys[:2000] + [1, 2, 3] + keys[:5]  # absent keys and repeats
+    assert mb.get_many(wanted) == [data.get(key) for key in wanted]
+    assert mb.get_many(iter(wanted), default=b"?") == [data.get(key, b"?") for key in wanted]
+    assert mb.get_many([]) == []
+
+
+def test_get_many_takes_integer_arrays_and_odd_keys() -> None:
+    data = {0: b"zero", (1 << 64) - 1: b"max", 5: b"five"}
+    mb = MapBuffer(data)
+    assert mb.get_many(array.array("Q", [5, 0, (1 << 64) - 1, 6])) == [b"five", b"zero", b"max", None]
+    assert mb.get_many([-1, 1 << 64, 1 << 70], default=b"?") == [b"?", b"?", b"?"]
+    assert mb[(1 << 64) - 1] == b"max"
+    assert -1 not in mb
+    with pytest.raises(KeyError):
+        mb[-5]
+    with pytest.raises(TypeError):
+        mb["5"]
+    with pytest.raises(TypeError):
+        mb.get_many([5, 1.5])
+
+
+def test_get_many_with_frombytesfn() -> None:
+    mb = MapBuffer({1: b"a", 2: b"bb"}, frombytesfn=len)
+    assert mb.get_many([2, 1, 3], default=0) == [2, 1, 0]
+
+
+@pytest.mark.parametrize("compress", COMPRESSIONS)
+def test_every_kind_of_input(tmp_path: pathlib.Path, compress: str | None) -> None:
+    data = {key: value or b"-" for key, value in sample(200).items()}
+    built = MapBuffer(data, compress=compress).tobytes()
+    path = tmp_path / "m.mb"
+    path.write_bytes(built)
+    with open(path, "rb") as file:
+        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    inputs = [built, bytearray(built), memoryview(built), mapped, path, str(path),
+              io.BytesIO(built)]
+    for source in inputs:
+        mb = MapBuffer(source)
+        assert mb.todict() == data, type(source)
+        assert mb.get_many(list(data)) == list(data.values())
+        assert mb.validate()
+        assert bytes(mb.buffer) == built
+        assert mb.datasize() == len(built) - 16 - 16 * len(data)
+
+
+def test_missing_path_raises_file_not_found(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        MapBuffer(tmp_path / "absent.mb")
+
+
+def test_overwrite_in_place_keeps_crc_valid() -> None:
+    mb = MapBuffer({1: b"hello", 2: b"world"}, compress="zstd")
+    mb.buffer = bytearray(mb.buffer)
+    with pytest.raises(ValueError):
+        mb[2] = b"a much longer value"
+    mb = MapBuffer(bytearray(MapBuffer({1: b"hello", 2: b"world"}).tobytes()))
+    mb[1] = b"HELLO"
+    assert mb[1] == b"HELLO"
+    assert mb.validate()
+    with pytest.raises(KeyError):
+        mb[3] = b"12345"
+    with pytest.raises(ValueError):
+        MapBuffer({1: b"hello"})[1] = b"jello"
+
+
+def test_intmap_on_a_path_and_an_array(tmp_path: pathlib.Path) -> None:
+    data = {key: key * 2 % (1 << 64) for key in sample(500)}
+    path = tmp_path / "m.im"
+    path.write_bytes(IntMap(data).tobytes())
+    assert IntMap(path).todict() == data
+    assert IntMap(str(path)).validate()
+
+
+def test_errors_are_sackli_corruption_errors() -> None:
+    assert issubclass(ValidationError, sackli.CorruptionError)
+    assert issubclass(ValidationError, ValueError)
+
+
+def test_brotli_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    built = MapBuffer({1: b"x"}, compress="br").tobytes()
+    monkeypatch.setitem(sys.modules, "brotli", None)
+    mb = MapBuffer(built)
+    with pytest.raises(ImportError, match=r"sackli\[brotli\]"):
+        mb[1]
+
+
+def test_unknown_compression_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unsupported map compression"):
+        MapBuffer({1: b"x"}, compress="snappy")
+
+
+def test_crc32c_matches_google_crc32c() -> None:
+    import google_crc32c
+
+    from sackli import _engine
+    rng = random.Random(3)
+    for size in [0, 1, 7, 8, 9, 63, 64, 1000, 65537]:
+        data = rng.randbytes(size)
+        assert _engine.crc32c(data) == google_crc32c.value(data), size
+    assert _engine.crc32c(b"6789", _engine.crc32c(b"12345")) == google_crc32c.value(b"123456789")
+
+
+@pytest.mark.parametrize("compress", COMPRESSIONS)
+def test_write_matches_a_built_map(tmp_path: pathlib.Path, compress: str | None) -> None:
+    import mapbuffer
+
+    from sackli.maps import write
+    data = sample(1000, seed=4)
+    items = list(data.items())
+    random.Random(5).shuffle(items)
+    path = tmp_path / "out.mb"
+    assert write(path, iter(items), compress=compress) == len(data)
+    if compress is None:
+        assert path.read_bytes() == MapBuffer(data).tobytes()
+    assert MapBuffer(path).todict() == data
+    assert mapbuffer.MapBuffer(path.read_bytes()).todict() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.mb"]  # no temporary left
+
+
+def test_write_rejects_duplicate_keys_and_leaves_nothing(tmp_path: pathlib.Path) -> None:
+    from sackli.maps import write
+    path = tmp_path / "dup.mb"
+    with pytest.raises(ValueError, match="key 1 appears more than once"):
+        write(path, [(1, b"a"), (2, b"b"), (1, b"c")])
+    assert list(tmp_path.iterdir()) == []
+    assert write(tmp_path / "empty.mb", []) == 0
+    assert MapBuffer(tmp_path / "empty.mb").validate()

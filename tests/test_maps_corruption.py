@@ -1,0 +1,152 @@
+"""Damaged maps: each defect raises ValidationError (a sackli.CorruptionError)
+naming the file (a path, or <bytes>) and, where there is one, the key; and a
+random-corruption loop never crashes the process."""
+
+from __future__ import annotations
+
+import pathlib
+import random
+import struct
+
+import pytest
+
+from sackli.maps import IntMap, MapBuffer, ValidationError
+
+HEADER = 16
+ENTRY = 16
+
+
+def built(compress: str | None = None) -> bytearray:
+    return bytearray(MapBuffer({10: b"hello", 20: b"world", 30: b"again"},
+                               compress=compress).tobytes())
+
+
+def key_at(buffer: bytes, position: int) -> int:
+    return struct.unpack_from("<Q", buffer, HEADER + ENTRY * position)[0]
+
+
+def set_offset(buffer: bytearray, position: int, offset: int) -> None:
+    struct.pack_into("<Q", buffer, HEADER + ENTRY * position + 8, offset)
+
+
+def read_everything(mb: MapBuffer) -> None:
+    mb.validate()
+    for key in list(mb.keys()):
+        mb[key]
+
+
+def test_wrong_magic_names_the_bytes() -> None:
+    data = built()
+    data[0:7] = b"notamap"
+    with pytest.raises(ValidationError, match=r"<bytes>: not a MapBuffer: magic is b'notamap'"):
+        len(MapBuffer(bytes(data)))
+
+
+def test_wrong_magic_names_the_path(tmp_path: pathlib.Path) -> None:
+    data = built()
+    data[0:7] = b"xxxxxxx"
+    path = tmp_path / "bad.mb"
+    path.write_bytes(data)
+    with pytest.raises(ValidationError, match=str(path)):
+        MapBuffer(path)
+
+
+def test_unknown_version() -> None:
+    data = built()
+    data[7] = 7
+    with pytest.raises(ValidationError, match="unsupported format version 7"):
+        MapBuffer(bytes(data)).validate()
+
+
+def test_unknown_compression() -> None:
+    data = built()
+    data[8:12] = b"xz__"
+    with pytest.raises(ValidationError, match="unknown compression b'xz__'"):
+        MapBuffer(bytes(data))[10]
+
+
+def test_truncated_header_and_index() -> None:
+    data = built()
+    with pytest.raises(ValidationError, match="truncated header"):
+        len(MapBuffer(bytes(data[:10])))
+    with pytest.raises(ValidationError, match="truncated index"):
+        MapBuffer(bytes(data[:HEADER + ENTRY + 3]))[10]
+
+
+def test_offsets_out_of_order() -> None:
+    data = built()
+    set_offset(data, 1, HEADER + 3 * ENTRY + 100)  # past its successor's start
+    mb = MapBuffer(bytes(data))
+    with pytest.raises(ValidationError, match="byte offset"):
+        mb.validate()
+    with pytest.raises(ValidationError, match=f"key {key_at(data, 0)}"):
+        mb[key_at(data, 0)]  # its end is its successor's start, now before it
+
+
+def test_offset_past_the_end_names_the_key() -> None:
+    data = built()
+    set_offset(data, 2, 1 << 40)
+    mb = MapBuffer(bytes(data))
+    with pytest.raises(ValidationError, match=rf"<bytes>: value of key {key_at(data, 2)}"):
+        mb[key_at(data, 2)]
+    with pytest.raises(ValidationError):
+        mb.get_many(list(mb.keys()))
+
+
+def test_crc_mismatch_names_key_and_offset() -> None:
+    data = built()
+    data[data.find(b"world")] ^= 1
+    mb = MapBuffer(bytes(data))
+    with pytest.raises(ValidationError, match=r"value of key 20: crc32c mismatch .*byte offset"):
+        mb[20]
+    assert MapBuffer(bytes(data), check_crc=False)[20] == b"vorld"
+    assert mb[10] == b"hello"
+
+
+@pytest.mark.parametrize("compress", ["gzip", "br", "zstd", "lzma"])
+def test_value_that_does_not_decompress(compress: str) -> None:
+    data = built(compress)
+    # Damage the start of key 20's value and skip the crc check, so the
+    # decompressor sees the damage.
+    mb = MapBuffer(bytes(data))
+    position = mb.find_index_position(20)
+    begin = struct.unpack_from("<Q", data, HEADER + ENTRY * position + 8)[0]
+    data[begin:begin + 4] = b"\xff\xfe\xfd\xfc"
+    with pytest.raises(ValidationError, match="value of key 20"):
+        MapBuffer(bytes(data))[20]
+    with pytest.raises(ValidationError, match="value of key 20: .*does not decompress"):
+        MapBuffer(bytes(data), check_crc=False)[20]
+
+
+def test_keys_out_of_eytzinger_order() -> None:
+    data = built()
+    struct.pack_into("<Q", data, HEADER, 99)  # the root key, now larger than its right child
+    with pytest.raises(ValidationError, match="not in Eytzinger order"):
+        MapBuffer(bytes(data)).validate()
+
+
+def test_intmap_bad_input() -> None:
+    data = bytearray(IntMap({1: 2, 3: 4}).tobytes())
+    with pytest.raises(ValidationError, match="not an IntMap"):
+        len(IntMap(bytes(b"xxxx" + data[4:])))
+    with pytest.raises(ValidationError, match="truncated index"):
+        IntMap(bytes(data[:-1]))[1]
+
+
+def test_random_corruption_never_crashes() -> None:
+    rng = random.Random(7)
+    for compress in (None, "zstd", "gzip"):
+        original = bytes(MapBuffer({key: rng.randbytes(rng.randrange(0, 30)) or b"-"
+                                    for key in range(0, 400, 7)}, compress=compress).tobytes())
+        for _ in range(300):
+            damaged = bytearray(original)
+            for _ in range(rng.randrange(1, 4)):
+                damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+            if rng.random() < 0.2:
+                damaged = damaged[:rng.randrange(len(damaged))]
+            mb = MapBuffer(bytes(damaged))
+            try:
+                read_everything(mb)
+                mb.get_many(range(0, 400, 3))
+            except (ValidationError, KeyError):
+                pass
