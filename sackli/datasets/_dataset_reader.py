@@ -1,0 +1,186 @@
+"""`DatasetReader`: reads one dataset folder (a shard) written by `bags`
+0.5.1 or sackli.datasets.
+
+A batch of datapoints costs one engine batch read of refs.bag and one per
+requested field (list items of all datapoints gathered into one batch), each
+parallel with the GIL released; only the decoders run per value in Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping
+
+from .._engine import CorruptionError
+from .._reader import Reader
+from ._bag import open_records
+from ._builtin_codecs import decoders as builtin_decoders
+from ._datapoints import Datapoint, DatapointSequence, Mask
+from ._mask import Selection, resolve_mask
+from ._refs import unpack_refs
+from ._spec import FieldType, parse_spec
+
+__all__ = ["DatasetReader", "read_spec"]
+
+_LIMIT_BYTES = 8
+
+
+def read_spec(directory: str) -> dict[str, FieldType]:
+    """The parsed spec.json of a dataset folder.
+
+    Raises FileNotFoundError naming spec.json when it is missing, and
+    ValueError when it is not a valid spec.
+    """
+    path = os.path.join(directory, "spec.json")
+    with open(path, "rb") as spec_file:
+        content = spec_file.read()
+    try:
+        return parse_spec(json.loads(content))
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{path}: not a valid dataset spec: {error}") from error
+
+
+class DatasetReader(DatapointSequence):
+    """Reads a dataset folder: `len(r)`, `r.size`, `r.spec`, `r[i]` (a dict
+    of decoded fields), `r[i, mask]`, `r[a:b]` views, batch reads
+    (`read_indices`, `read_indices_iter`) and iteration. Thread-safe.
+
+    Args:
+      directory: the folder holding spec.json, refs.bag and `<field>.bag`.
+      decoders: type name -> `decode(buffer, *args)`; None for the built-in
+        `sackli.datasets.decoders`.
+      cache_index: keep each file's offsets in memory (True) or read them
+        from the file when needed (False).
+
+    Raises:
+      FileNotFoundError: spec.json, refs.bag or a field's file is missing.
+      sackli.CorruptionError: a file is truncated or not a `bags` file.
+    Reads raise sackli.CorruptionError for refs that point past a field's
+    file, naming the field and both files.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        decoders: Mapping[str, Any] | None = None,
+        cache_index: bool = True,
+    ) -> None:
+        self._directory = os.fspath(directory)
+        self._fields = read_spec(self._directory)
+        self._decoders = builtin_decoders if decoders is None else decoders
+        self._refs = open_records(self._path("refs"), cache_index)
+        self._readers = {
+            field: open_records(self._path(field), cache_index) for field in self._fields}
+        self._rows = range(len(self._refs))
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self._directory, f"{name}.bag")
+
+    @property
+    def directory(self) -> str:
+        """The dataset folder."""
+        return self._directory
+
+    @property
+    def spec(self) -> dict[str, FieldType]:
+        """The parsed spec: field -> (is_list, dtype, args), in field order."""
+        return dict(self._fields)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the dataset's bag files (spec.json excluded, as in `bags`)."""
+        readers = [self._refs, *self._readers.values()]
+        return sum(r.stored_bytes + _LIMIT_BYTES * (len(r) + 1) for r in readers)
+
+    def _read_rows(self, rows: list[int], mask: Mask | None) -> list[Datapoint]:
+        plan = resolve_mask(mask, self._fields, self._directory)
+        datapoints: list[Datapoint] = [{} for _ in rows]
+        if not rows or not plan:
+            return datapoints
+        refs = [unpack_refs(record) for record in self._refs.read_indices(rows)]
+        for position, field, ftype, selection in plan:
+            field_refs = [datapoint_refs[position] for datapoint_refs in refs]
+            decode = self._decoder(field, ftype)
+            if ftype.is_list:
+                self._read_lists(rows, field, field_refs, selection, decode, datapoints)
+            else:
+                self._read_scalars(rows, field, field_refs, decode, datapoints)
+        return datapoints
+
+    def _decoder(self, field: str, ftype: FieldType) -> Any:
+        try:
+            decode = self._decoders[ftype.dtype]
+        except KeyError:
+            raise ValueError(
+                f"field {field!r} of {self._directory}: no decoder for type "
+                f"{ftype.dtype!r}") from None
+        args = ftype.args
+        return (lambda buffer: decode(buffer, *args)) if args else decode
+
+    def _read_scalars(
+        self, rows: list[int], field: str, indices: list[Any], decode: Any,
+        datapoints: list[Datapoint],
+    ) -> None:
+        reader = self._readers[field]
+        for row, index in zip(rows, indices):
+            if not isinstance(index, int) or not 0 <= index < len(reader):
+                self._bad_ref(row, field, index)
+        for datapoint, record in zip(datapoints, reader.read_indices(indices)):
+            datapoint[field] = decode(record)
+
+    def _read_lists(
+        self, rows: list[int], field: str, field_refs: list[Any], selection: Selection,
+        decode: Any, datapoints: list[Datapoint],
+    ) -> None:
+        reader = self._readers[field]
+        indices: list[int] = []
+        counts: list[int] = []
+        for row, ref in zip(rows, field_refs):
+            start, stop = self._list_span(row, field, ref, len(reader))
+            if selection is not True:
+                first, last = selection  # type: ignore[misc]
+                start, stop = start + first, stop if last is None else min(start + last, stop)
+            before = len(indices)
+            indices.extend(range(start, stop))
+            counts.append(len(indices) - before)
+        records = iter(reader.read_indices(indices) if indices else ())
+        for datapoint, count in zip(datapoints, counts):
+            datapoint[field] = [decode(next(records)) for _ in range(count)]
+
+    def _list_span(self, row: int, field: str, ref: Any, length: int) -> tuple[int, int]:
+        """[start, stop) of a list field's items from its ref."""
+        if ref == []:
+            return 0, 0
+        if (isinstance(ref, list) and len(ref) == 2 and all(isinstance(x, int) for x in ref)
+                and ref[0] >= 0 and ref[1] >= 0 and ref[0] + ref[1] <= length):
+            return ref[0], ref[0] + ref[1]
+        self._bad_ref(row, field, ref)
+        raise AssertionError("unreachable")
+
+    def _bad_ref(self, row: int, field: str, ref: Any) -> None:
+        raise CorruptionError(
+            f"{self._path('refs')}: datapoint {row} refers to {ref!r} in field {field!r}, "
+            f"but {self._path(field)} has {len(self._readers[field])} records")
+
+    @property
+    def field_readers(self) -> dict[str, Reader]:
+        """Each field's records as a sackli.Reader (record i is the field
+        file's record i): for tools that read raw field bytes."""
+        return dict(self._readers)
+
+    def close(self) -> None:
+        """Releases the files (views of this reader too)."""
+        self._refs.close()
+        for reader in self._readers.values():
+            reader.close()
+
+    def __enter__(self) -> "DatasetReader":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<sackli.datasets.DatasetReader({self._directory!r}): {len(self)} "
+                f"datapoints, fields {', '.join(self._fields)}>")
