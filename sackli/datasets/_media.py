@@ -3,13 +3,16 @@
 Pillow and PyAV are imported on first use, so sackli.datasets works without
 them; using a codec whose library is missing raises an ImportError that names
 the extra to install. The encoders call the libraries exactly as `bags` does,
-so the same library versions write the same bytes. As in `bags` 0.5.1, the
-argument of `jpeg(quality)` is accepted but not used: Pillow's default
+so the same library versions write the same bytes. One difference: mp4's
+frame rate is passed as a fraction, since recent PyAV (18 here) refuses the
+float `bags` passes, so `bags` cannot write mp4 with it at all. As in `bags`
+0.5.1, the argument of `jpeg(quality)` is accepted but not used: Pillow's default
 quality applies, which keeps files byte-identical to those `bags` writes.
 """
 
 from __future__ import annotations
 
+import fractions
 import io
 from typing import Any
 
@@ -61,10 +64,13 @@ def image_decode(buffer: bytes, *args: str) -> Any:
 def mp4_encode(array: Any, fps: str | float = 15) -> bytes:
     """`mp4(fps)`: uint8 frames (T, H, W, 3) as an MPEG-4 video."""
     av = _av()
+    # bags passes float(fps), which recent PyAV refuses; the same rate as an
+    # exact fraction is accepted.
+    rate = fractions.Fraction(str(fps))
     frames, height, width = array.shape[:3]
     stream_file = io.BytesIO()
     output = av.open(stream_file, mode="w", format="mp4")
-    stream = output.add_stream("mpeg4", rate=float(fps))
+    stream = output.add_stream("mpeg4", rate=rate)
     stream.width = width
     stream.height = height
     stream.pix_fmt = "yuv420p"
