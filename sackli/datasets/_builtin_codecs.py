@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from . import _codecs, _media
 
-__all__ = ["decoders", "encoders"]
+__all__ = ["decoders", "encoders", "one_argument"]
 
 Codec = Callable[..., Any]
 
@@ -32,3 +32,16 @@ decoders: dict[str, Codec] = {
     "png": _media.image_decode,
     "mp4": _media.mp4_decode,
 }
+
+# Built-in decoders that, without arguments, are a method of bytes: called
+# per value, the method skips a Python frame.
+_WITHOUT_ARGUMENTS = {
+    _codecs.utf8_decode: bytes.decode,  # UTF-8 is bytes.decode's default
+}
+
+
+def one_argument(decode: Codec, args: tuple[str, ...]) -> Callable[[bytes], Any]:
+    """`decode` with the type's arguments bound: a function of the buffer."""
+    if args:
+        return lambda buffer: decode(buffer, *args)
+    return _WITHOUT_ARGUMENTS.get(decode, decode)

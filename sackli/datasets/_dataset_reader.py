@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from .._engine import CorruptionError
 from .._reader import Reader
 from ._bag import open_records
-from ._builtin_codecs import decoders as builtin_decoders
+from ._builtin_codecs import decoders as builtin_decoders, one_argument
 from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._mask import Selection, resolve_mask
 from ._refs import unpack_refs
@@ -109,25 +109,26 @@ class DatasetReader(DatapointSequence):
         return datapoints
 
     def _decoder(self, field: str, ftype: FieldType) -> Any:
+        """`decode(buffer)` for the field's values."""
         try:
             decode = self._decoders[ftype.dtype]
         except KeyError:
             raise ValueError(
                 f"field {field!r} of {self._directory}: no decoder for type "
                 f"{ftype.dtype!r}") from None
-        args = ftype.args
-        return (lambda buffer: decode(buffer, *args)) if args else decode
+        return one_argument(decode, ftype.args)
 
     def _read_scalars(
         self, rows: list[int], field: str, indices: list[Any], decode: Any,
         datapoints: list[Datapoint],
     ) -> None:
         reader = self._readers[field]
+        length = len(reader)
         for row, index in zip(rows, indices):
-            if not isinstance(index, int) or not 0 <= index < len(reader):
+            if not isinstance(index, int) or not 0 <= index < length:
                 self._bad_ref(row, field, index)
-        for datapoint, record in zip(datapoints, reader.read_indices(indices)):
-            datapoint[field] = decode(record)
+        for datapoint, value in zip(datapoints, map(decode, reader.read_indices(indices))):
+            datapoint[field] = value
 
     def _read_lists(
         self, rows: list[int], field: str, field_refs: list[Any], selection: Selection,
@@ -144,9 +145,11 @@ class DatasetReader(DatapointSequence):
             before = len(indices)
             indices.extend(range(start, stop))
             counts.append(len(indices) - before)
-        records = iter(reader.read_indices(indices) if indices else ())
+        values = list(map(decode, reader.read_indices(indices))) if indices else []
+        position = 0
         for datapoint, count in zip(datapoints, counts):
-            datapoint[field] = [decode(next(records)) for _ in range(count)]
+            datapoint[field] = values[position:position + count]
+            position += count
 
     def _list_span(self, row: int, field: str, ref: Any, length: int) -> tuple[int, int]:
         """[start, stop) of a list field's items from its ref."""
