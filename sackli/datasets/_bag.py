@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from .._engine import CorruptionError
-from .._options import LimitsStorage
+from .._options import CompressionNone, CompressionZstd, LimitsStorage
 from .._reader import Reader
 from .._writer import Writer
 
@@ -58,16 +58,23 @@ class BagWriter:
 
     Args:
       path: the file to create; it must not exist, its folder must.
+      compression: None for raw records (the `bags` format, whatever the
+        file is called), or a sackli.CompressionZstd to store every
+        non-empty record as a zstd frame (a sackli extension: name the file
+        `.bagz` so readers detect it).
 
     Raises:
       FileExistsError: `path` exists.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], compression: CompressionZstd | None = None
+    ) -> None:
         self._path = _path(path, "BagWriter")
         if os.path.lexists(self._path):
             raise FileExistsError(f"{self._path}: already exists")
-        self._writer = Writer(self._path)
+        self._compressed = compression is not None
+        self._writer = Writer(self._path, compression=compression or CompressionNone())
         self._writer.write(b"")  # the leading empty record (see the module doc)
         self._length = 0
         self._offset = 0
@@ -79,8 +86,10 @@ class BagWriter:
 
     @property
     def size(self) -> int:
-        """The size of the file once closed, in bytes."""
-        return self._offset + _LIMIT_BYTES * self._length + _LIMIT_BYTES
+        """The size of the file once closed, in bytes (for a compressed file,
+        this waits for the records being compressed)."""
+        stored = self._writer.bytes_written if self._compressed else self._offset
+        return stored + _LIMIT_BYTES * self._length + _LIMIT_BYTES
 
     @property
     def closed(self) -> bool:

@@ -17,6 +17,7 @@ from .._reader import Reader
 from ._bag import open_records
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
 from ._datapoints import Datapoint, DatapointSequence, Mask
+from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._mask import Selection, resolve_mask
 from ._refs import unpack_refs
 from ._spec import FieldType, parse_spec
@@ -26,8 +27,9 @@ __all__ = ["DatasetReader", "read_spec"]
 _LIMIT_BYTES = 8
 
 
-def read_spec(directory: str) -> dict[str, FieldType]:
-    """The parsed spec.json of a dataset folder.
+def read_spec(directory: str) -> tuple[dict[str, FieldType], dict[str, str]]:
+    """The parsed spec.json of a dataset folder, and the file name of each
+    field (see _field_files).
 
     Raises FileNotFoundError naming spec.json when it is missing, and
     ValueError when it is not a valid spec.
@@ -36,9 +38,13 @@ def read_spec(directory: str) -> dict[str, FieldType]:
     with open(path, "rb") as spec_file:
         content = spec_file.read()
     try:
-        return parse_spec(json.loads(content))
+        raw = json.loads(content)
+        compression = raw.pop(COMPRESSION_KEY, None) if isinstance(raw, dict) else None
+        fields = parse_spec(raw)
+        compressed = parse_compression(compression, fields, path)
     except (ValueError, TypeError) as error:
         raise ValueError(f"{path}: not a valid dataset spec: {error}") from error
+    return fields, {field: field_file(field, field in compressed) for field in fields}
 
 
 class DatasetReader(DatapointSequence):
@@ -47,7 +53,8 @@ class DatasetReader(DatapointSequence):
     (`read_indices`, `read_indices_iter`) and iteration. Thread-safe.
 
     Args:
-      directory: the folder holding spec.json, refs.bag and `<field>.bag`.
+      directory: the folder holding spec.json, refs.bag and `<field>.bag`
+        (`<field>.bagz` for fields written with compression).
       decoders: type name -> `decode(buffer, *args)`; None for the built-in
         `sackli.datasets.decoders`.
       cache_index: keep each file's offsets in memory (True) or read them
@@ -67,7 +74,8 @@ class DatasetReader(DatapointSequence):
         cache_index: bool = True,
     ) -> None:
         self._directory = os.fspath(directory)
-        self._fields = read_spec(self._directory)
+        self._fields, self._files = read_spec(self._directory)
+        self._files["refs"] = "refs.bag"
         self._decoders = builtin_decoders if decoders is None else decoders
         self._refs = open_records(self._path("refs"), cache_index)
         self._readers = {
@@ -75,7 +83,7 @@ class DatasetReader(DatapointSequence):
         self._rows = range(len(self._refs))
 
     def _path(self, name: str) -> str:
-        return os.path.join(self._directory, f"{name}.bag")
+        return os.path.join(self._directory, self._files[name])
 
     @property
     def directory(self) -> str:

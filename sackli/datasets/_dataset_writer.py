@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from ._bag import BagWriter
 from ._builtin_codecs import encoders as builtin_encoders
+from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._refs import pack_refs
 from ._spec import FieldType, parse_spec, spec_json
 
@@ -37,6 +38,10 @@ class DatasetWriter:
         "clips": "mp4[]"}`; a `[]` suffix makes a list field.
       encoders: type name -> `encode(value, *args) -> bytes`; None for the
         built-in `sackli.datasets.encoders`.
+      compression: a sackli extension: field -> `"zstd"` or `"zstd(LEVEL)"`
+        stores those fields as `<field>.bagz` (zstd per value) and records
+        it in spec.json; such a dataset is readable by sackli only. None
+        (the default) writes exactly what `bags` writes.
 
     Raises:
       FileExistsError: `directory` exists.
@@ -52,10 +57,14 @@ class DatasetWriter:
         directory: str | os.PathLike[str],
         spec: Mapping[str, str],
         encoders: Mapping[str, Any] | None = None,
+        compression: Mapping[str, str] | None = None,
     ) -> None:
         self._directory = os.fspath(directory)
         self._fields = parse_spec(spec)
-        self._raw_spec = dict(spec)
+        self._compression = parse_compression(compression, self._fields, self._directory)
+        self._raw_spec: dict[str, Any] = dict(spec)
+        if compression:
+            self._raw_spec[COMPRESSION_KEY] = dict(compression)
         self._encoders = builtin_encoders if encoders is None else encoders
         for field, ftype in self._fields.items():
             if ftype.dtype not in self._encoders:
@@ -69,7 +78,8 @@ class DatasetWriter:
         try:
             self._refs = BagWriter(os.path.join(self._partial, "refs.bag"))
             self._writers = {
-                field: BagWriter(os.path.join(self._partial, f"{field}.bag"))
+                field: BagWriter(os.path.join(self._partial, self._field_file(field)),
+                                 self._compression.get(field))
                 for field in self._fields}
         except BaseException:
             shutil.rmtree(self._partial, ignore_errors=True)
@@ -158,8 +168,11 @@ class DatasetWriter:
                 f"returned {type(encoded).__name__}, not bytes")
         return encoded
 
+    def _field_file(self, field: str) -> str:
+        return field_file(field, field in self._compression)
+
     def _field_path(self, field: str) -> str:
-        return os.path.join(self._directory, f"{field}.bag")
+        return os.path.join(self._directory, self._field_file(field))
 
     def flush(self) -> None:
         """Hands what was written so far to the operating system (the folder

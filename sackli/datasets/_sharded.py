@@ -27,7 +27,8 @@ class ShardedDatasetWriter:
 
     Each shard appears whole when it is full or the writer closes (see
     DatasetWriter). Shard numbers run shard_start, shard_start + shard_step,
-    ...: give worker w of n `shard_start=w, shard_step=n`. Not thread-safe.
+    ...: give worker w of n `shard_start=w, shard_step=n`. `compression` is
+    DatasetWriter's sackli extension (per-field zstd). Not thread-safe.
 
     Raises:
       ValueError: shard_start < 0 or shard_step < 1 (and as DatasetWriter).
@@ -42,12 +43,14 @@ class ShardedDatasetWriter:
         shard_length: int | None = None,
         shard_start: int = 0,
         shard_step: int = 1,
+        compression: Mapping[str, str] | None = None,
     ) -> None:
         if shard_start < 0 or shard_step < 1:
             raise ValueError(
                 f"need shard_start >= 0 and shard_step >= 1, not {shard_start} and {shard_step}")
         self._directory = os.fspath(directory)
         self._spec = dict(spec)
+        self._compression = compression
         self._encoders = encoders
         self._shard_size = shard_size
         self._shard_length = shard_length
@@ -78,7 +81,7 @@ class ShardedDatasetWriter:
         """Appends one datapoint; returns its index among this writer's."""
         if self._writer is None:
             folder = os.path.join(self._directory, f"{self._next_shard:06}")
-            self._writer = DatasetWriter(folder, self._spec, self._encoders)
+            self._writer = DatasetWriter(folder, self._spec, self._encoders, self._compression)
         self._writer.append(datapoint)
         full_size = self._shard_size and self._writer.size >= self._shard_size
         full_length = self._shard_length and len(self._writer) >= self._shard_length

@@ -61,7 +61,7 @@ def parse_spec(spec: Mapping[str, str]) -> dict[str, FieldType]:
     return {field: _parse_type(field, spec[field]) for field in sorted(spec)}
 
 
-def spec_json(spec: Mapping[str, str]) -> bytes:
-    """spec.json's content as `bags` writes it: fields sorted, json.dumps'
+def spec_json(spec: Mapping[str, Any]) -> bytes:
+    """spec.json's content as `bags` writes it: keys sorted, json.dumps'
     default separators."""
-    return json.dumps({field: spec[field] for field in sorted(spec)}).encode("utf-8")
+    return json.dumps({key: spec[key] for key in sorted(spec)}).encode("utf-8")
