@@ -15,6 +15,7 @@ from typing import Any
 from .._engine import CorruptionError
 from .._options import CompressionNone, CompressionZstd, LimitsStorage
 from .._reader import Reader
+from .._storage import is_remote
 from .._writer import Writer
 
 __all__ = ["BagReader", "BagWriter", "open_records"]
@@ -57,7 +58,9 @@ class BagWriter:
     Not thread-safe.
 
     Args:
-      path: the file to create; it must not exist, its folder must.
+      path: the file to create; it must not exist, its folder must. A
+        `gs://` / `s3://` object is uploaded on `close()` (replacing one
+        that exists).
       compression: None for raw records (the `bags` format, whatever the
         file is called), or a sackli.CompressionZstd to store every
         non-empty record as a zstd frame (a sackli extension: name the file
@@ -71,7 +74,7 @@ class BagWriter:
         self, path: str | os.PathLike[str], compression: CompressionZstd | None = None
     ) -> None:
         self._path = _path(path, "BagWriter")
-        if os.path.lexists(self._path):
+        if not is_remote(self._path) and os.path.lexists(self._path):
             raise FileExistsError(f"{self._path}: already exists")
         self._compressed = compression is not None
         self._writer = Writer(self._path, compression=compression or CompressionNone())

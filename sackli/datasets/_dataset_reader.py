@@ -18,6 +18,7 @@ from ._bag import open_records
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
 from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
+from ._folders import SPEC_FILE, folder_path, join, read_bytes
 from ._mask import Selection, resolve_mask
 from ._refs import unpack_refs
 from ._spec import FieldType, parse_spec
@@ -34,9 +35,8 @@ def read_spec(directory: str) -> tuple[dict[str, FieldType], dict[str, str]]:
     Raises FileNotFoundError naming spec.json when it is missing, and
     ValueError when it is not a valid spec.
     """
-    path = os.path.join(directory, "spec.json")
-    with open(path, "rb") as spec_file:
-        content = spec_file.read()
+    path = join(directory, SPEC_FILE)
+    content = read_bytes(path)
     try:
         raw = json.loads(content)
         compression = raw.pop(COMPRESSION_KEY, None) if isinstance(raw, dict) else None
@@ -54,7 +54,8 @@ class DatasetReader(DatapointSequence):
 
     Args:
       directory: the folder holding spec.json, refs.bag and `<field>.bag`
-        (`<field>.bagz` for fields written with compression).
+        (`<field>.bagz` for fields written with compression); local, or a
+        `gs://bucket/prefix` / `s3://bucket/prefix`.
       decoders: type name -> `decode(buffer, *args)`; None for the built-in
         `sackli.datasets.decoders`.
       cache_index: keep each file's offsets in memory (True) or read them
@@ -73,7 +74,7 @@ class DatasetReader(DatapointSequence):
         decoders: Mapping[str, Any] | None = None,
         cache_index: bool = True,
     ) -> None:
-        self._directory = os.fspath(directory)
+        self._directory = folder_path(directory)
         self._fields, self._files = read_spec(self._directory)
         self._files["refs"] = "refs.bag"
         self._decoders = builtin_decoders if decoders is None else decoders
@@ -83,7 +84,7 @@ class DatasetReader(DatapointSequence):
         self._rows = range(len(self._refs))
 
     def _path(self, name: str) -> str:
-        return os.path.join(self._directory, self._files[name])
+        return join(self._directory, self._files[name])
 
     @property
     def directory(self) -> str:

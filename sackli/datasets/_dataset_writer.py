@@ -1,10 +1,12 @@
 """`DatasetWriter`: writes one dataset folder (a shard) as `bags` 0.5.1 does.
 
 The folder holds `spec.json`, `refs.bag` and one `<field>.bag` per field,
-byte-identical to `bags.DatasetWriter`'s for the same datapoints. It is
-written in a hidden folder beside the target (`.<name>.sackli-partial-<tag>`)
-and renamed onto the target by `close()`, so a reader never sees a shard with
-some fields missing or short; a `with` block that raises leaves nothing.
+byte-identical to `bags.DatasetWriter`'s for the same datapoints. A local
+folder is written in a hidden folder beside the target
+(`.<name>.sackli-partial-<tag>`) and renamed onto the target by `close()`; a
+remote one (`gs://`, `s3://`) gets each object whole on `close()`, spec.json
+last. Either way a reader never sees a shard with some fields missing or
+short, and a `with` block that raises leaves no shard.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any, Mapping
 
 from ._bag import BagWriter
 from ._builtin_codecs import encoders as builtin_encoders
+from .._storage import is_remote
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
+from ._folders import SPEC_FILE, exists, folder_path, join, write_bytes
 from ._refs import pack_refs
 from ._spec import FieldType, parse_spec, spec_json
 
@@ -33,7 +37,8 @@ class DatasetWriter:
 
     Args:
       directory: the folder to create; it must not exist (its parents are
-        created).
+        created). A `gs://bucket/prefix` or `s3://bucket/prefix` is written
+        to that bucket; it must not hold a spec.json yet.
       spec: field name -> type, e.g. `{"image": "jpeg", "label": "int(8)",
         "clips": "mp4[]"}`; a `[]` suffix makes a list field.
       encoders: type name -> `encode(value, *args) -> bytes`; None for the
@@ -59,7 +64,7 @@ class DatasetWriter:
         encoders: Mapping[str, Any] | None = None,
         compression: Mapping[str, str] | None = None,
     ) -> None:
-        self._directory = os.fspath(directory)
+        self._directory = folder_path(directory)
         self._fields = parse_spec(spec)
         self._compression = parse_compression(compression, self._fields, self._directory)
         self._raw_spec: dict[str, Any] = dict(spec)
@@ -69,21 +74,29 @@ class DatasetWriter:
         for field, ftype in self._fields.items():
             if ftype.dtype not in self._encoders:
                 raise ValueError(f"field {field!r}: no encoder for type {ftype.dtype!r}")
-        if os.path.lexists(self._directory):
+        self._remote = is_remote(self._directory)
+        if exists(join(self._directory, SPEC_FILE) if self._remote else self._directory):
             raise FileExistsError(f"{self._directory}: already exists")
-        parent, name = os.path.split(os.path.abspath(self._directory))
-        os.makedirs(parent, exist_ok=True)
-        self._partial = tempfile.mkdtemp(prefix=partial_folder_prefix(name), dir=parent)
+        self._partial = self._directory if self._remote else self._make_partial_folder()
         self._closed = False
         try:
-            self._refs = BagWriter(os.path.join(self._partial, "refs.bag"))
+            self._refs = BagWriter(join(self._partial, "refs.bag"))
             self._writers = {
-                field: BagWriter(os.path.join(self._partial, self._field_file(field)),
+                field: BagWriter(join(self._partial, self._field_file(field)),
                                  self._compression.get(field))
                 for field in self._fields}
         except BaseException:
-            shutil.rmtree(self._partial, ignore_errors=True)
+            self._remove_partial_folder()
             raise
+
+    def _make_partial_folder(self) -> str:
+        parent, name = os.path.split(os.path.abspath(self._directory))
+        os.makedirs(parent, exist_ok=True)
+        return tempfile.mkdtemp(prefix=partial_folder_prefix(name), dir=parent)
+
+    def _remove_partial_folder(self) -> None:
+        if not self._remote:
+            shutil.rmtree(self._partial, ignore_errors=True)
 
     @property
     def directory(self) -> str:
@@ -172,7 +185,7 @@ class DatasetWriter:
         return field_file(field, field in self._compression)
 
     def _field_path(self, field: str) -> str:
-        return os.path.join(self._directory, self._field_file(field))
+        return join(self._directory, self._field_file(field))
 
     def flush(self) -> None:
         """Hands what was written so far to the operating system (the folder
@@ -182,35 +195,38 @@ class DatasetWriter:
             writer.flush()
 
     def close(self) -> None:
-        """Finishes every file, writes spec.json and renames the folder onto
-        `directory`. Idempotent.
+        """Finishes every file and writes spec.json, then (locally) renames
+        the folder onto `directory`. Idempotent.
 
-        Raises FileExistsError (and discards the write) if `directory` was
-        created meanwhile.
+        Raises FileExistsError (and discards the write) if a local
+        `directory` was created meanwhile.
         """
         if self._closed:
             return
         self._closed = True
         try:
-            with open(os.path.join(self._partial, "spec.json"), "wb") as spec_file:
-                spec_file.write(spec_json(self._raw_spec))
             self._refs.close()
             for writer in self._writers.values():
                 writer.close()
-            if os.path.lexists(self._directory):
-                raise FileExistsError(f"{self._directory}: created by someone else meanwhile")
-            os.rename(self._partial, self._directory)
+            # Last: a remote shard counts as written once spec.json exists.
+            write_bytes(join(self._partial, SPEC_FILE), spec_json(self._raw_spec))
+            if not self._remote:
+                if os.path.lexists(self._directory):
+                    raise FileExistsError(f"{self._directory}: created by someone else meanwhile")
+                os.rename(self._partial, self._directory)
         except BaseException:
             self.discard()
             raise
 
     def discard(self) -> None:
-        """Stops writing and deletes the partial folder; nothing appears."""
+        """Stops writing and deletes the partial folder; no shard appears
+        (remote field objects already closed stay, but without spec.json
+        no reader takes them for a shard)."""
         self._closed = True
         for writer in [self._refs, *self._writers.values()]:
             if not writer.closed:
                 writer.discard()
-        shutil.rmtree(self._partial, ignore_errors=True)
+        self._remove_partial_folder()
 
     def __enter__(self) -> "DatasetWriter":
         return self

@@ -10,6 +10,7 @@ import itertools
 import os
 from typing import Any, Mapping
 
+from ._folders import folder_path, join, list_folders
 from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._datapoints import Datapoint, DatapointSequence, Mask
@@ -48,7 +49,7 @@ class ShardedDatasetWriter:
         if shard_start < 0 or shard_step < 1:
             raise ValueError(
                 f"need shard_start >= 0 and shard_step >= 1, not {shard_start} and {shard_step}")
-        self._directory = os.fspath(directory)
+        self._directory = folder_path(directory)
         self._spec = dict(spec)
         self._compression = compression
         self._encoders = encoders
@@ -80,7 +81,7 @@ class ShardedDatasetWriter:
     def append(self, datapoint: Mapping[str, Any], flush: bool = True) -> int:
         """Appends one datapoint; returns its index among this writer's."""
         if self._writer is None:
-            folder = os.path.join(self._directory, f"{self._next_shard:06}")
+            folder = join(self._directory, f"{self._next_shard:06}")
             self._writer = DatasetWriter(folder, self._spec, self._encoders, self._compression)
         self._writer.append(datapoint)
         full_size = self._shard_size and self._writer.size >= self._shard_size
@@ -121,19 +122,19 @@ class ShardedDatasetWriter:
 
 
 def shard_folders(directory: str) -> list[str]:
-    """The shard folders of a dataset, in order; hidden entries (unfinished
-    writes) are ignored.
+    """The shard folders of a dataset, in order; unfinished writes are
+    ignored (see _folders.list_folders).
 
     Raises FileNotFoundError when `directory` is missing and ValueError when
     the names are not 000000, 000001, ... without gaps.
     """
-    names = sorted(name for name in os.listdir(directory) if not name.startswith("."))
+    names = list_folders(directory)
     for number, name in enumerate(names):
         if not name.isdigit() or int(name) != number:
             raise ValueError(
                 f"{directory}: shard folders must be numbered 000000, 000001, ... without "
                 f"gaps; found {name!r} where shard {number:06} belongs")
-    return [os.path.join(directory, name) for name in names]
+    return [join(directory, name) for name in names]
 
 
 class ShardedDatasetReader(DatapointSequence):
@@ -158,7 +159,7 @@ class ShardedDatasetReader(DatapointSequence):
         if shard_start < 0 or shard_step < 1:
             raise ValueError(
                 f"need shard_start >= 0 and shard_step >= 1, not {shard_start} and {shard_step}")
-        self._directory = os.fspath(directory)
+        self._directory = folder_path(directory)
         folders = shard_folders(self._directory)[shard_start::shard_step]
         if not folders:
             raise ValueError(
