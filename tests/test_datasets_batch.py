@@ -150,3 +150,16 @@ def test_bag_reader_batch_and_negative_index(tmp_path):
         reader[10]
     with pytest.raises(ValueError):
         reader[range(0, 10, 2)]
+
+
+def test_views_pickle_and_reopen(reader):
+    import pickle
+
+    view = reader[3:9:2]
+    copy = pickle.loads(pickle.dumps(view))
+    assert list(copy) == [_point(i) for i in (3, 5, 7)]
+    assert copy.read_indices([-1], {"label": True}) == [{"label": 7}]
+
+
+def test_torch_style_batched_fetch(reader):
+    assert reader.__getitems__([2, 0]) == [_point(2), _point(0)]

@@ -64,6 +64,11 @@ class DatapointSequence:
         engine batch with the GIL released."""
         return self._read_rows([self._row(i) for i in indices], mask)
 
+    def __getitems__(self, indices: Iterable[int]) -> list[Datapoint]:
+        """The datapoints at `indices`: PyTorch's batched fetch (a
+        `DataLoader` calls it with a batch's indices). As `read_indices`."""
+        return self.read_indices(indices)
+
     def read_indices_iter(
         self, indices: Iterable[int], mask: Mask | None = None,
         read_ahead: int = _DEFAULT_READ_AHEAD,
