@@ -16,6 +16,7 @@ from .._engine import CorruptionError
 from .._options import CompressionNone, CompressionZstd, LimitsStorage
 from .._reader import Reader
 from .._storage import is_remote
+from ._closing import ClosesOnExit, DiscardsOnError
 from .._writer import Writer
 
 __all__ = ["BagReader", "BagWriter", "open_records"]
@@ -50,7 +51,7 @@ def open_records(path: str, cache_index: bool = True) -> Reader:
     return reader[1:]
 
 
-class BagWriter:
+class BagWriter(DiscardsOnError):
     """Writes one `bags` file (byte-identical to `bags.BagWriter`'s).
 
     The file appears at `path` only on `close()` (written under a temporary
@@ -136,20 +137,11 @@ class BagWriter:
         """Stops writing and deletes the temporary files; nothing appears."""
         self._writer._discard()
 
-    def __enter__(self) -> "BagWriter":
-        return self
-
-    def __exit__(self, exc_type: Any, *exc_info: object) -> None:
-        if exc_type is not None:
-            self.discard()
-        else:
-            self.close()
-
     def __repr__(self) -> str:
         return f"<sackli.datasets.BagWriter({self._path!r}): {self._length} records>"
 
 
-class BagReader:
+class BagReader(ClosesOnExit):
     """Reads one `bags` file: `len(r)`, `r.size`, `r[i]` (bytes; negative
     indices count from the end) and `r[range]` / `r[slice]` (a list; the
     stop is clipped to the end, as in `bags`). Thread-safe.
@@ -196,12 +188,6 @@ class BagReader:
     def close(self) -> None:
         """Releases the file."""
         self._records.close()
-
-    def __enter__(self) -> "BagReader":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<sackli.datasets.BagReader({self._path!r}): {len(self)} records>"

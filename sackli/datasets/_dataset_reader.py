@@ -16,6 +16,7 @@ from .._engine import CorruptionError
 from .._reader import Reader
 from ._bag import open_records
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
+from ._closing import ClosesOnExit
 from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, folder_path, join, read_bytes
@@ -47,7 +48,7 @@ def read_spec(directory: str) -> tuple[dict[str, FieldType], dict[str, str]]:
     return fields, {field: field_file(field, field in compressed) for field in fields}
 
 
-class DatasetReader(DatapointSequence):
+class DatasetReader(DatapointSequence, ClosesOnExit):
     """Reads a dataset folder: `len(r)`, `r.size`, `r.spec`, `r[i]` (a dict
     of decoded fields), `r[i, mask]`, `r[a:b]` views, batch reads
     (`read_indices`, `read_indices_iter`) and iteration. Thread-safe.
@@ -186,12 +187,6 @@ class DatasetReader(DatapointSequence):
         self._refs.close()
         for reader in self._readers.values():
             reader.close()
-
-    def __enter__(self) -> "DatasetReader":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (f"<sackli.datasets.DatasetReader({self._directory!r}): {len(self)} "

@@ -17,6 +17,7 @@ import tempfile
 from typing import Any, Mapping
 
 from ._bag import BagWriter
+from ._closing import DiscardsOnError
 from ._builtin_codecs import encoders as builtin_encoders
 from .._storage import is_remote
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
@@ -32,7 +33,7 @@ def partial_folder_prefix(name: str) -> str:
     return f".{name}.sackli-partial-"
 
 
-class DatasetWriter:
+class DatasetWriter(DiscardsOnError):
     """Writes a dataset folder: `append(datapoint)` one dict at a time.
 
     Args:
@@ -227,15 +228,6 @@ class DatasetWriter:
             if not writer.closed:
                 writer.discard()
         self._remove_partial_folder()
-
-    def __enter__(self) -> "DatasetWriter":
-        return self
-
-    def __exit__(self, exc_type: Any, *exc_info: object) -> None:
-        if exc_type is not None:
-            self.discard()
-        else:
-            self.close()
 
     def __repr__(self) -> str:
         return f"<sackli.datasets.DatasetWriter({self._directory!r}): {len(self)} datapoints>"

@@ -10,10 +10,11 @@ import itertools
 import os
 from typing import Any, Mapping
 
-from ._folders import folder_path, join, list_folders
+from ._closing import ClosesOnExit, DiscardsOnError
 from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._datapoints import Datapoint, DatapointSequence, Mask
+from ._folders import folder_path, join, list_folders
 from ._spec import FieldType
 
 __all__ = ["ShardedDatasetReader", "ShardedDatasetWriter"]
@@ -21,7 +22,7 @@ __all__ = ["ShardedDatasetReader", "ShardedDatasetWriter"]
 GiB = 1024 ** 3
 
 
-class ShardedDatasetWriter:
+class ShardedDatasetWriter(DiscardsOnError):
     """Writes datapoints into shard folders of `directory`, starting a new
     shard once the current one reaches `shard_size` bytes or `shard_length`
     datapoints (either may be None for no limit).
@@ -109,16 +110,11 @@ class ShardedDatasetWriter:
         if self._writer is not None:
             self._finish_shard()
 
-    def __enter__(self) -> "ShardedDatasetWriter":
-        return self
-
-    def __exit__(self, exc_type: Any, *exc_info: object) -> None:
-        if exc_type is not None and self._writer is not None:
-            # The shards already closed stay; the open one never appears.
+    def discard(self) -> None:
+        """Discards the open shard (it never appears); closed shards stay."""
+        if self._writer is not None:
             self._writer.discard()
             self._writer = None
-        else:
-            self.close()
 
 
 def shard_folders(directory: str) -> list[str]:
@@ -137,7 +133,7 @@ def shard_folders(directory: str) -> list[str]:
     return [join(directory, name) for name in names]
 
 
-class ShardedDatasetReader(DatapointSequence):
+class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
     """Reads the shards shard_start, shard_start + shard_step, ... of a
     dataset folder as one sequence of datapoints (shard by shard), with the
     DatasetReader interface: `r[i]`, `r[i, mask]`, views, `read_indices`
@@ -214,12 +210,6 @@ class ShardedDatasetReader(DatapointSequence):
         """Releases every shard's files."""
         for reader in self._readers:
             reader.close()
-
-    def __enter__(self) -> "ShardedDatasetReader":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (f"<sackli.datasets.ShardedDatasetReader({self._directory!r}): {len(self)} "
