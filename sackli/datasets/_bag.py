@@ -17,6 +17,7 @@ from .._options import CompressionNone, CompressionZstd, LimitsStorage
 from .._reader import Reader
 from .._storage import is_remote
 from ._closing import ClosesOnExit, DiscardsOnError
+from ._field_encoder import all_bytes
 from .._writer import Writer
 
 __all__ = ["BagReader", "BagWriter", "open_records"]
@@ -107,7 +108,7 @@ class BagWriter(DiscardsOnError):
         """Appends one record (bytes) and returns its index. `flush` is
         accepted for `bags` compatibility; records reach the file on
         `flush()` and `close()`."""
-        if not isinstance(record, bytes):
+        if type(record) is not bytes and not isinstance(record, bytes):
             raise TypeError(f"{self._path}: records must be bytes, not {type(record).__name__}")
         self._writer.write(record)
         self._offset += len(record)
@@ -116,10 +117,8 @@ class BagWriter(DiscardsOnError):
 
     def extend(self, records: list[bytes]) -> None:
         """Appends records (bytes) in order, in one engine call."""
-        for record in records:
-            if not isinstance(record, bytes):
-                raise TypeError(
-                    f"{self._path}: records must be bytes, not {type(record).__name__}")
+        if not all_bytes(records):
+            raise TypeError(f"{self._path}: records must be bytes")
         self._writer.write_many(records)
         self._offset += sum(map(len, records))
         self._length += len(records)

@@ -33,15 +33,18 @@ decoders: dict[str, Codec] = {
     "mp4": _media.mp4_decode,
 }
 
-# Built-in decoders that, without arguments, are a method of bytes: called
-# per value, the method skips a Python frame.
-_WITHOUT_ARGUMENTS = {
-    _codecs.utf8_decode: bytes.decode,  # UTF-8 is bytes.decode's default
+# Built-in codecs that, without arguments, are a method of str or bytes:
+# called per value, the method skips a Python frame.
+_WITHOUT_ARGUMENTS: dict[Codec, Codec] = {
+    # UTF-8 is the default of str.encode and bytes.decode.
+    _codecs.utf8_encode: str.encode,
+    _codecs.utf8_decode: bytes.decode,
 }
 
 
-def one_argument(decode: Codec, args: tuple[str, ...]) -> Callable[[bytes], Any]:
-    """`decode` with the type's arguments bound: a function of the buffer."""
+def one_argument(codec: Codec, args: tuple[str, ...]) -> Callable[[Any], Any]:
+    """An encoder or decoder with the type's arguments bound: a function of
+    the value (or buffer) alone."""
     if args:
-        return lambda buffer: decode(buffer, *args)
-    return _WITHOUT_ARGUMENTS.get(decode, decode)
+        return lambda value: codec(value, *args)
+    return _WITHOUT_ARGUMENTS.get(codec, codec)

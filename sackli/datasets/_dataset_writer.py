@@ -18,8 +18,9 @@ from typing import Any, Mapping
 
 from ._bag import BagWriter
 from ._closing import DiscardsOnError
-from ._builtin_codecs import encoders as builtin_encoders
+from ._builtin_codecs import encoders as builtin_encoders, one_argument
 from .._storage import is_remote
+from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, exists, folder_path, join, write_bytes
 from ._refs import pack_refs
@@ -71,9 +72,9 @@ class DatasetWriter(DiscardsOnError):
         self._raw_spec: dict[str, Any] = dict(spec)
         if compression:
             self._raw_spec[COMPRESSION_KEY] = dict(compression)
-        self._encoders = builtin_encoders if encoders is None else encoders
+        encoders = builtin_encoders if encoders is None else encoders
         for field, ftype in self._fields.items():
-            if ftype.dtype not in self._encoders:
+            if ftype.dtype not in encoders:
                 raise ValueError(f"field {field!r}: no encoder for type {ftype.dtype!r}")
         self._remote = is_remote(self._directory)
         if exists(join(self._directory, SPEC_FILE) if self._remote else self._directory):
@@ -89,6 +90,11 @@ class DatasetWriter(DiscardsOnError):
         except BaseException:
             self._remove_partial_folder()
             raise
+        # (encoder, writer) of each field, in field order.
+        self._columns = [
+            (FieldEncoder(field, ftype, one_argument(encoders[ftype.dtype], ftype.args),
+                          self._field_path(field)), self._writers[field])
+            for field, ftype in self._fields.items()]
 
     def _make_partial_folder(self) -> str:
         parent, name = os.path.split(os.path.abspath(self._directory))
@@ -132,55 +138,29 @@ class DatasetWriter(DiscardsOnError):
         """
         if self._closed:
             raise ValueError(f"{self._directory}: the DatasetWriter is closed")
-        encoded = self._encode(datapoint)
+        self._check_fields(datapoint)
+        encoded = [encode(datapoint[encode.field]) for encode, _ in self._columns]
         refs: list[Any] = []
-        for field, ftype in self._fields.items():
-            writer = self._writers[field]
-            value = encoded[field]
-            if ftype.is_list:
+        for (encode, writer), value in zip(self._columns, encoded):
+            if encode.ftype.is_list:
                 refs.append([len(writer), len(value)] if value else [])
                 writer.extend(value)
             else:
                 refs.append(writer.append(value))
         return self._refs.append(pack_refs(refs))
 
-    def _encode(self, datapoint: Mapping[str, Any]) -> dict[str, Any]:
+    def _check_fields(self, datapoint: Mapping[str, Any]) -> None:
         if not isinstance(datapoint, Mapping):
             raise TypeError(
                 f"{self._directory}: a datapoint must be a dict, not {type(datapoint).__name__}")
-        missing = [field for field in self._fields if field not in datapoint]
+        if datapoint.keys() == self._fields.keys():
+            return
+        missing = [repr(field) for field in self._fields if field not in datapoint]
         extra = [repr(field) for field in datapoint if field not in self._fields]
-        if missing or extra:
-            raise ValueError(
-                f"{self._directory}: the datapoint does not match the spec "
-                f"(missing fields: {', '.join(map(repr, missing)) or 'none'}; "
-                f"unknown fields: {', '.join(extra) or 'none'})")
-        return {field: self._encode_field(field, ftype, datapoint[field])
-                for field, ftype in self._fields.items()}
-
-    def _encode_field(self, field: str, ftype: FieldType, value: Any) -> Any:
-        if ftype.is_list:
-            try:
-                items = iter(value)
-            except TypeError:
-                raise TypeError(
-                    f"field {field!r} ({self._field_path(field)}) is a list field; got "
-                    f"{type(value).__name__}") from None
-            return [self._encode_value(field, ftype, item) for item in items]
-        return self._encode_value(field, ftype, value)
-
-    def _encode_value(self, field: str, ftype: FieldType, value: Any) -> bytes:
-        try:
-            encoded = self._encoders[ftype.dtype](value, *ftype.args)
-        except Exception as error:
-            raise ValueError(
-                f"field {field!r} ({self._field_path(field)}): the {ftype.dtype} encoder "
-                f"rejected a {type(value).__name__}: {error!r}") from error
-        if not isinstance(encoded, bytes):
-            raise TypeError(
-                f"field {field!r} ({self._field_path(field)}): the {ftype.dtype} encoder "
-                f"returned {type(encoded).__name__}, not bytes")
-        return encoded
+        raise ValueError(
+            f"{self._directory}: the datapoint does not match the spec "
+            f"(missing fields: {', '.join(missing) or 'none'}; "
+            f"unknown fields: {', '.join(extra) or 'none'})")
 
     def _field_file(self, field: str) -> str:
         return field_file(field, field in self._compression)
