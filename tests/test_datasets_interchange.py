@@ -35,7 +35,10 @@ def test_bags_file_is_a_bagz_file_with_an_empty_first_record(tmp_path):
     assert list(sackli.Reader(str(tmp_path / "x.bag"))) == [b"", *records]
 
 
-@pytest.mark.parametrize("records", [[], [b""], [b"abc", b"", b"de" * 100]])
+@pytest.mark.parametrize("records", [
+    [], [b""], [b"abc", b"", b"de" * 100],
+    [bytes([i]) * (3 << 20) for i in range(3)],  # past the writer's 4 MiB of pending records
+], ids=["none", "one-empty", "small", "large"])
 def test_bag_writer_bytes_match_bags(tmp_path, records):
     with bags.BagWriter(tmp_path / "bags.bag") as writer:
         for record in records:

@@ -24,6 +24,9 @@ __all__ = ["BagReader", "BagWriter", "open_records"]
 
 # Each record costs one u64 of limits; the leading empty record adds one more.
 _LIMIT_BYTES = 8
+# Records wait in a list and reach the engine in one call per this many
+# bytes: one call per record would cost more than the copy.
+_PENDING_BYTES = 4 << 20
 
 
 def _path(path: Any, cls: str) -> str:
@@ -80,7 +83,9 @@ class BagWriter(DiscardsOnError):
             raise FileExistsError(f"{self._path}: already exists")
         self._compressed = compression is not None
         self._writer = Writer(self._path, compression=compression or CompressionNone())
-        self._writer.write(b"")  # the leading empty record (see the module doc)
+        # The leading empty record (see the module doc) goes first.
+        self._pending: list[bytes] = [b""]
+        self._pending_bytes = 0
         self._length = 0
         self._offset = 0
 
@@ -93,7 +98,11 @@ class BagWriter(DiscardsOnError):
     def size(self) -> int:
         """The size of the file once closed, in bytes (for a compressed file,
         this waits for the records being compressed)."""
-        stored = self._writer.bytes_written if self._compressed else self._offset
+        if self._compressed:
+            self._write_pending()
+            stored = self._writer.bytes_written
+        else:
+            stored = self._offset
         return stored + _LIMIT_BYTES * self._length + _LIMIT_BYTES
 
     @property
@@ -110,26 +119,44 @@ class BagWriter(DiscardsOnError):
         `flush()` and `close()`."""
         if type(record) is not bytes and not isinstance(record, bytes):
             raise TypeError(f"{self._path}: records must be bytes, not {type(record).__name__}")
-        self._writer.write(record)
-        self._offset += len(record)
-        self._length += 1
+        if self._writer.closed:
+            raise ValueError(f"{self._path}: the BagWriter is closed")
+        self._pending.append(record)
+        self._added(len(record), 1)
         return self._length - 1
 
     def extend(self, records: list[bytes]) -> None:
-        """Appends records (bytes) in order, in one engine call."""
+        """Appends records (bytes) in order."""
         if not all_bytes(records):
             raise TypeError(f"{self._path}: records must be bytes")
-        self._writer.write_many(records)
-        self._offset += sum(map(len, records))
-        self._length += len(records)
+        if self._writer.closed:
+            raise ValueError(f"{self._path}: the BagWriter is closed")
+        self._pending.extend(records)
+        self._added(sum(map(len, records)), len(records))
+
+    def _added(self, nbytes: int, count: int) -> None:
+        self._offset += nbytes
+        self._length += count
+        self._pending_bytes += nbytes
+        if self._pending_bytes >= _PENDING_BYTES:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        if self._pending:
+            self._writer.write_many(self._pending)
+            self._pending = []
+            self._pending_bytes = 0
 
     def flush(self) -> None:
         """Hands the records written so far to the operating system (the file
         itself appears on `close()`)."""
+        self._write_pending()
         self._writer.flush()
 
     def close(self) -> None:
         """Finishes the file and moves it to `path`. Idempotent."""
+        if not self._writer.closed:
+            self._write_pending()
         self._writer.close()
 
     def discard(self) -> None:
