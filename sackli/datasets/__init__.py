@@ -24,12 +24,14 @@ from ._builtin_codecs import decoders, encoders
 from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._sharded import ShardedDatasetReader, ShardedDatasetWriter
+from ._spec import FieldType
 
 __all__ = [
     "BagReader",
     "BagWriter",
     "DatasetReader",
     "DatasetWriter",
+    "FieldType",
     "ShardedDatasetReader",
     "ShardedDatasetWriter",
     "decoders",

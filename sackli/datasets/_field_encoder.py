@@ -19,8 +19,9 @@ class FieldEncoder:
     """Calls the field's encoder (its type arguments bound) on a value, or on
     each item of a list field, and checks that it returned bytes.
 
-    Raises ValueError when the encoder raises, TypeError when it returns
-    something else than bytes or a list field's value is not iterable.
+    Raises ValueError when the encoder raises (an ImportError of a missing
+    codec library passes as it is), TypeError when it returns something
+    else than bytes or a list field's value is not iterable.
     """
 
     __slots__ = ("field", "ftype", "path", "_encode")
@@ -36,6 +37,8 @@ class FieldEncoder:
         if not self.ftype.is_list:
             try:
                 encoded = self._encode(value)
+            except ImportError:
+                raise  # a missing codec library is not the value's fault
             except Exception as error:
                 raise self._rejected(error) from error
             if type(encoded) is not bytes and not isinstance(encoded, bytes):
@@ -47,6 +50,8 @@ class FieldEncoder:
             raise TypeError(f"{self._where()} is a list field; got {type(value).__name__}") from None
         try:
             encoded_items = list(map(self._encode, items))
+        except ImportError:
+            raise
         except Exception as error:
             raise self._rejected(error) from error
         if not all_bytes(encoded_items):
