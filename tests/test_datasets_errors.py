@@ -241,7 +241,10 @@ def test_shard_being_written_is_invisible(tmp_path):
     reader = datasets.ShardedDatasetReader(tmp_path / "ds")
     assert list(reader) == [_point(0), _point(1)]
     assert not (tmp_path / "ds" / "000001").exists()
+    [partial] = [name for name in os.listdir(tmp_path / "ds") if name.startswith(".")]
+    assert partial.startswith(".000001.sackli-partial-")
     writer.close()
+    assert sorted(os.listdir(tmp_path / "ds")) == ["000000", "000001"]
     assert list(datasets.ShardedDatasetReader(tmp_path / "ds")) == [_point(i) for i in range(3)]
 
 

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 from ._bag import BagWriter
 from ._closing import DiscardsOnError
 from ._builtin_codecs import encoders as builtin_encoders, one_argument
+from .._format import partial_folder_prefix
 from .._storage import is_remote
 from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
@@ -26,12 +27,7 @@ from ._folders import SPEC_FILE, exists, folder_path, join, write_bytes
 from ._refs import pack_refs
 from ._spec import FieldType, parse_spec, spec_json
 
-__all__ = ["DatasetWriter", "partial_folder_prefix"]
-
-
-def partial_folder_prefix(name: str) -> str:
-    """The start of the name of the hidden folder a shard `name` is written in."""
-    return f".{name}.sackli-partial-"
+__all__ = ["DatasetWriter"]
 
 
 class DatasetWriter(DiscardsOnError):
@@ -97,9 +93,10 @@ class DatasetWriter(DiscardsOnError):
             for field, ftype in self._fields.items()]
 
     def _make_partial_folder(self) -> str:
-        parent, name = os.path.split(os.path.abspath(self._directory))
+        # The hidden name sackli's writers use for files: `.<name>.sackli-partial-<tag>`.
+        parent, prefix = os.path.split(partial_folder_prefix(os.path.abspath(self._directory)))
         os.makedirs(parent, exist_ok=True)
-        return tempfile.mkdtemp(prefix=partial_folder_prefix(name), dir=parent)
+        return tempfile.mkdtemp(prefix=prefix, dir=parent)
 
     def _remove_partial_folder(self) -> None:
         if not self._remote:
