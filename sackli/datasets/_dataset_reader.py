@@ -22,7 +22,7 @@ from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, folder_path, join, read_bytes
 from ._mask import Selection, resolve_mask
 from ._refs import unpack_refs
-from ._spec import FieldType, parse_spec
+from ._spec import FieldType, ShardFolder, parse_spec
 
 __all__ = ["DatasetReader", "read_spec"]
 
@@ -48,7 +48,7 @@ def read_spec(directory: str) -> tuple[dict[str, FieldType], dict[str, str]]:
     return fields, {field: field_file(field, field in compressed) for field in fields}
 
 
-class DatasetReader(DatapointSequence, ClosesOnExit):
+class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
     """Reads a dataset folder: `len(r)`, `r.size`, `r.spec`, `r[i]` (a dict
     of decoded fields), `r[i, mask]`, `r[a:b]` views, batch reads
     (`read_indices`, `read_indices_iter`) and iteration. Thread-safe.
@@ -86,16 +86,6 @@ class DatasetReader(DatapointSequence, ClosesOnExit):
 
     def _path(self, name: str) -> str:
         return join(self._directory, self._files[name])
-
-    @property
-    def directory(self) -> str:
-        """The dataset folder."""
-        return self._directory
-
-    @property
-    def spec(self) -> dict[str, FieldType]:
-        """The parsed spec: field -> (is_list, dtype, args), in field order."""
-        return dict(self._fields)
 
     @property
     def size(self) -> int:

@@ -25,12 +25,12 @@ from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, exists, folder_path, join, write_bytes
 from ._refs import pack_refs
-from ._spec import FieldType, parse_spec, spec_json
+from ._spec import ShardFolder, parse_spec, spec_json
 
 __all__ = ["DatasetWriter"]
 
 
-class DatasetWriter(DiscardsOnError):
+class DatasetWriter(ShardFolder, DiscardsOnError):
     """Writes a dataset folder: `append(datapoint)` one dict at a time.
 
     Args:
@@ -101,16 +101,6 @@ class DatasetWriter(DiscardsOnError):
     def _remove_partial_folder(self) -> None:
         if not self._remote:
             shutil.rmtree(self._partial, ignore_errors=True)
-
-    @property
-    def directory(self) -> str:
-        """The dataset folder being written."""
-        return self._directory
-
-    @property
-    def spec(self) -> dict[str, FieldType]:
-        """The parsed spec: field -> (is_list, dtype, args), in field order."""
-        return dict(self._fields)
 
     @property
     def size(self) -> int:

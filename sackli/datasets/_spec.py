@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any, Mapping, NamedTuple
 
-__all__ = ["FieldType", "parse_spec", "spec_json"]
+__all__ = ["FieldType", "ShardFolder", "parse_spec", "spec_json"]
 
 # The pattern `bags` matches a type (after removing a `[]` suffix) against.
 _TYPE = re.compile(r"^([a-z0-9-_]+)(\([a-z0-9-_,.]*\))?$")
@@ -65,3 +65,21 @@ def spec_json(spec: Mapping[str, Any]) -> bytes:
     """spec.json's content as `bags` writes it: keys sorted, json.dumps'
     default separators."""
     return json.dumps({key: spec[key] for key in sorted(spec)}).encode("utf-8")
+
+
+class ShardFolder:
+    """What a dataset folder's reader and writer both show: its path and
+    its parsed spec (subclasses set `_directory` and `_fields`)."""
+
+    _directory: str
+    _fields: dict[str, FieldType]
+
+    @property
+    def directory(self) -> str:
+        """The dataset folder (a local path or a gs:// / s3:// prefix)."""
+        return self._directory
+
+    @property
+    def spec(self) -> dict[str, FieldType]:
+        """The parsed spec: field -> (is_list, dtype, args), in field order."""
+        return dict(self._fields)
