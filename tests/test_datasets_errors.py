@@ -271,3 +271,24 @@ def test_bag_writer_refuses_existing_file_and_discards_on_error(tmp_path):
         with datasets.BagWriter(tmp_path / "z.bag") as writer:
             writer.append("text")
     assert sorted(os.listdir(tmp_path)) == ["x.bag"]
+
+
+@pytest.mark.parametrize("refs", [b"\xc1", b"\x92\x00\x00", b"\x05"])
+def test_refs_that_are_not_a_list_per_field(tmp_path, refs):
+    _write(tmp_path / "ds")
+    _replace_bag(tmp_path / "ds" / "refs.bag", [refs])
+    with pytest.raises(sackli.CorruptionError,
+                       match=r"refs\.bag: the refs of datapoint 0 are not a msgpack list of 3"):
+        datasets.DatasetReader(tmp_path / "ds")[0, {"label": True}]
+
+
+def test_value_that_does_not_decode(tmp_path):
+    with datasets.DatasetWriter(tmp_path / "ds", {"name": "bytes"}) as writer:
+        for value in (b"ok", b"fine", b"\xff\xfe not utf-8"):
+            writer.append({"name": value})
+    (tmp_path / "ds" / "spec.json").write_text('{"name": "utf8"}')
+    reader = datasets.DatasetReader(tmp_path / "ds")
+    assert reader.read_indices([0, 1]) == [{"name": "ok"}, {"name": "fine"}]
+    with pytest.raises(ValueError, match=r"name\.bag: record 2 of field 'name' does not decode"
+                                         r" as utf8: UnicodeDecodeError"):
+        reader.read_indices([1, 2])

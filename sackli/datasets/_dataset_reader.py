@@ -98,15 +98,29 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         datapoints: list[Datapoint] = [{} for _ in rows]
         if not rows or not plan:
             return datapoints
-        refs = [unpack_refs(record) for record in self._refs.read_indices(rows)]
+        refs = self._read_refs(rows)
         for position, field, ftype, selection in plan:
             field_refs = [datapoint_refs[position] for datapoint_refs in refs]
-            decode = self._decoder(field, ftype)
             if ftype.is_list:
-                self._read_lists(rows, field, field_refs, selection, decode, datapoints)
+                self._read_lists(rows, field, ftype, field_refs, selection, datapoints)
             else:
-                self._read_scalars(rows, field, field_refs, decode, datapoints)
+                self._read_scalars(rows, field, ftype, field_refs, datapoints)
         return datapoints
+
+    def _read_refs(self, rows: list[int]) -> list[list[Any]]:
+        """The refs of the datapoints at `rows`, one entry per field."""
+        refs = []
+        for row, record in zip(rows, self._refs.read_indices(rows)):
+            try:
+                datapoint_refs = unpack_refs(record)
+            except Exception:  # msgpack raises several kinds for bad bytes
+                datapoint_refs = None
+            if not isinstance(datapoint_refs, list) or len(datapoint_refs) != len(self._fields):
+                raise CorruptionError(
+                    f"{self._path('refs')}: the refs of datapoint {row} are not a msgpack list "
+                    f"of {len(self._fields)} entries (one per field of spec.json)")
+            refs.append(datapoint_refs)
+        return refs
 
     def _decoder(self, field: str, ftype: FieldType) -> Any:
         """`decode(buffer)` for the field's values."""
@@ -118,21 +132,42 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
                 f"{ftype.dtype!r}") from None
         return one_argument(decode, ftype.args)
 
+    def _read_values(self, field: str, ftype: FieldType, indices: list[int]) -> list[Any]:
+        """The decoded values at `indices` of the field's file, read in one batch.
+
+        Raises ValueError naming the file and record when a value does not
+        decode (an ImportError of a missing codec library passes as it is).
+        """
+        decode = self._decoder(field, ftype)
+        records = self._readers[field].read_indices(indices)
+        try:
+            return list(map(decode, records))
+        except ImportError:
+            raise
+        except Exception as error:
+            for index, record in zip(indices, records):  # find the bad one
+                try:
+                    decode(record)
+                except Exception:
+                    break
+            raise ValueError(
+                f"{self._path(field)}: record {index} of field {field!r} does not decode as "
+                f"{ftype.dtype}: {error!r}") from error
+
     def _read_scalars(
-        self, rows: list[int], field: str, indices: list[Any], decode: Any,
+        self, rows: list[int], field: str, ftype: FieldType, indices: list[Any],
         datapoints: list[Datapoint],
     ) -> None:
-        reader = self._readers[field]
-        length = len(reader)
+        length = len(self._readers[field])
         for row, index in zip(rows, indices):
             if not isinstance(index, int) or not 0 <= index < length:
-                self._bad_ref(row, field, index)
-        for datapoint, value in zip(datapoints, map(decode, reader.read_indices(indices))):
+                raise self._bad_ref(row, field, index)
+        for datapoint, value in zip(datapoints, self._read_values(field, ftype, indices)):
             datapoint[field] = value
 
     def _read_lists(
-        self, rows: list[int], field: str, field_refs: list[Any], selection: Selection,
-        decode: Any, datapoints: list[Datapoint],
+        self, rows: list[int], field: str, ftype: FieldType, field_refs: list[Any],
+        selection: Selection, datapoints: list[Datapoint],
     ) -> None:
         reader = self._readers[field]
         indices: list[int] = []
@@ -145,7 +180,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
             before = len(indices)
             indices.extend(range(start, stop))
             counts.append(len(indices) - before)
-        values = list(map(decode, reader.read_indices(indices))) if indices else []
+        values = self._read_values(field, ftype, indices) if indices else []
         position = 0
         for datapoint, count in zip(datapoints, counts):
             datapoint[field] = values[position:position + count]
@@ -158,11 +193,10 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         if (isinstance(ref, list) and len(ref) == 2 and all(isinstance(x, int) for x in ref)
                 and ref[0] >= 0 and ref[1] >= 0 and ref[0] + ref[1] <= length):
             return ref[0], ref[0] + ref[1]
-        self._bad_ref(row, field, ref)
-        raise AssertionError("unreachable")
+        raise self._bad_ref(row, field, ref)
 
-    def _bad_ref(self, row: int, field: str, ref: Any) -> None:
-        raise CorruptionError(
+    def _bad_ref(self, row: int, field: str, ref: Any) -> CorruptionError:
+        return CorruptionError(
             f"{self._path('refs')}: datapoint {row} refers to {ref!r} in field {field!r}, "
             f"but {self._path(field)} has {len(self._readers[field])} records")
 
