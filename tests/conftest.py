@@ -91,7 +91,8 @@ class _HelperModules(importlib.abc.MetaPathFinder):
     when a test file first imports one: the suite runs with
     --import-mode=importlib, so tests/ is not on sys.path."""
 
-    NAMES = ("arrow_helpers", "beam_helpers", "cli_helpers", "remote_helpers")
+    NAMES = (
+        "arrow_helpers", "beam_helpers", "cli_helpers", "datasets_helpers", "remote_helpers")
 
     def find_spec(self, name: str, path: object = None, target: object = None):
         if path is None and name in self.NAMES:

@@ -1,0 +1,136 @@
+"""`DatapointSequence`: what dataset readers share: indexing, views, batch
+reads and iteration with read-ahead, on top of one method that reads a batch
+of datapoints (`_read_rows`)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import itertools
+import operator
+from typing import Any, Iterable, Iterator, Mapping
+
+__all__ = ["DatapointSequence"]
+
+Datapoint = dict[str, Any]
+Mask = Mapping[str, Any]
+
+# Datapoints per batch of iteration and of `read_indices_iter`.
+_DEFAULT_READ_AHEAD = 256
+
+
+class DatapointSequence:
+    """A sequence of datapoints: `len(r)`, `r[i]`, `r[i, mask]`, `r[a:b:c]`
+    (a view sharing the open files), `read_indices`, `read_indices_iter` and
+    iteration. Subclasses set `_rows` (a range over their datapoints) and
+    implement `_read_rows`."""
+
+    _rows: range
+
+    def _read_rows(self, rows: list[int], mask: Mask | None) -> list[Datapoint]:
+        """The datapoints at `rows` (valid indices of the whole dataset),
+        each field read as one batch."""
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, key: Any) -> Any:
+        """`r[i]`: the datapoint at i (negative counts from the end;
+        IndexError outside). `r[i, mask]`: only the fields (and list items)
+        the mask selects. `r[a:b:c]`: a view of those datapoints."""
+        mask = None
+        if isinstance(key, tuple):
+            if len(key) != 2:
+                raise TypeError("index a dataset as r[i] or r[i, mask]")
+            key, mask = key
+        if isinstance(key, slice) and mask is None:
+            view = copy.copy(self)
+            view._rows = self._rows[key]
+            return view
+        return self._read_rows([self._row(key)], mask)[0]
+
+    def _row(self, index: Any) -> int:
+        try:
+            return self._rows[operator.index(index)]
+        except IndexError:
+            raise IndexError(
+                f"datapoint index {index} out of range for {len(self._rows)} datapoints"
+            ) from None
+
+    def read_indices(self, indices: Iterable[int], mask: Mask | None = None) -> list[Datapoint]:
+        """The datapoints at `indices` (negative ones count from the end;
+        duplicates allowed), in order. Each field is read by one parallel
+        engine batch with the GIL released."""
+        return self._read_rows([self._row(i) for i in indices], mask)
+
+    def __getitems__(self, indices: Iterable[int]) -> list[Datapoint]:
+        """The datapoints at `indices`: PyTorch's batched fetch (a
+        `DataLoader` calls it with a batch's indices). As `read_indices`."""
+        return self.read_indices(indices)
+
+    def read_indices_iter(
+        self, indices: Iterable[int], mask: Mask | None = None,
+        read_ahead: int = _DEFAULT_READ_AHEAD,
+    ) -> Iterator[Datapoint]:
+        """Iterates over the datapoints at `indices` (any iterable, infinite
+        ones too), reading the next `read_ahead` datapoints in a background
+        thread while the current ones are consumed. An error of the iterable
+        or a bad index surfaces at its position."""
+        if read_ahead < 1:
+            raise ValueError(f"read_ahead must be at least 1, not {read_ahead}")
+        return _read_ahead(self, iter(indices), mask, read_ahead)
+
+    def __iter__(self) -> Iterator[Datapoint]:
+        """Iterates over all datapoints, reading ahead in batches."""
+        return self.read_indices_iter(range(len(self._rows)))
+
+
+def _chunk(source: Iterator[Any], size: int) -> tuple[list[Any], BaseException | None]:
+    chunk: list[Any] = []
+    try:
+        chunk.extend(itertools.islice(source, size))
+    except Exception as error:  # raised after the datapoints before it
+        return chunk, error
+    return chunk, None
+
+
+def _read_ahead(
+    sequence: DatapointSequence, source: Iterator[Any], mask: Mask | None, size: int
+) -> Iterator[Datapoint]:
+    executor = concurrent.futures.ThreadPoolExecutor(1, "sackli-datasets-read-ahead")
+
+    def submit() -> tuple[Any, BaseException | None, bool]:
+        chunk, error = _chunk(source, size)
+        try:
+            rows = [sequence._row(i) for i in chunk]
+        except (IndexError, TypeError) as bad:
+            # Read the datapoints before the bad index, then raise.
+            rows = [sequence._row(i) for i in itertools.takewhile(_valid(sequence), chunk)]
+            error = bad
+        done = error is not None or len(chunk) < size
+        return executor.submit(sequence._read_rows, rows, mask), error, done
+
+    try:
+        pending = submit()
+        while True:
+            future, error, done = pending
+            if not done:
+                pending = submit()
+            yield from future.result()
+            if error is not None:
+                raise error
+            if done:
+                return
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _valid(sequence: DatapointSequence) -> Any:
+    def valid(index: Any) -> bool:
+        try:
+            sequence._row(index)
+        except (IndexError, TypeError):
+            return False
+        return True
+    return valid

@@ -1,0 +1,200 @@
+"""`DatasetWriter`: writes one dataset folder (a shard) as `bags` 0.5.1 does.
+
+The folder holds `spec.json`, `refs.bag` and one `<field>.bag` per field,
+byte-identical to `bags.DatasetWriter`'s for the same datapoints. A local
+folder is written in a hidden folder beside the target
+(`.<name>.sackli-partial-<tag>`) and renamed onto the target by `close()`; a
+remote one (`gs://`, `s3://`) gets each object whole on `close()`, spec.json
+last. Either way a reader never sees a shard with some fields missing or
+short, and a `with` block that raises leaves no shard.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any, Mapping
+
+from ._bag import BagWriter
+from ._closing import DiscardsOnError
+from ._builtin_codecs import encoders as builtin_encoders, one_argument
+from .._format import partial_folder_prefix
+from .._storage import is_remote
+from ._field_encoder import FieldEncoder
+from ._field_files import COMPRESSION_KEY, field_file, parse_compression
+from ._folders import SPEC_FILE, exists, folder_path, join, write_bytes
+from ._refs import pack_refs
+from ._spec import ShardFolder, parse_spec, spec_json
+
+__all__ = ["DatasetWriter"]
+
+
+class DatasetWriter(ShardFolder, DiscardsOnError):
+    """Writes a dataset folder: `append(datapoint)` one dict at a time.
+
+    Args:
+      directory: the folder to create; it must not exist (its parents are
+        created). A `gs://bucket/prefix` or `s3://bucket/prefix` is written
+        to that bucket; it must not hold a spec.json yet.
+      spec: field name -> type, e.g. `{"image": "jpeg", "label": "int(8)",
+        "clips": "mp4[]"}`; a `[]` suffix makes a list field.
+      encoders: type name -> `encode(value, *args) -> bytes`; None for the
+        built-in `sackli.datasets.encoders`.
+      compression: a sackli extension: field -> `"zstd"` or `"zstd(LEVEL)"`
+        stores those fields as `<field>.bagz` (zstd per value) and records
+        it in spec.json; such a dataset is readable by sackli only. None
+        (the default) writes exactly what `bags` writes.
+
+    Raises:
+      FileExistsError: `directory` exists.
+      ValueError / TypeError: a malformed spec, or a type without an encoder.
+
+    Not thread-safe. Example:
+      >>> with DatasetWriter("ds/000000", {"label": "int(8)", "words": "utf8[]"}) as writer:
+      ...     writer.append({"label": 3, "words": ["a", "b"]})
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        spec: Mapping[str, str],
+        encoders: Mapping[str, Any] | None = None,
+        compression: Mapping[str, str] | None = None,
+    ) -> None:
+        self._directory = folder_path(directory)
+        self._fields = parse_spec(spec)
+        self._compression = parse_compression(compression, self._fields, self._directory)
+        self._raw_spec: dict[str, Any] = dict(spec)
+        if compression:
+            self._raw_spec[COMPRESSION_KEY] = dict(compression)
+        encoders = builtin_encoders if encoders is None else encoders
+        for field, ftype in self._fields.items():
+            if ftype.dtype not in encoders:
+                raise ValueError(f"field {field!r}: no encoder for type {ftype.dtype!r}")
+        self._remote = is_remote(self._directory)
+        if exists(join(self._directory, SPEC_FILE) if self._remote else self._directory):
+            raise FileExistsError(f"{self._directory}: already exists")
+        self._partial = self._directory if self._remote else self._make_partial_folder()
+        self._closed = False
+        try:
+            self._refs = BagWriter(join(self._partial, "refs.bag"))
+            self._writers = {
+                field: BagWriter(join(self._partial, self._field_file(field)),
+                                 self._compression.get(field))
+                for field in self._fields}
+        except BaseException:
+            self._remove_partial_folder()
+            raise
+        # (encoder, writer) of each field, in field order.
+        self._columns = [
+            (FieldEncoder(field, ftype, one_argument(encoders[ftype.dtype], ftype.args),
+                          self._field_path(field)), self._writers[field])
+            for field, ftype in self._fields.items()]
+
+    def _make_partial_folder(self) -> str:
+        # The hidden name sackli's writers use for files: `.<name>.sackli-partial-<tag>`.
+        parent, prefix = os.path.split(partial_folder_prefix(os.path.abspath(self._directory)))
+        os.makedirs(parent, exist_ok=True)
+        return tempfile.mkdtemp(prefix=prefix, dir=parent)
+
+    def _remove_partial_folder(self) -> None:
+        if not self._remote:
+            shutil.rmtree(self._partial, ignore_errors=True)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the bag files once closed (spec.json excluded, as in `bags`)."""
+        return self._refs.size + sum(writer.size for writer in self._writers.values())
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` was called."""
+        return self._closed
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def append(self, datapoint: Mapping[str, Any], flush: bool = True) -> int:
+        """Appends one datapoint (a dict with exactly the spec's fields) and
+        returns its index. `flush` is accepted for `bags` compatibility.
+
+        Every value is encoded before anything is written, so a datapoint
+        that fails (a missing or extra field, a value an encoder rejects)
+        raises and leaves the writer as it was.
+        """
+        if self._closed:
+            raise ValueError(f"{self._directory}: the DatasetWriter is closed")
+        self._check_fields(datapoint)
+        encoded = [encode(datapoint[encode.field]) for encode, _ in self._columns]
+        refs: list[Any] = []
+        for (encode, writer), value in zip(self._columns, encoded):
+            if encode.ftype.is_list:
+                refs.append([len(writer), len(value)] if value else [])
+                writer.extend(value)
+            else:
+                refs.append(writer.append(value))
+        return self._refs.append(pack_refs(refs))
+
+    def _check_fields(self, datapoint: Mapping[str, Any]) -> None:
+        if not isinstance(datapoint, Mapping):
+            raise TypeError(
+                f"{self._directory}: a datapoint must be a dict, not {type(datapoint).__name__}")
+        if datapoint.keys() == self._fields.keys():
+            return
+        missing = [repr(field) for field in self._fields if field not in datapoint]
+        extra = [repr(field) for field in datapoint if field not in self._fields]
+        raise ValueError(
+            f"{self._directory}: the datapoint does not match the spec "
+            f"(missing fields: {', '.join(missing) or 'none'}; "
+            f"unknown fields: {', '.join(extra) or 'none'})")
+
+    def _field_file(self, field: str) -> str:
+        return field_file(field, field in self._compression)
+
+    def _field_path(self, field: str) -> str:
+        return join(self._directory, self._field_file(field))
+
+    def flush(self) -> None:
+        """Hands what was written so far to the operating system (the folder
+        appears at `directory` on `close()`)."""
+        self._refs.flush()
+        for writer in self._writers.values():
+            writer.flush()
+
+    def close(self) -> None:
+        """Finishes every file and writes spec.json, then (locally) renames
+        the folder onto `directory`. Idempotent.
+
+        Raises FileExistsError (and discards the write) if a local
+        `directory` was created meanwhile.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._refs.close()
+            for writer in self._writers.values():
+                writer.close()
+            # Last: a remote shard counts as written once spec.json exists.
+            write_bytes(join(self._partial, SPEC_FILE), spec_json(self._raw_spec))
+            if not self._remote:
+                if os.path.lexists(self._directory):
+                    raise FileExistsError(f"{self._directory}: created by someone else meanwhile")
+                os.rename(self._partial, self._directory)
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Stops writing and deletes the partial folder; no shard appears
+        (remote field objects already closed stay, but without spec.json
+        no reader takes them for a shard)."""
+        self._closed = True
+        for writer in [self._refs, *self._writers.values()]:
+            if not writer.closed:
+                writer.discard()
+        self._remove_partial_folder()
+
+    def __repr__(self) -> str:
+        return f"<sackli.datasets.DatasetWriter({self._directory!r}): {len(self)} datapoints>"

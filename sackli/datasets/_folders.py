@@ -1,0 +1,85 @@
+"""Dataset folders on local disk or in a bucket (`gs://` / `s3://` prefixes,
+through sackli's storage layer): joining names, reading and writing small
+files, and listing shard folders.
+
+A remote "folder" is a key prefix. Bags in it are read and written by the
+engine like any remote bag; spec.json is uploaded last when a shard closes,
+so a shard whose spec.json exists is complete (local shards get the same
+guarantee from a rename).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .._storage import REMOTE_OPENER, RemoteObject, is_remote, list_objects, normalize, open_upload
+
+__all__ = ["exists", "folder_path", "join", "list_folders", "read_bytes", "write_bytes"]
+
+SPEC_FILE = "spec.json"
+
+
+def folder_path(directory: Any) -> str:
+    """A dataset folder given as str or os.PathLike, as a str: remote paths
+    spelled `gs://bucket/key` (pathlib's `gs:/bucket/key` too), without a
+    trailing slash."""
+    path = normalize(os.fspath(directory))
+    return path.rstrip("/") if is_remote(path) else path
+
+
+def join(directory: str, name: str) -> str:
+    """The path of `name` inside `directory`."""
+    return f"{directory}/{name}" if is_remote(directory) else os.path.join(directory, name)
+
+
+def exists(path: str) -> bool:
+    """Whether the file (or, locally, folder) exists."""
+    if is_remote(path):
+        return bool(REMOTE_OPENER.exists(path))
+    return os.path.lexists(path)
+
+
+def read_bytes(path: str) -> bytes:
+    """The whole file. FileNotFoundError (naming it) when missing."""
+    if is_remote(path):
+        remote = RemoteObject(path)
+        return remote.read(0, remote.size) if remote.size else b""
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """Writes the whole file; a remote object appears only once complete."""
+    if not is_remote(path):
+        with open(path, "wb") as file:
+            file.write(data)
+        return
+    upload = open_upload(path)
+    try:
+        upload.write(data)
+        upload.commit()
+    except BaseException:
+        upload.abort()
+        raise
+
+
+def list_folders(directory: str) -> list[str]:
+    """The names of the folders in `directory` that can be shards: local
+    ones not hidden (unfinished writes are), remote ones holding spec.json
+    (unfinished writes do not yet).
+
+    Raises FileNotFoundError when a local `directory` is missing, or when a
+    remote one holds no shard at all.
+    """
+    if not is_remote(directory):
+        return sorted(name for name in os.listdir(directory) if not name.startswith("."))
+    prefix = directory + "/"
+    names = set()
+    for url, _ in list_objects(prefix):
+        name, _, rest = url[len(prefix):].partition("/")
+        if rest == SPEC_FILE:
+            names.add(name)
+    if not names:
+        raise FileNotFoundError(f"{directory}: no dataset shards there (no */{SPEC_FILE})")
+    return sorted(names)

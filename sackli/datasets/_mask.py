@@ -1,0 +1,67 @@
+"""Masks: which fields (and which items of list fields) a read returns.
+
+A mask maps field names to `True` / `False`, or for list fields to a
+`range` / `slice` of the list (start >= 0, stop >= 0, step 1; the stop is
+clipped to the list's length). Fields not in the mask are not read. `None`
+reads every field whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Union
+
+from ._spec import FieldType
+
+__all__ = ["Selection", "resolve_mask"]
+
+# True: the whole value or list; (start, stop): that part of a list.
+Selection = Union[bool, tuple[int, "int | None"]]
+
+
+def _list_part(field: str, value: range | slice, where: str) -> tuple[int, int | None]:
+    start = 0 if value.start is None else value.start
+    stop = value.stop
+    if (value.step not in (None, 1) or not isinstance(start, int) or start < 0
+            or (stop is not None and (not isinstance(stop, int) or stop < 0))):
+        raise ValueError(
+            f"{where}: the mask of list field {field!r} must have start >= 0, stop >= 0 and "
+            f"step 1, not {value}")
+    return start, stop
+
+
+def resolve_mask(
+    mask: Mapping[str, Any] | None, fields: Mapping[str, FieldType], where: str
+) -> list[tuple[int, str, FieldType, Selection]]:
+    """(position in the spec, field, type, selection) of each field to read.
+
+    Raises TypeError for a mask that is not a dict, a non-bool for a scalar
+    field or an unsupported value (as `bags` does), ValueError for a field
+    the spec does not have or a bad range. `where` (the dataset folder)
+    prefixes messages.
+    """
+    if mask is None:
+        return [(i, field, ftype, True) for i, (field, ftype) in enumerate(fields.items())]
+    if not isinstance(mask, Mapping):
+        raise TypeError(f"{where}: a mask must be a dict, not {type(mask).__name__}")
+    unknown = [field for field in mask if field not in fields]
+    if unknown:
+        raise ValueError(
+            f"{where}: the mask names fields the dataset does not have: "
+            f"{', '.join(map(repr, unknown))} (fields: {', '.join(map(repr, fields))})")
+    plan = []
+    for i, (field, ftype) in enumerate(fields.items()):
+        value = mask.get(field, False)
+        if isinstance(value, bool):
+            if value:
+                plan.append((i, field, ftype, value))
+        elif ftype.is_list and isinstance(value, (range, slice)):
+            plan.append((i, field, ftype, _list_part(field, value, where)))
+        elif ftype.is_list:
+            raise TypeError(
+                f"{where}: the mask of list field {field!r} must be a bool, range or slice, "
+                f"not {type(value).__name__}")
+        else:
+            raise TypeError(
+                f"{where}: the mask of scalar field {field!r} must be a bool, "
+                f"not {type(value).__name__}")
+    return plan
