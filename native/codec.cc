@@ -56,13 +56,6 @@ ThreadContexts& Contexts() {
 // A zstd block of at most 128 KiB costs at least 4 encoded bytes (3 bytes of
 // header + 1 RLE byte), so no valid frame decodes to more than this. A larger
 // header value is corruption, caught before anything is allocated for it.
-uint32_t LoadU32(const char* p) {
-  return static_cast<uint32_t>(static_cast<unsigned char>(p[0])) |
-         static_cast<uint32_t>(static_cast<unsigned char>(p[1])) << 8 |
-         static_cast<uint32_t>(static_cast<unsigned char>(p[2])) << 16 |
-         static_cast<uint32_t>(static_cast<unsigned char>(p[3])) << 24;
-}
-
 uint64_t MaxDecodedSize(size_t encoded_size) {
   return (static_cast<uint64_t>(encoded_size) / 4 + 1) * ZSTD_BLOCKSIZE_MAX;
 }

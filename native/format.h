@@ -30,6 +30,24 @@ inline void StoreU64(char* p, uint64_t value) {
   std::memcpy(p, &value, sizeof(value));
 }
 
+// Little-endian u32s: zstd frame magic numbers, and sackli.maps' key counts
+// and checksums.
+inline uint32_t LoadU32(const char* p) {
+  uint32_t value;
+  std::memcpy(&value, p, sizeof(value));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  value = __builtin_bswap32(value);
+#endif
+  return value;
+}
+
+inline void StoreU32(char* p, uint32_t value) {
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  value = __builtin_bswap32(value);
+#endif
+  std::memcpy(p, &value, sizeof(value));
+}
+
 // "/d/x.bagz" -> "/d/limits.x.bagz": where SEPARATE placement keeps the
 // limits, and where every writer keeps them while writing.
 std::string LimitsPathFor(const std::string& records_path);

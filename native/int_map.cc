@@ -103,7 +103,7 @@ MapHeader ParseMapHeader(const char* bytes, size_t n, MapKind kind,
                       "unknown compression b'" + Printable(tag, 4) +
                           "' (known: none, gzip, 00br, zstd, lzma)");
     }
-    header.count = LoadMapU32(bytes + 12);
+    header.count = LoadU32(bytes + 12);
   } else {
     const auto element_type = static_cast<uint8_t>(bytes[5]);
     if (element_type != kIntMapUint64Type) {
@@ -111,7 +111,7 @@ MapHeader ParseMapHeader(const char* bytes, size_t n, MapKind kind,
                       "unsupported IntMap element type " +
                           std::to_string(element_type) + " (known: 3, uint64)");
     }
-    header.count = LoadMapU32(bytes + 6);
+    header.count = LoadU32(bytes + 6);
   }
   return header;
 }
@@ -217,7 +217,7 @@ size_t MapIndex::VerifyValue(uint32_t position, const char* value, size_t n,
   }
   const size_t payload = n - kMapChecksumBytes;
   if (check_crc) {
-    const uint32_t stored = LoadMapU32(value + payload);
+    const uint32_t stored = LoadU32(value + payload);
     const uint32_t computed = Crc32c(value, payload);
     if (stored != computed) {
       ThrowCorruptValue(position, Word(position),

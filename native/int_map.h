@@ -25,23 +25,9 @@
 #include <string>
 #include <vector>
 
-namespace sackli {
+#include "format.h"
 
-// Little-endian u32s: the key counts and checksums (format.h has the u64s).
-inline uint32_t LoadMapU32(const char* p) {
-  uint32_t value;
-  std::memcpy(&value, p, sizeof(value));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  value = __builtin_bswap32(value);
-#endif
-  return value;
-}
-inline void StoreMapU32(char* p, uint32_t value) {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  value = __builtin_bswap32(value);
-#endif
-  std::memcpy(p, &value, sizeof(value));
-}
+namespace sackli {
 
 enum class MapKind { kMapBuffer, kIntMap };
 enum class MapCompression { kNone, kGzip, kBrotli, kZstd, kLzma };

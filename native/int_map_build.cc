@@ -75,7 +75,7 @@ std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
   std::memcpy(out.data(), "mapbufr", 7);
   out[7] = static_cast<char>(version);
   std::memcpy(out.data() + 8, MapCompressionTag(compression).data(), 4);
-  StoreMapU32(out.data() + 12, n);
+  StoreU32(out.data() + 12, n);
   uint64_t offset = data_offset;
   // Values follow the index's (Eytzinger) order, so offsets ascend with it.
   for (uint32_t position = 0; position < n; ++position) {
@@ -88,7 +88,7 @@ std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
     if (!value.empty()) std::memcpy(out.data() + offset, value.data(), value.size());
     offset += value.size();
     if (checksum != 0) {
-      StoreMapU32(out.data() + offset, Crc32c(value.data(), value.size()));
+      StoreU32(out.data() + offset, Crc32c(value.data(), value.size()));
       offset += checksum;
     }
   }
@@ -103,7 +103,7 @@ std::string BuildIntMap(const std::vector<uint64_t>& sorted_keys,
   std::memcpy(out.data(), "intm", 4);
   out[4] = 0;  // version
   out[5] = 3;  // element type: uint64
-  StoreMapU32(out.data() + 6, n);
+  StoreU32(out.data() + 6, n);
   for (uint32_t position = 0; position < n; ++position) {
     char* entry = out.data() + kIntMapHeaderBytes +
                   uint64_t{position} * kMapEntryBytes;
