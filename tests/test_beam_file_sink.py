@@ -4,7 +4,9 @@ with sackli.Reader and the reference bagz, and match bagz's bytes."""
 
 from __future__ import annotations
 
+import io
 import os
+import tempfile
 
 import apache_beam as beam
 import bagz
@@ -122,3 +124,44 @@ def test_non_bytes_with_bytes_coder(tmp_path):
         with make_pipeline() as p:
             _ = (p | beam.Create(["text"])
                  | fileio.WriteToFiles(path=str(tmp_path), sink=lambda _: SackliSink()))
+
+
+class _WatchedStream(io.BytesIO):
+    """The stream WriteToFiles would hand the sink: records how many bytes
+    it held when it was first flushed."""
+
+    flushed_at: int | None = None
+
+    def flush(self) -> None:
+        if self.flushed_at is None:
+            self.flushed_at = len(self.getvalue())
+        super().flush()
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_records_stream_into_the_file_as_they_are_written(tmp_path, monkeypatch, zstd):
+    """The bag is not spooled locally: most of its bytes are in the stream
+    before flush, the local temporary folder holds only limits, and the
+    stream ends up byte for byte what bagz writes."""
+    spools = []
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: spools.append(real_mkdtemp(*a, **k)) or spools[-1])
+    records = [os.urandom(700) + bytes(300) for _ in range(6000)]  # ~6 MB, half compressible
+    stream = _WatchedStream()
+    sink = SackliSink(compression_type=CompressionTypes.ZSTD if zstd else CompressionTypes.UNCOMPRESSED)
+    sink.open(stream)
+    for record in records:
+        sink.write(record)
+    sink._gathered.flush()  # hand every batch to the engine, as more records would
+    before_flush = len(stream.getvalue())
+    assert spools, "the writer keeps its limits in a temporary folder"
+    local_bytes = sum(os.path.getsize(os.path.join(d, f)) for d in spools for f in os.listdir(d))
+    sink.flush()
+    assert not any(os.path.exists(d) for d in spools), "the temporary folder is removed"
+    data = stream.getvalue()
+    assert before_flush >= len(data) - (2 << 20), (before_flush, len(data))
+    assert local_bytes <= 8 * len(records)
+    compression = bagz.CompressionZstd(level=3) if zstd else bagz.CompressionNone()
+    assert data == _bagz_bytes(tmp_path, records, compression)
+    with pytest.raises(ValueError, match="after flush"):
+        sink.write(b"late")

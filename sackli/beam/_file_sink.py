@@ -3,20 +3,17 @@ destinations, its own file naming) writes bags.
 
 A FileSink is handed an open stream (Beam's `FileSystems.create`), but a
 bag ends with its limits, known only when the last record is in. The
-records go to a `sackli.Writer` on a local temporary file, copied into the
-stream on `flush` (which `WriteToFiles` calls once, before it closes the
-stream). That keeps the engine the only code that lays out a bag (zstd
-frames compressed on all cores, the limits, the empty-bag rule) instead of
-a second encoder in Python, at the cost of local disk for one file at a
-time; a format-level encoder to a stream would avoid that, and belongs in
-the engine.
+engine's writer streams the records into that stream as they are written
+(the same upload path a remote `sackli.Writer` takes), keeping only the
+limits (8 bytes a record) in a local temporary folder until `flush`
+(which `WriteToFiles` calls once, before it closes the stream) appends
+them. So the engine stays the only code that lays out a bag (zstd frames
+compressed on all cores, the limits, the empty-bag rule), and a file need
+not fit on the worker's disk.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from typing import Any, BinaryIO
 
 from apache_beam import coders
@@ -35,7 +32,33 @@ __all__ = ["SackliSink"]
 
 _BATCH_RECORDS = 1024
 _BATCH_BYTES = 8 << 20
-_COPY_CHUNK = 16 << 20
+# The name the engine's writer is given: only its suffix could matter (the
+# options' compression is always definite here), and no file by that name is
+# ever written.
+_STREAM_NAME = "beam-file-sink://file.bag"
+
+
+class _StreamUpload:
+    """An `Upload` into the stream `WriteToFiles` opened: bytes go straight
+    through; `commit` flushes (WriteToFiles closes the stream, and its
+    temporary file is renamed or cleaned up by Beam); `abort` leaves the
+    half-written temporary file to that same clean-up."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream: BinaryIO | None = stream
+
+    def write(self, data: bytes) -> None:
+        if self._stream is None:
+            raise ValueError("SackliSink: write to a finished or aborted stream")
+        self._stream.write(data)
+
+    def commit(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            stream.flush()
+
+    def abort(self) -> None:
+        self._stream = None
 
 
 def _stream_options(options: WriterOptions | None, compression_type: Any) -> WriterOptions:
@@ -81,9 +104,10 @@ class SackliSink(fileio.FileSink, display.HasDisplayData):
       ValueError: SEPARATE placement, a compression bags cannot hold, or one
         that contradicts `options`.
 
-    Not thread-safe: `WriteToFiles` makes one sink per file. Records go to a
-    local temporary file until `flush` copies the finished bag into the
-    stream; `write` after `flush` raises ValueError.
+    Not thread-safe: `WriteToFiles` makes one sink per file. Records stream
+    into the file as they are written (compressed in batches); only their
+    limits wait in a local temporary folder until `flush` appends them;
+    `write` after `flush` raises ValueError.
     """
 
     def __init__(
@@ -98,8 +122,6 @@ class SackliSink(fileio.FileSink, display.HasDisplayData):
         self._coder = coder
         self._options = _stream_options(options, compression_type)
         self._encode = record_encoder(coder, "SackliSink")
-        self._stream: BinaryIO | None = None
-        self._spool_dir: str | None = None
         self._writer: Writer | None = None
         self._gathered: Gatherer | None = None
 
@@ -110,9 +132,7 @@ class SackliSink(fileio.FileSink, display.HasDisplayData):
             mime_type="application/octet-stream", compression_type=CompressionTypes.UNCOMPRESSED)
 
     def open(self, fh: BinaryIO) -> None:
-        self._stream = fh
-        self._spool_dir = tempfile.mkdtemp(prefix="sackli-sink-")
-        self._writer = Writer(os.path.join(self._spool_dir, "file.bag"), self._options)
+        self._writer = Writer._uploading(_STREAM_NAME, self._options, lambda url: _StreamUpload(fh))
         self._gathered = Gatherer(self._writer.write_many, _BATCH_RECORDS, _BATCH_BYTES)
 
     def write(self, record: Any) -> None:
@@ -121,18 +141,18 @@ class SackliSink(fileio.FileSink, display.HasDisplayData):
         self._gathered.add(self._encode(record))
 
     def flush(self) -> None:
-        """Finishes the bag and copies it into the stream (once)."""
+        """Finishes the bag: writes the last records and the limits into the
+        stream (once)."""
         if self._writer is None:
             return
+        writer, gathered = self._writer, self._gathered
+        self._writer = self._gathered = None
         try:
-            self._gathered.flush()
-            self._writer.close()
-            with open(self._writer.path, "rb") as bag:
-                shutil.copyfileobj(bag, self._stream, _COPY_CHUNK)
-            self._stream.flush()
-        finally:
-            self._writer = self._gathered = None
-            shutil.rmtree(self._spool_dir, ignore_errors=True)
+            gathered.flush()
+        except BaseException:
+            writer._discard()  # deletes the local limits; Beam drops the file
+            raise
+        writer.close()
 
     def display_data(self) -> dict[str, Any]:
         return {
