@@ -130,6 +130,14 @@ def test_verify_reports_a_refs_record_that_is_not_a_ref_list(tmp_path):
                         "3 entries (one per field of spec.json)")
 
 
+def test_bag_reading_options_are_refused(tmp_path):
+    _write(tmp_path / "ds", 2)
+    assert fails("info", "ds", "--layout", "INTERLEAVED", cwd=tmp_path) == (
+        "sackli: error: ds is a dataset folder; --layout is for bags")
+    assert "--limits-placement is for bags" in fails(
+        "verify", "ds", "--limits-placement", "SEPARATE", cwd=tmp_path)
+
+
 def test_a_directory_that_is_not_a_dataset(tmp_path):
     (tmp_path / "empty").mkdir()
     message = fails("info", "empty", cwd=tmp_path)

@@ -366,3 +366,21 @@ def test_remote_dataset_write_and_field_subset_read(remote):
     with sackli.Writer(remote.url("x.bag")) as writer:
         writer.write(b"raw")
     assert sackli.arrow.read_table(remote.url("x.bag")).column(0).to_pylist() == [b"raw"]
+
+
+def test_refs_parse_the_same_without_numpy(tmp_path, monkeypatch):
+    # Machines without numpy (the CLI's verify) parse refs record by record.
+    from sackli.datasets import _ref_columns
+
+    _write(tmp_path / "ds", 40, sharded=False)
+    shard = _ref_columns.ShardFiles(datasets.DatasetReader(tmp_path / "ds"))
+    bulk = _ref_columns.read_field_refs(shard, 3, 30, ["words", "label"])
+    monkeypatch.setattr(_ref_columns, "_numpy", lambda: None)
+    plain = _ref_columns.read_field_refs(shard, 3, 30, ["words", "label"])
+    assert plain["label"].starts == bulk["label"].starts.tolist() == list(range(3, 33))
+    assert plain["words"].starts == bulk["words"].starts.tolist()
+    assert plain["words"].lengths == bulk["words"].lengths.tolist() == [i % 5 for i in range(3, 33)]
+    _rewrite_label_refs(tmp_path / "ds", {7: 40})
+    shard = _ref_columns.ShardFiles(datasets.DatasetReader(tmp_path / "ds"))
+    with pytest.raises(sackli.CorruptionError, match="datapoint 7 refers to 40 in field 'label'"):
+        _ref_columns.read_field_refs(shard, 0, 40, ["label"])

@@ -36,6 +36,17 @@ def is_dataset(spec: str) -> bool:
     return dataset_layout(spec) is not None
 
 
+def _refuse_bag_options(args: argparse.Namespace) -> None:
+    """Bag reading options mean nothing for a dataset: say so rather than
+    ignore them."""
+    given = [flag for flag, value, default in (
+        ("--limits-placement", args.limits_placement, "TAIL"),
+        ("--layout", args.layout, "CONCATENATED"),
+        ("--dictionary", args.read_dictionary, None)) if value != default]
+    if given:
+        raise ValueError(f"{args.spec} is a dataset folder; {', '.join(given)} is for bags")
+
+
 def _folders(spec: str) -> list[str]:
     """The dataset's shard folders (the folder itself for one shard)."""
     return [spec] if dataset_layout(spec) == "shard" else shard_folders(spec)
@@ -104,6 +115,7 @@ def _print_text(facts: dict[str, Any]) -> None:
 
 def info(args: argparse.Namespace) -> int:
     """Prints a summary of a dataset (`--json`: one JSON object)."""
+    _refuse_bag_options(args)
     facts = describe(args.spec)
     if args.json:
         print(json.dumps(facts, indent=2))
@@ -167,6 +179,7 @@ def _check_shard(folder: str, report: Callable[[str], None]) -> tuple[int, Any]:
 
 def verify(args: argparse.Namespace) -> int:
     """Checks a dataset; prints each problem; exit status 1 if there is any."""
+    _refuse_bag_options(args)
     problems: list[str] = []
 
     def report(problem: str) -> None:
