@@ -207,6 +207,9 @@ def test_read_errors_name_the_field_and_file(tmp_path):
     with pytest.raises(sackli.CorruptionError, match=r"refs.bag: datapoint 1 refers to 5 in "
                                                      r"field 'label', but .*label.bag has 4"):
         sackli.arrow.read_table(tmp_path / "ds", fields=["label"])
+    _rewrite_label_refs(tmp_path / "ds" / "000000", {1: 2 ** 64 - 1})
+    with pytest.raises(sackli.CorruptionError, match=f"datapoint 1 refers to {2 ** 64 - 1} in"):
+        sackli.arrow.read_table(tmp_path / "ds", fields=["label"])
     _rewrite_label_refs(tmp_path / "ds" / "000000", {1: "five"})
     with pytest.raises(sackli.CorruptionError, match="datapoint 1 refers to 'five' in field 'label'"):
         sackli.arrow.read_table(tmp_path / "ds", fields=["label"])

@@ -75,15 +75,14 @@ def read_field_refs(
     positions = {field: i for i, field in enumerate(shard.fields)}
     wanted = [(field, positions[field], shard.fields[field].is_list) for field in fields]
     np = _numpy()
-    parsed = None
     if np is not None and count:
         kinds = [ftype.is_list for ftype in shard.fields.values()]
         parsed = _parse_bulk(np, data, offsets, kinds, wanted)
-    if parsed is None:
-        parsed = _parse_records(shard, start, data, offsets, wanted)
-    for refs in parsed.values():
-        _check_bounds(shard, start, refs)
-    return parsed
+        if parsed is not None:
+            for refs in parsed.values():
+                _check_bounds(np, shard, start, refs)
+            return parsed
+    return _parse_records(shard, start, data, offsets, wanted)
 
 
 # --- The per-record path -------------------------------------------------------
@@ -95,6 +94,7 @@ def _parse_records(
     view, ends = memoryview(data), memoryview(offsets).cast("B").cast("q")
     columns: dict[str, tuple[list[int], list[int]]] = {field: ([], []) for field, _, _ in wanted}
     num_fields = len(shard.fields)
+    sizes = {field: len(shard.field_readers[field]) for field, _, _ in wanted}
     for k in range(len(ends) - 1):
         row = first + k
         try:
@@ -111,10 +111,10 @@ def _parse_records(
             if is_list and ref == []:
                 starts.append(0)
                 lengths.append(0)
-            elif is_list and _is_pair(ref):
+            elif is_list and _is_pair(ref) and ref[0] + ref[1] <= sizes[field]:
                 starts.append(ref[0])
                 lengths.append(ref[1])
-            elif not is_list and type(ref) is int and ref >= 0:
+            elif not is_list and type(ref) is int and 0 <= ref < sizes[field]:
                 starts.append(ref)
             else:
                 raise _bad_ref(shard, row, field, ref)
@@ -136,17 +136,13 @@ def _bad_ref(shard: ShardFiles, row: int, field: str, ref: Any) -> CorruptionErr
         f"{shard.path(field)} has {len(shard.field_readers[field])} records")
 
 
-def _check_bounds(shard: ShardFiles, first: int, refs: FieldRefs) -> None:
-    length = len(shard.field_readers[refs.field])
-    if refs.lengths is None:
-        stops = [start + 1 for start in refs.starts] if _numpy() is None else refs.starts + 1
-    else:
-        stops = ([start + n for start, n in zip(refs.starts, refs.lengths)]
-                 if _numpy() is None else refs.starts + refs.lengths)
-    bad = next((k for k, stop in enumerate(stops) if stop > length), None) \
-        if _numpy() is None else next(iter(_numpy().flatnonzero(stops > length)), None)
-    if bad is not None:
-        k = int(bad)
+def _check_bounds(np: Any, shard: ShardFiles, first: int, refs: FieldRefs) -> None:
+    """Raises for the first ref of a bulk-parsed column outside its file."""
+    size = len(shard.field_readers[refs.field])
+    stops = refs.starts + (1 if refs.lengths is None else refs.lengths)
+    bad = np.flatnonzero(stops > size)
+    if len(bad):
+        k = int(bad[0])
         ref: Any = int(refs.starts[k])
         if refs.lengths is not None:
             ref = [ref, int(refs.lengths[k])]
