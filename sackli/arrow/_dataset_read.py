@@ -20,60 +20,54 @@ from .. import _bulk
 from .._batching import records_per_batch
 from ..datasets._codecs import needs_numpy
 from ..datasets import DatasetReader, ShardedDatasetReader
-from ..datasets._recognise import AnyDatasetReader, open_dataset, shard_readers
+from ..datasets._recognise import dataset_folders, reader_folders
 from ..datasets._ref_columns import FieldRefs, ShardFiles, read_field_refs
 from ._field_arrays import field_arrow_type, field_values
 
-__all__ = ["dataset_batches", "dataset_schema", "open_dataset_source"]
+__all__ = ["dataset_batches", "dataset_schema", "dataset_source_folders"]
 
 # A batch holds about this many stored bytes of the requested fields.
 _BATCH_BYTES = 16 << 20
 
 
-def open_dataset_source(source: Any) -> tuple[AnyDatasetReader, bool] | None:
-    """(reader, whether we opened it) when `source` is a dataset reader or
-    names a dataset folder (see sackli.datasets._recognise), else None."""
+def dataset_source_folders(source: Any) -> list[str] | None:
+    """The shard folders to read when `source` is a dataset reader or names
+    a dataset folder (see sackli.datasets._recognise), else None."""
     if isinstance(source, (DatasetReader, ShardedDatasetReader)):
-        if len(source) != sum(len(shard) for shard in shard_readers(source)):
-            raise ValueError("sackli.arrow reads whole datasets, not views (r[a:b]) of them")
-        return source, False
+        return reader_folders(source)
     if isinstance(source, (str, os.PathLike)):
-        reader = open_dataset(source)
-        if reader is not None:
-            return reader, True
+        return dataset_folders(source)
     return None
 
 
-def _selected_fields(shards: list[ShardFiles], fields: Sequence[str] | None) -> list[str]:
-    """The requested fields (all, in spec order, for None), checked against
-    every shard's spec."""
-    spec = shards[0].fields
-    if fields is None:
-        fields = list(spec)
-    elif isinstance(fields, str):
+def _open_shards(folders: list[str], fields: Sequence[str] | None) -> list[ShardFiles]:
+    """Each shard's refs.bag and requested fields' files, opened; the
+    fields checked against every shard's spec."""
+    if isinstance(fields, str):
         raise TypeError(f"fields must be a list of field names, not the str {fields!r}")
-    fields = list(fields)
-    for field in fields:
-        if field not in spec:
-            raise ValueError(
-                f"{shards[0].directory}: no field {field!r} in the dataset; its fields are "
-                f"{', '.join(map(repr, spec)) or 'none'}")
-    if len(set(fields)) != len(fields):
-        raise ValueError(f"fields names a field twice: {fields}")
-    for shard in shards[1:]:
-        for field in fields:
-            if shard.fields.get(field) != spec[field]:
-                raise ValueError(
-                    f"{shard.directory}: field {field!r} is {shard.fields.get(field)!r} there "
-                    f"but {spec[field]!r} in {shards[0].directory}: shards must share a spec")
-    return fields
+    if fields is not None and len(set(fields)) != len(list(fields)):
+        raise ValueError(f"fields names a field twice: {list(fields)}")
+    shards: list[ShardFiles] = []
+    try:
+        for folder in folders:
+            shards.append(ShardFiles(folder, fields))
+            first, last = shards[0], shards[-1]
+            for field in last.field_readers:
+                if last.fields.get(field) != first.fields.get(field):
+                    raise ValueError(
+                        f"{last.directory}: field {field!r} is {last.fields.get(field)} there but "
+                        f"{first.fields.get(field)} in {first.directory}: shards must share a spec")
+    except BaseException:
+        for shard in shards:
+            shard.close()
+        raise
+    return shards
 
 
-def dataset_schema(shards: list[ShardFiles], fields: list[str], decode: bool) -> pa.Schema:
-    """The schema of the tables read from these shards' fields."""
-    spec = shards[0].fields
-    return pa.schema([pa.field(field, field_arrow_type(spec[field], decode), nullable=False)
-                      for field in fields])
+def dataset_schema(shard: ShardFiles, decode: bool) -> pa.Schema:
+    """The schema of the tables read from a shard's opened fields."""
+    return pa.schema([pa.field(field, field_arrow_type(shard.fields[field], decode),
+                               nullable=False) for field in shard.field_readers])
 
 
 def _item_indices(np: Any, refs: FieldRefs) -> tuple[Any, Any | None]:
@@ -139,18 +133,23 @@ def _read_piece(piece: tuple[int, ShardFiles, int, int], fields: list[str], deco
 
 
 def dataset_batches(
-    reader: AnyDatasetReader, fields: Sequence[str] | None, decode: bool,
-    batch_size: int | None, index_column: str | None, close: bool,
+    folders: list[str], fields: Sequence[str] | None, decode: bool,
+    batch_size: int | None, index_column: str | None,
 ) -> pa.RecordBatchReader:
-    """The dataset's datapoints as record batches of the requested fields
-    (see sackli.arrow.read_batches)."""
-    shards = [ShardFiles(shard) for shard in shard_readers(reader)]
-    selected = _selected_fields(shards, fields)
-    schema = dataset_schema(shards, selected, decode)
-    if index_column is not None:
-        if index_column in schema.names:
-            raise ValueError(f"with_index={index_column!r}: a field has that name already")
-        schema = schema.append(pa.field(index_column, pa.int64(), nullable=False))
+    """The datapoints of these shard folders as record batches of the
+    requested fields (see sackli.arrow.read_batches)."""
+    shards = _open_shards(folders, fields)
+    try:
+        selected = list(shards[0].field_readers)
+        schema = dataset_schema(shards[0], decode)
+        if index_column is not None:
+            if index_column in schema.names:
+                raise ValueError(f"with_index={index_column!r}: a field has that name already")
+            schema = schema.append(pa.field(index_column, pa.int64(), nullable=False))
+    except BaseException:
+        for shard in shards:
+            shard.close()
+        raise
     pieces = _shard_pieces(shards, selected, batch_size)
 
     def batches() -> Iterator[pa.RecordBatch]:
@@ -170,7 +169,7 @@ def dataset_batches(
                 yield batch
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
-            if close:
-                reader.close()
+            for shard in shards:
+                shard.close()
 
     return pa.RecordBatchReader.from_batches(schema, batches())

@@ -12,7 +12,7 @@ import pyarrow as pa
 from .. import _bulk
 from .._batching import records_per_batch
 from .._reader import Reader
-from ._dataset_read import dataset_batches, open_dataset_source
+from ._dataset_read import dataset_batches, dataset_source_folders
 from ._decode import make_decoder
 from ._schema_file import find_schema_file, read_schema_file, schema_path
 
@@ -246,9 +246,9 @@ def read_batches(
         raise ValueError(f"batch_size must be >= 1, not {batch_size}")
     index_column = (_INDEX_COLUMN if with_index is True else
                     (with_index if isinstance(with_index, str) and with_index else None))
-    dataset = open_dataset_source(source)
-    if dataset is not None:
-        return _dataset_batches(dataset, decode, columns, indices, schema, fields, batch_size,
+    folders = dataset_source_folders(source)
+    if folders is not None:
+        return _dataset_batches(folders, decode, columns, indices, schema, fields, batch_size,
                                 index_column)
     if fields is not None:
         raise ValueError(f"fields= is for dataset folders, and {source!r} is a bag; for rows "
@@ -278,22 +278,16 @@ def read_batches(
     return pa.RecordBatchReader.from_batches(out_schema, batches)
 
 
-def _dataset_batches(dataset: Any, decode: Any, columns: Any, indices: Any, schema: Any,
+def _dataset_batches(folders: list[str], decode: Any, columns: Any, indices: Any, schema: Any,
                      fields: Any, batch_size: int | None, index_column: str | None,
                      ) -> pa.RecordBatchReader:
-    reader, owned = dataset
-    try:
-        for name, value in (("columns", columns), ("indices", indices), ("schema", schema)):
-            if value is not None:
-                raise ValueError(f"{name}= is for bags; a dataset ({reader.directory}) selects "
-                                 "its columns with fields=")
-        if decode not in ("auto", "raw", None):
-            raise ValueError(f"decode={decode!r}: a dataset is read with decode='auto' or 'raw'")
-        return dataset_batches(reader, fields, decode == "auto", batch_size, index_column, owned)
-    except BaseException:
-        if owned:
-            reader.close()
-        raise
+    for name, value in (("columns", columns), ("indices", indices), ("schema", schema)):
+        if value is not None:
+            raise ValueError(f"{name}= is for bags; a dataset ({folders[0]}) selects its "
+                             "columns with fields=")
+    if decode not in ("auto", "raw", None):
+        raise ValueError(f"decode={decode!r}: a dataset is read with decode='auto' or 'raw'")
+    return dataset_batches(folders, fields, decode == "auto", batch_size, index_column)
 
 
 def read_table(source: Reader | str | os.PathLike[str], **kwargs: Any) -> pa.Table:

@@ -14,10 +14,8 @@ from typing import Any, Callable
 
 import sackli
 
-from ..datasets import DatasetReader
-from ..datasets._recognise import dataset_layout
+from ..datasets._recognise import dataset_folders, dataset_layout
 from ..datasets._ref_columns import ShardFiles, read_field_refs
-from ..datasets._sharded import shard_folders
 from ..datasets._spec import FieldType
 from ._errors import error_message
 from ._reading import batch_records
@@ -49,7 +47,7 @@ def _refuse_bag_options(args: argparse.Namespace) -> None:
 
 def _folders(spec: str) -> list[str]:
     """The dataset's shard folders (the folder itself for one shard)."""
-    return [spec] if dataset_layout(spec) == "shard" else shard_folders(spec)
+    return dataset_folders(spec) or []
 
 
 def _type_text(ftype: FieldType) -> str:
@@ -64,8 +62,7 @@ def _file_bytes(reader: sackli.Reader) -> int:
 def describe(spec: str) -> dict[str, Any]:
     """Everything `info` reports about a dataset, as JSON-ready values."""
     layout = dataset_layout(spec)
-    readers = [DatasetReader(folder) for folder in _folders(spec)]
-    shards = [ShardFiles(reader) for reader in readers]
+    shards = [ShardFiles(folder) for folder in _folders(spec)]
     fields: dict[str, dict[str, Any]] = {}
     for shard in shards:
         for field, ftype in shard.fields.items():
@@ -79,8 +76,8 @@ def describe(spec: str) -> dict[str, Any]:
             entry["bytes"] += _file_bytes(reader)
     refs_bytes = sum(_file_bytes(shard.refs) for shard in shards)
     shard_facts = [{"path": shard.directory, "datapoints": len(shard)} for shard in shards]
-    for reader in readers:
-        reader.close()
+    for shard in shards:
+        shard.close()
     return {
         "dataset": spec,
         "layout": "sharded" if layout == "sharded" else "one shard",
@@ -164,12 +161,11 @@ def _check_shard(folder: str, report: Callable[[str], None]) -> tuple[int, Any]:
     """Checks one shard folder; returns its number of datapoints and its
     parsed spec (None when it cannot be opened)."""
     try:
-        reader = DatasetReader(folder)
+        shard = ShardFiles(folder)
     except (sackli.CorruptionError, OSError, ValueError) as error:
         report(f"shard {folder} cannot be opened: {error_message(error)}")
         return 0, None
-    with reader:
-        shard = ShardFiles(reader)
+    with shard:
         _scan_file(shard.refs, shard.path("refs"), "refs", report)
         for field, field_reader in shard.field_readers.items():
             _scan_file(field_reader, shard.path(field), f"field {field!r}", report)

@@ -16,14 +16,14 @@ thing to one tool and another to the next:
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Mapping, Union
+from typing import Literal, Union
 
 from .._storage import is_remote, object_exists
 from ._dataset_reader import DatasetReader
 from ._folders import SPEC_FILE, folder_path, join
-from ._sharded import ShardedDatasetReader
+from ._sharded import ShardedDatasetReader, shard_folders
 
-__all__ = ["AnyDatasetReader", "dataset_layout", "open_dataset", "shard_readers"]
+__all__ = ["AnyDatasetReader", "dataset_folders", "dataset_layout", "reader_folders"]
 
 AnyDatasetReader = Union[DatasetReader, ShardedDatasetReader]
 
@@ -62,22 +62,27 @@ def dataset_layout(path: str | os.PathLike[str]) -> Literal["shard", "sharded"] 
     return None
 
 
-def open_dataset(
-    path: str | os.PathLike[str], decoders: Mapping[str, Any] | None = None,
-    cache_index: bool = True,
-) -> AnyDatasetReader | None:
-    """A DatasetReader (one shard) or ShardedDatasetReader for a dataset
-    folder, None when `path` is a bag spec (see `dataset_layout`)."""
+def dataset_folders(path: str | os.PathLike[str]) -> list[str] | None:
+    """The shard folders of the dataset at `path` (the folder itself for
+    one shard), None when `path` is a bag spec (see `dataset_layout`).
+
+    Raises ValueError for misnumbered shard folders (as ShardedDatasetReader).
+    """
     layout = dataset_layout(path)
-    if layout == "shard":
-        return DatasetReader(path, decoders, cache_index)
-    if layout == "sharded":
-        return ShardedDatasetReader(path, decoders, cache_index)
-    return None
+    if layout is None:
+        return None
+    folder = folder_path(path)
+    return [folder] if layout == "shard" else shard_folders(folder)
 
 
-def shard_readers(reader: AnyDatasetReader) -> list[DatasetReader]:
-    """The shards of a dataset reader, in order (one for a DatasetReader)."""
+def reader_folders(reader: AnyDatasetReader) -> list[str]:
+    """The shard folders a dataset reader reads, in order.
+
+    Raises ValueError for a view (`r[a:b]`) of a reader: tools that read
+    whole shards cannot honour it."""
+    whole = reader._stops[-1] if isinstance(reader, ShardedDatasetReader) else len(reader._refs)
+    if reader._rows != range(whole):
+        raise ValueError(f"{reader.directory}: whole datasets only, not views (r[a:b]) of them")
     if isinstance(reader, ShardedDatasetReader):
-        return reader.shard_readers
-    return [reader]
+        return [shard.directory for shard in reader.shard_readers]
+    return [reader.directory]

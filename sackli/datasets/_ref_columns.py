@@ -17,7 +17,9 @@ from typing import Any, Sequence
 from .. import _bulk
 from .._engine import CorruptionError
 from .._reader import Reader
-from ._dataset_reader import DatasetReader
+from ._bag import open_records
+from ._dataset_reader import read_spec
+from ._folders import folder_path, join
 from ._refs import unpack_refs
 from ._spec import FieldType
 
@@ -25,22 +27,59 @@ __all__ = ["FieldRefs", "ShardFiles", "read_field_refs"]
 
 
 class ShardFiles:
-    """The open files of one dataset shard, for tools that read its columns:
-    its folder, parsed spec, refs.bag, each field's records, and paths."""
+    """The files of one dataset shard that a column reader needs, and no
+    others: spec.json (parsed), refs.bag and the chosen fields' files, each
+    opened as a sackli.Reader of its `bags` records.
 
-    def __init__(self, reader: DatasetReader) -> None:
-        self.directory = reader.directory
-        self.fields: dict[str, FieldType] = reader.spec
-        self.refs: Reader = reader._refs
-        self.field_readers: dict[str, Reader] = reader.field_readers
-        self._reader = reader
+    Args:
+      folder: the shard folder (local, gs:// or s3://).
+      fields: the fields to open (None: all).
+      cache_index: keep each file's offsets in memory.
+
+    Raises:
+      ValueError: a field the spec lacks (naming it and listing the fields),
+        or a malformed spec.json.
+      FileNotFoundError: spec.json, refs.bag or a chosen field's file is missing.
+      sackli.CorruptionError: a file is not a `bags` file.
+    """
+
+    def __init__(self, folder: str, fields: Sequence[str] | None = None,
+                 cache_index: bool = True) -> None:
+        self.directory = folder_path(folder)
+        self.fields, self._files = read_spec(self.directory)
+        chosen = list(self.fields) if fields is None else list(fields)
+        for field in chosen:
+            if field not in self.fields:
+                raise ValueError(
+                    f"{self.directory}: no field {field!r} in the dataset; its fields are "
+                    f"{', '.join(map(repr, self.fields)) or 'none'}")
+        self._files["refs"] = "refs.bag"
+        self.refs: Reader = open_records(self.path("refs"), cache_index)
+        self.field_readers: dict[str, Reader] = {}
+        try:
+            for field in chosen:
+                self.field_readers[field] = open_records(self.path(field), cache_index)
+        except BaseException:
+            self.close()
+            raise
 
     def __len__(self) -> int:
         return len(self.refs)
 
     def path(self, name: str) -> str:
         """The path of a field's file (`"refs"` for refs.bag)."""
-        return self._reader._path(name)
+        return join(self.directory, self._files[name])
+
+    def close(self) -> None:
+        """Releases the open files."""
+        for reader in [self.refs, *self.field_readers.values()]:
+            reader.close()
+
+    def __enter__(self) -> "ShardFiles":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @dataclasses.dataclass
