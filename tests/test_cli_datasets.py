@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import bags
-import pytest
 
 from sackli import datasets
 from sackli.datasets._refs import pack_refs

@@ -2,7 +2,7 @@
 
 A batch of datapoints costs one engine read of their refs and one per
 requested field (the items of every list in the batch gathered into one
-request); other fields' files are opened for their offsets only, never read.
+request); other fields' files are not even opened.
 Values decode with vector operations (see _field_arrays); the next batch is
 read while the current one is consumed.
 """
@@ -50,7 +50,9 @@ def _open_shards(folders: list[str], fields: Sequence[str] | None) -> list[Shard
     shards: list[ShardFiles] = []
     try:
         for folder in folders:
-            shards.append(ShardFiles(folder, fields))
+            # Every shard opens the fields of the first (all of its fields by default).
+            chosen = fields if not shards else list(shards[0].field_readers)
+            shards.append(ShardFiles(folder, chosen))
             first, last = shards[0], shards[-1]
             for field in last.field_readers:
                 if last.fields.get(field) != first.fields.get(field):

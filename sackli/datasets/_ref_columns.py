@@ -21,7 +21,6 @@ from ._bag import open_records
 from ._dataset_reader import read_spec
 from ._folders import folder_path, join
 from ._refs import unpack_refs
-from ._spec import FieldType
 
 __all__ = ["FieldRefs", "ShardFiles", "read_field_refs"]
 
