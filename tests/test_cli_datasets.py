@@ -153,3 +153,12 @@ def test_remote_info_and_verify(remote, tmp_path):
     remote.delete("ds/000001/label.bag")
     status, lines = _verify(remote.url("ds"), cwd=tmp_path)
     assert status == 1 and remote.url("ds/000001/label.bag") in lines[0]
+
+
+def test_verify_reports_shards_with_different_specs(tmp_path):
+    _write(tmp_path / "ds", 2)
+    with datasets.DatasetWriter(tmp_path / "ds" / "000001", {"label": "int(8)"}) as writer:
+        writer.append({"label": 3})
+    status, lines = _verify("ds", cwd=tmp_path)
+    assert status == 1
+    assert lines[0] == "shard ds/000001: its spec.json differs from that of ds/000000"

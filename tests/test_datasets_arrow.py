@@ -395,3 +395,18 @@ def test_refs_parse_the_same_without_numpy(tmp_path, monkeypatch):
     shard = _ref_columns.ShardFiles(str(tmp_path / "ds"))
     with pytest.raises(sackli.CorruptionError, match="datapoint 7 refers to 40 in field 'label'"):
         _ref_columns.read_field_refs(shard, 0, 40, ["label"])
+
+
+def test_shards_with_different_specs(tmp_path):
+    for shard, spec in (("000000", {"label": "int(8)", "words": "utf8[]"}),
+                        ("000001", {"label": "int(4)", "words": "utf8[]"}),
+                        ("000002", {"label": "int(8)"})):
+        with datasets.DatasetWriter(tmp_path / "ds" / shard, spec) as writer:
+            writer.append({name: ([] if name == "words" else 1) for name in spec})
+    with pytest.raises(ValueError, match=r"000001: field 'label' is int\(4\) there but int\(8\) in "
+                                         r".*000000: shards must share a spec"):
+        sackli.arrow.read_table(tmp_path / "ds", fields=["label"])
+    assert sackli.arrow.read_table(tmp_path / "ds" / "000001").num_rows == 1
+    (tmp_path / "ds" / "000001" / "spec.json").write_text('{"label": "int(8)", "words": "utf8[]"}')
+    with pytest.raises(ValueError, match=r"000002: no field 'words' in the dataset"):
+        sackli.arrow.read_table(tmp_path / "ds")

@@ -22,6 +22,7 @@ from ..datasets._codecs import needs_numpy
 from ..datasets import DatasetReader, ShardedDatasetReader
 from ..datasets._recognise import dataset_folders, reader_folders
 from ..datasets._ref_columns import FieldRefs, ShardFiles, read_field_refs
+from ..datasets._type_text import type_text
 from ._field_arrays import field_arrow_type, field_values
 
 __all__ = ["dataset_batches", "dataset_schema", "dataset_source_folders"]
@@ -55,10 +56,11 @@ def _open_shards(folders: list[str], fields: Sequence[str] | None) -> list[Shard
             shards.append(ShardFiles(folder, chosen))
             first, last = shards[0], shards[-1]
             for field in last.field_readers:
-                if last.fields.get(field) != first.fields.get(field):
+                if last.fields[field] != first.fields[field]:
                     raise ValueError(
-                        f"{last.directory}: field {field!r} is {last.fields.get(field)} there but "
-                        f"{first.fields.get(field)} in {first.directory}: shards must share a spec")
+                        f"{last.directory}: field {field!r} is {type_text(last.fields[field])} "
+                        f"there but {type_text(first.fields[field])} in {first.directory}: "
+                        "shards must share a spec")
     except BaseException:
         for shard in shards:
             shard.close()

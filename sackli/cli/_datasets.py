@@ -16,7 +16,7 @@ import sackli
 
 from ..datasets._recognise import dataset_folders, dataset_layout
 from ..datasets._ref_columns import ShardFiles, read_field_refs
-from ..datasets._spec import FieldType
+from ..datasets._type_text import type_text
 from ._errors import error_message
 from ._reading import batch_records
 
@@ -50,11 +50,6 @@ def _folders(spec: str) -> list[str]:
     return dataset_folders(spec) or []
 
 
-def _type_text(ftype: FieldType) -> str:
-    args = f"({','.join(ftype.args)})" if ftype.args else ""
-    return f"{ftype.dtype}{args}{'[]' if ftype.is_list else ''}"
-
-
 def _file_bytes(reader: sackli.Reader) -> int:
     return reader.stored_bytes + _OFFSET_BYTES * (len(reader) + 1)
 
@@ -68,7 +63,7 @@ def describe(spec: str) -> dict[str, Any]:
         for field, ftype in shard.fields.items():
             reader = shard.field_readers[field]
             entry = fields.setdefault(field, {
-                "name": field, "type": _type_text(ftype),
+                "name": field, "type": type_text(ftype),
                 "file": shard.path(field).rsplit("/", 1)[-1],
                 "compression": "zstd" if shard.path(field).endswith(".bagz") else "none",
                 "records": 0, "bytes": 0})
