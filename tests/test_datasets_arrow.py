@@ -309,6 +309,13 @@ def test_write_then_read_gives_the_values_back(tmp_path):
     assert back.schema.field("label").type == pa.uint64()  # bags' int is unsigned
 
 
+def test_dictionary_columns_are_written_as_their_values(tmp_path):
+    table = pa.table({"kind": pa.array(["cat", "dog", "cat"]).dictionary_encode()})
+    sackli.arrow.write_table(table, tmp_path / "ds", spec="auto")
+    assert list(datasets.ShardedDatasetReader(tmp_path / "ds")) == [
+        {"kind": "cat"}, {"kind": "dog"}, {"kind": "cat"}]
+
+
 def test_given_types_override_inference(tmp_path):
     table = pa.table({"meta": pa.array([{"k": 1}, {"k": 2}]), "label": pa.array([1, 2], pa.uint8())})
     sackli.arrow.write_table(table, tmp_path / "ds", spec={"meta": "msgpack", "label": "int"},

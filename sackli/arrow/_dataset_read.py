@@ -18,12 +18,11 @@ import pyarrow as pa
 
 from .. import _bulk
 from .._batching import records_per_batch
-from ..datasets._codecs import needs_numpy
 from ..datasets import DatasetReader, ShardedDatasetReader
 from ..datasets._recognise import dataset_folders, reader_folders
 from ..datasets._ref_columns import FieldRefs, ShardFiles, read_field_refs
 from ..datasets._type_text import type_text
-from ._field_arrays import field_arrow_type, field_values
+from ._field_arrays import field_arrow_type, field_values, numpy_for_datasets
 
 __all__ = ["dataset_batches", "dataset_schema", "dataset_source_folders"]
 
@@ -127,7 +126,7 @@ def _default_batch_size(shard: ShardFiles, fields: list[str]) -> int:
 
 def _read_piece(piece: tuple[int, ShardFiles, int, int], fields: list[str], decode: bool,
                 schema: pa.Schema, index_column: str | None) -> pa.RecordBatch:
-    np = needs_numpy()
+    np = numpy_for_datasets()
     first, shard, start, count = piece
     refs = read_field_refs(shard, start, count, fields)
     columns = [_field_column(np, shard, refs[field], decode) for field in fields]

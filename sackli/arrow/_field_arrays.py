@@ -24,10 +24,19 @@ from typing import Any
 import pyarrow as pa
 
 from .._engine import CorruptionError
-from ..datasets._codecs import needs_numpy
 from ..datasets._spec import FieldType
 
-__all__ = ["field_arrow_type", "field_values"]
+__all__ = ["field_arrow_type", "field_values", "numpy_for_datasets"]
+
+def numpy_for_datasets() -> Any:
+    """numpy, or an ImportError saying that dataset tables need it."""
+    try:
+        import numpy
+    except ImportError as error:
+        raise ImportError("reading or writing sackli.datasets folders as Arrow tables needs "
+                          "numpy: pip install numpy") from error
+    return numpy
+
 
 _INT_TYPES = {1: pa.uint8(), 2: pa.uint16(), 4: pa.uint32(), 8: pa.uint64()}
 _MAX_INT_BYTES = 8
@@ -53,7 +62,7 @@ def _array_layout(ftype: FieldType) -> tuple[Any, tuple[int, ...]] | None:
         return None
     try:
         shape = tuple(int(x) for x in ftype.args[1:])
-        np = needs_numpy()
+        np = numpy_for_datasets()
         value_type = pa.from_numpy_dtype(np.dtype(ftype.args[0]))
     except (TypeError, ValueError, pa.ArrowNotImplementedError):
         return None
@@ -111,7 +120,7 @@ def field_values(
         except pa.ArrowInvalid:
             bad = next(k for k, value in enumerate(raw.to_pylist()) if not _is_utf8(value))
             raise CorruptionError(f"{where}: record {first(bad)} is not UTF-8") from None
-    np = needs_numpy()
+    np = numpy_for_datasets()
     starts = np.frombuffer(offsets, np.int64)
     sizes = np.diff(starts)
     if ftype.dtype == "int":

@@ -9,6 +9,7 @@ and a column's values in the form the field's encoder takes.
 | float16/32/64, bool | `array(dtype)` (one number per value) |
 | nested fixed_size_list of numbers | `array(dtype,d0,...)` |
 | list / large_list of one of the above | that type with `[]` |
+| dictionary of one of the above | as its values |
 
 This is the inverse of the reading side (_field_arrays), so a table written
 with inferred types reads back with the same values.
@@ -20,8 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..datasets._codecs import needs_numpy
 from ..datasets._spec import FieldType
+from ._field_arrays import numpy_for_datasets
 
 __all__ = ["column_values", "infer_field_type"]
 
@@ -46,6 +47,8 @@ def _array_shape(arrow_type: pa.DataType) -> tuple[pa.DataType, tuple[int, ...]]
 
 
 def _scalar_field_type(arrow_type: pa.DataType) -> str | None:
+    if pa.types.is_dictionary(arrow_type):  # e.g. categorical strings from Parquet
+        arrow_type = arrow_type.value_type
     if pa.types.is_integer(arrow_type):
         return f"int({arrow_type.bit_width // 8})"
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or \
@@ -75,7 +78,7 @@ def infer_field_type(arrow_type: pa.DataType) -> str | None:
 def _as_numpy(column: pa.Array, ftype: FieldType, where: str) -> Any:
     """A column of (nested fixed-size lists of) numbers as one numpy array
     of shape (rows, d0, ...), in the field's dtype for `array` fields."""
-    np = needs_numpy()
+    np = numpy_for_datasets()
     _, shape = _array_shape(column.type)
     flat = column
     for _ in shape:
