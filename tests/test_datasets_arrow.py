@@ -252,6 +252,18 @@ def test_values_of_the_wrong_shape_are_corruption(tmp_path, field_type, value, m
         sackli.arrow.read_table(tmp_path / "ds")
 
 
+def test_a_bad_list_item_is_named_by_its_record_in_the_field_file(tmp_path):
+    identity = {"int": lambda v, *args: v}
+    with datasets.DatasetWriter(tmp_path / "ds", {"x": "int(2)[]"}, encoders=identity) as writer:
+        writer.append({"x": [b"\x01\x00", b"\x02\x00"]})
+        writer.append({"x": [b"\x03\x00\x00"]})
+    batches = sackli.arrow.read_batches(tmp_path / "ds", batch_size=1)
+    assert next(batches).column(0).to_pylist() == [[1, 2]]
+    with pytest.raises(sackli.CorruptionError,
+                       match=r"x.bag\): record 2 holds 3 bytes, more than an int\(2\) value"):
+        next(batches)
+
+
 # --- Writing ---------------------------------------------------------------
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from .._engine import CorruptionError
 from ..datasets._spec import FieldType
+from ..datasets._type_text import type_text
 
 __all__ = ["field_arrow_type", "field_values", "numpy_for_datasets"]
 
@@ -143,7 +144,7 @@ def _ints(np: Any, ftype: FieldType, target: pa.DataType, data: Any, starts: Any
     if len(too_long):
         k = int(too_long[0])
         raise CorruptionError(f"{where}: record {first(k)} holds {int(sizes[k])} bytes, more "
-                              f"than an {ftype.dtype}({','.join(ftype.args)}) value takes")
+                              f"than an {type_text(ftype._replace(is_list=False))} value takes")
     big = ftype.args[1:] == ("big",)
     count = len(sizes)
     if count and bool((sizes == width).all()):
@@ -176,7 +177,7 @@ def _arrays(np: Any, ftype: FieldType, target: pa.DataType, data: Any, starts: A
         k = int(wrong[0])
         raise CorruptionError(
             f"{where}: record {first(k)} holds {int(sizes[k])} bytes; an "
-            f"array({','.join(ftype.args)}) value takes {dtype.itemsize * numbers}")
+            f"{type_text(ftype._replace(is_list=False))} value takes {dtype.itemsize * numbers}")
     count = len(sizes)
     begin = int(starts[0]) if count else 0
     flat = np.frombuffer(data, dtype, count * numbers, begin) if count else np.zeros(0, dtype)
