@@ -175,6 +175,13 @@ def test_duckdb_and_polars_query_a_dataset(tmp_path):
     frame = pl.from_arrow(sackli.arrow.read_table(tmp_path / "ds", fields=["label", "image"]))
     assert frame.filter(pl.col("label") >= 28000)["image"].to_list() == [
         _point(28)["image"], _point(29)["image"]]
+    # Array fields arrive as fixed-size arrays, shape kept.
+    with datasets.DatasetWriter(tmp_path / "grid", {"grid": "array(uint8,2,3)"}) as writer:
+        writer.append({"grid": np.arange(6, dtype=np.uint8).reshape(2, 3)})
+    grids = sackli.arrow.read_table(tmp_path / "grid")
+    assert duckdb.sql("select typeof(grid), grid[2][3] from grids").fetchall() == [
+        ("UTINYINT[3][2]", 5)]
+    assert pl.from_arrow(grids).schema["grid"] == pl.Array(pl.UInt8, shape=(2, 3))
 
 
 # --- Recognising a dataset -------------------------------------------------
