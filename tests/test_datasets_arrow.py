@@ -73,6 +73,27 @@ def test_fields_selects_and_orders_columns_and_batches_follow_shards(tmp_path):
         sackli.arrow.read_table(odd_shards[2:5])
 
 
+def test_indices_read_chosen_datapoints_in_order(tmp_path):
+    _write(tmp_path / "ds", 25, shard_length=10)
+    wanted = [24, 3, 3, -1, 11, 0, 19, 12]
+    reader = sackli.arrow.read_batches(tmp_path / "ds", fields=["label", "words"],
+                                       indices=np.array(wanted), batch_size=2, with_index="at")
+    batches = list(reader)
+    # Batches stay in one shard: [24], [3, 3], [24], [11], [0], [19, 12].
+    assert [b.num_rows for b in batches] == [1, 2, 1, 1, 1, 2]
+    expected = [{"label": i % 25 * 1000, "words": _point(i % 25)["words"], "at": i % 25}
+                for i in wanted]
+    assert pa.Table.from_batches(batches).to_pylist() == expected
+    assert sackli.arrow.read_table(tmp_path / "ds", fields=["label"], indices=slice(20, None, 2)
+                                   ).column(0).to_pylist() == [20000, 22000, 24000]
+    assert sackli.arrow.read_table(tmp_path / "ds", indices=[]).num_rows == 0
+    with pytest.raises(IndexError, match=r"datapoint index 25 \(indices\[1\]\) out of range "
+                                         r"for 25 datapoints"):
+        sackli.arrow.read_table(tmp_path / "ds", indices=[0, 25])
+    with pytest.raises(TypeError, match="indices must be integers"):
+        sackli.arrow.read_table(tmp_path / "ds", indices=[0.5])
+
+
 def test_raw_decode_gives_the_stored_bytes(tmp_path):
     _write(tmp_path / "ds", 6)
     table = sackli.arrow.read_table(tmp_path / "ds", decode="raw", fields=["label", "words"])
@@ -212,6 +233,8 @@ def test_read_errors_name_the_field_and_file(tmp_path):
         sackli.arrow.read_table(tmp_path / "ds", fields=["label", "nope"])
     with pytest.raises(ValueError, match="columns= is for bags"):
         sackli.arrow.read_table(tmp_path / "ds", columns=["label"])
+    with pytest.raises(ValueError, match="schema= is for bags"):
+        sackli.arrow.read_table(tmp_path / "ds", schema=pa.schema([]))
     with pytest.raises(ValueError, match="decode='auto' or 'raw'"):
         sackli.arrow.read_table(tmp_path / "ds", decode="json")
     sackli.Writer(str(tmp_path / "x.bag")).close()
@@ -412,16 +435,16 @@ def test_refs_parse_the_same_without_numpy(tmp_path, monkeypatch):
 
     _write(tmp_path / "ds", 40, sharded=False)
     shard = _ref_columns.ShardFiles(str(tmp_path / "ds"))
-    bulk = _ref_columns.read_field_refs(shard, 3, 30, ["words", "label"])
+    bulk = _ref_columns.read_field_refs(shard, range(3, 33), ["words", "label"])
     monkeypatch.setattr(_ref_columns, "_numpy", lambda: None)
-    plain = _ref_columns.read_field_refs(shard, 3, 30, ["words", "label"])
+    plain = _ref_columns.read_field_refs(shard, range(3, 33), ["words", "label"])
     assert plain["label"].starts == bulk["label"].starts.tolist() == list(range(3, 33))
     assert plain["words"].starts == bulk["words"].starts.tolist()
     assert plain["words"].lengths == bulk["words"].lengths.tolist() == [i % 5 for i in range(3, 33)]
     _rewrite_label_refs(tmp_path / "ds", {7: 40})
     shard = _ref_columns.ShardFiles(str(tmp_path / "ds"))
     with pytest.raises(sackli.CorruptionError, match="datapoint 7 refers to 40 in field 'label'"):
-        _ref_columns.read_field_refs(shard, 0, 40, ["label"])
+        _ref_columns.read_field_refs(shard, range(40), ["label"])
 
 
 def test_shards_with_different_specs(tmp_path):

@@ -108,15 +108,64 @@ def _field_column(np: Any, shard: ShardFiles, refs: FieldRefs, decode: bool) -> 
                                     type=field_arrow_type(ftype, decode))
 
 
+# A batch: the shard, the rows to read in it (a range or an int64 array),
+# and those rows' indices in the dataset.
+Piece = tuple[ShardFiles, Any, Any]
+
+
 def _shard_pieces(shards: list[ShardFiles], fields: list[str], batch_size: int | None,
-                  ) -> Iterator[tuple[int, ShardFiles, int, int]]:
-    """(first global index, shard, start, count) of every batch."""
+                  ) -> Iterator[Piece]:
+    """Every datapoint, shard after shard, in batches."""
     first = 0
     for shard in shards:
         size = batch_size or _default_batch_size(shard, fields)
         for start in range(0, len(shard), size):
-            yield first + start, shard, start, min(size, len(shard) - start)
+            rows = range(start, min(start + size, len(shard)))
+            yield shard, rows, range(first + rows.start, first + rows.stop)
         first += len(shard)
+
+
+def _global_indices(np: Any, indices: Any, total: int) -> Any:
+    """`indices` (list, range, slice, numpy or Arrow array) as an int64
+    array of valid indices (negative ones counted from the end).
+
+    Raises TypeError for non-integers, IndexError naming the first index
+    outside the dataset."""
+    if isinstance(indices, slice):
+        indices = range(total)[indices]
+    if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+        indices = indices.to_numpy()
+    elif not hasattr(indices, "__len__"):
+        indices = list(indices)
+    wanted = np.asarray(indices)
+    if wanted.size == 0:
+        return np.zeros(0, np.int64)
+    if wanted.ndim != 1 or wanted.dtype.kind not in "iu":
+        raise TypeError(f"indices must be integers, not {wanted.dtype} values")
+    wanted = wanted.astype(np.int64)
+    bad = np.flatnonzero((wanted < -total) | (wanted >= total))
+    if len(bad):
+        raise IndexError(f"datapoint index {int(wanted[bad[0]])} (indices[{int(bad[0])}]) out "
+                         f"of range for {total} datapoints")
+    return np.where(wanted < 0, wanted + total, wanted)
+
+
+def _index_pieces(shards: list[ShardFiles], fields: list[str], indices: Any,
+                  batch_size: int | None) -> Iterator[Piece]:
+    """The datapoints at `indices`, in that order, in batches that each
+    stay in one shard."""
+    np = numpy_for_datasets()
+    lengths = np.array([len(shard) for shard in shards], np.int64)
+    stops = np.cumsum(lengths)
+    wanted = _global_indices(np, indices, int(stops[-1]))
+    shard_of = np.searchsorted(stops, wanted, side="right")
+    local = wanted - (stops - lengths)[shard_of]
+    size = batch_size or _default_batch_size(shards[0], fields)
+    cuts = [0, *(np.flatnonzero(np.diff(shard_of)) + 1).tolist(), len(wanted)]
+    for begin, end in itertools.pairwise(cuts):
+        for start in range(begin, end, size):
+            stop = min(start + size, end)
+            yield shards[int(shard_of[start])], local[start:stop], wanted[start:stop]
 
 
 def _default_batch_size(shard: ShardFiles, fields: list[str]) -> int:
@@ -124,23 +173,23 @@ def _default_batch_size(shard: ShardFiles, fields: list[str]) -> int:
     return records_per_batch(_BATCH_BYTES, per_datapoint)
 
 
-def _read_piece(piece: tuple[int, ShardFiles, int, int], fields: list[str], decode: bool,
-                schema: pa.Schema, index_column: str | None) -> pa.RecordBatch:
+def _read_piece(piece: Piece, fields: list[str], decode: bool, schema: pa.Schema,
+                index_column: str | None) -> pa.RecordBatch:
     np = numpy_for_datasets()
-    first, shard, start, count = piece
-    refs = read_field_refs(shard, start, count, fields)
+    shard, rows, positions = piece
+    refs = read_field_refs(shard, rows, fields)
     columns = [_field_column(np, shard, refs[field], decode) for field in fields]
     if index_column is not None:
-        columns.append(pa.array(np.arange(first, first + count, dtype=np.int64)))
+        columns.append(pa.array(np.asarray(positions, np.int64)))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def dataset_batches(
     folders: list[str], fields: Sequence[str] | None, decode: bool,
-    batch_size: int | None, index_column: str | None,
+    batch_size: int | None, index_column: str | None, indices: Any = None,
 ) -> pa.RecordBatchReader:
-    """The datapoints of these shard folders as record batches of the
-    requested fields (see sackli.arrow.read_batches)."""
+    """The datapoints of these shard folders (all, or those at `indices`)
+    as record batches of the requested fields (see sackli.arrow.read_batches)."""
     shards = _open_shards(folders, fields)
     try:
         selected = list(shards[0].field_readers)
@@ -149,11 +198,16 @@ def dataset_batches(
             if index_column in schema.names:
                 raise ValueError(f"with_index={index_column!r}: a field has that name already")
             schema = schema.append(pa.field(index_column, pa.int64(), nullable=False))
+        pieces = (_shard_pieces(shards, selected, batch_size) if indices is None else
+                  _index_pieces(shards, selected, indices, batch_size))
+        # Bad indices raise here, not at the first batch.
+        first_piece = next(pieces, None)
     except BaseException:
         for shard in shards:
             shard.close()
         raise
-    pieces = _shard_pieces(shards, selected, batch_size)
+    if first_piece is not None:
+        pieces = itertools.chain([first_piece], pieces)
 
     def batches() -> Iterator[pa.RecordBatch]:
         # One batch is read ahead (the engine releases the GIL) while the

@@ -211,7 +211,8 @@ def read_batches(
         DatasetReader / ShardedDatasetReader. A dataset gives one column
         per field (see docs/arrow.md); with it, `decode` is "auto" (decode
         the types Arrow has, e.g. int(8) -> uint64) or "raw" (the stored
-        bytes), and `columns`, `indices` and `schema` do not apply.
+        bytes), `indices` are datapoint indices (batches then stay within
+        a shard), and `columns` and `schema` do not apply.
       fields: for a dataset, the fields to read, in this order (default:
         all, in spec order); only their files are read.
       decode: "raw" (or None): one `large_binary` column `record`, the
@@ -281,13 +282,13 @@ def read_batches(
 def _dataset_batches(folders: list[str], decode: Any, columns: Any, indices: Any, schema: Any,
                      fields: Any, batch_size: int | None, index_column: str | None,
                      ) -> pa.RecordBatchReader:
-    for name, value in (("columns", columns), ("indices", indices), ("schema", schema)):
+    for name, value in (("columns", columns), ("schema", schema)):
         if value is not None:
             raise ValueError(f"{name}= is for bags; a dataset ({folders[0]}) selects its "
                              "columns with fields=")
     if decode not in ("auto", "raw", None):
         raise ValueError(f"decode={decode!r}: a dataset is read with decode='auto' or 'raw'")
-    return dataset_batches(folders, fields, decode == "auto", batch_size, index_column)
+    return dataset_batches(folders, fields, decode == "auto", batch_size, index_column, indices)
 
 
 def read_table(source: Reader | str | os.PathLike[str], **kwargs: Any) -> pa.Table:

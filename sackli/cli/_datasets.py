@@ -138,7 +138,7 @@ def _check_refs(shard: ShardFiles, report: Callable[[str], None]) -> None:
     for start in range(0, len(shard), _REFS_BATCH):
         count = min(_REFS_BATCH, len(shard) - start)
         try:
-            refs = read_field_refs(shard, start, count, list(shard.fields))
+            refs = read_field_refs(shard, range(start, start + count), list(shard.fields))
         except sackli.CorruptionError as error:
             report(str(error))
             return

@@ -100,41 +100,44 @@ def _numpy() -> Any:
     return numpy
 
 
-def read_field_refs(
-    shard: ShardFiles, start: int, count: int, fields: Sequence[str]
-) -> dict[str, FieldRefs]:
-    """The refs of datapoints [start, start + count) of `shard` for `fields`.
+def read_field_refs(shard: ShardFiles, rows: Any, fields: Sequence[str]) -> dict[str, FieldRefs]:
+    """The refs of the datapoints at `rows` of `shard` (a range, or a
+    sequence or integer array of valid indices, repeats allowed) for
+    `fields`, in that order. A step-1 range is read as one run.
 
     Raises sackli.CorruptionError naming refs.bag and the datapoint for a
     record that is not a list of one ref per field, and naming the field and
     its file too for a ref outside the field's file.
     """
-    data, offsets = _bulk.read_packed(shard.refs, start, count)
+    if isinstance(rows, range) and rows.step == 1:
+        data, offsets = _bulk.read_packed(shard.refs, rows.start, len(rows))
+    else:
+        data, offsets = _bulk.start_read_indices(shard.refs, rows).packed()
     positions = {field: i for i, field in enumerate(shard.fields)}
     wanted = [(field, positions[field], shard.fields[field].is_list) for field in fields]
     np = _numpy()
-    if np is not None and count:
+    if np is not None and len(rows):
         kinds = [ftype.is_list for ftype in shard.fields.values()]
         parsed = _parse_bulk(np, data, offsets, kinds, wanted)
         if parsed is not None:
             for refs in parsed.values():
-                _check_bounds(np, shard, start, refs)
+                _check_bounds(np, shard, rows, refs)
             return parsed
-    return _parse_records(shard, start, data, offsets, wanted)
+    return _parse_records(shard, rows, data, offsets, wanted)
 
 
 # --- The per-record path -------------------------------------------------------
 
 
 def _parse_records(
-    shard: ShardFiles, first: int, data: Any, offsets: Any, wanted: list[tuple[str, int, bool]]
+    shard: ShardFiles, rows: Any, data: Any, offsets: Any, wanted: list[tuple[str, int, bool]]
 ) -> dict[str, FieldRefs]:
     view, ends = memoryview(data), memoryview(offsets).cast("B").cast("q")
     columns: dict[str, tuple[list[int], list[int]]] = {field: ([], []) for field, _, _ in wanted}
     num_fields = len(shard.fields)
     sizes = {field: len(shard.field_readers[field]) for field, _, _ in wanted}
     for k in range(len(ends) - 1):
-        row = first + k
+        row = int(rows[k])
         try:
             refs = unpack_refs(view[ends[k]:ends[k + 1]])
         except Exception:  # msgpack raises several kinds for bad bytes
@@ -174,7 +177,7 @@ def _bad_ref(shard: ShardFiles, row: int, field: str, ref: Any) -> CorruptionErr
         f"{shard.path(field)} has {len(shard.field_readers[field])} records")
 
 
-def _check_bounds(np: Any, shard: ShardFiles, first: int, refs: FieldRefs) -> None:
+def _check_bounds(np: Any, shard: ShardFiles, rows: Any, refs: FieldRefs) -> None:
     """Raises for the first ref of a bulk-parsed column outside its file."""
     size = len(shard.field_readers[refs.field])
     stops = refs.starts + (1 if refs.lengths is None else refs.lengths)
@@ -184,7 +187,7 @@ def _check_bounds(np: Any, shard: ShardFiles, first: int, refs: FieldRefs) -> No
         ref: Any = int(refs.starts[k])
         if refs.lengths is not None:
             ref = [ref, int(refs.lengths[k])]
-        raise _bad_ref(shard, first + k, refs.field, ref)
+        raise _bad_ref(shard, int(rows[k]), refs.field, ref)
 
 
 # --- The bulk path (numpy) -----------------------------------------------------
