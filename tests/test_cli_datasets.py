@@ -53,7 +53,10 @@ def test_info_of_a_sharded_dataset(tmp_path):
     text = ok("info", "ds", cwd=tmp_path).decode()
     assert "shards:     3 (datapoints per shard: 5, 5, 2)" in text
     assert "datapoints: 12" in text
-    assert any(line.split()[:4] == ["label", "int(8)", "label.bag", "12"] for line in text.splitlines())
+    assert any(line.split()[:5] == ["label", "int(8)", "label.bag", "none", "12"]
+               for line in text.splitlines())
+    assert any(line.split()[:4] == ["image", "bytes", "image.bagz", "zstd"]
+               for line in text.splitlines())
 
 
 def test_info_of_one_shard_written_by_bags(tmp_path):

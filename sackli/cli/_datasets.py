@@ -96,12 +96,12 @@ def _print_text(facts: dict[str, Any]) -> None:
     for name, value in rows:
         print(f"{name + ':':<12}{value}")
     print("fields:")
-    header = ("field", "type", "file", "records", "bytes")
-    table = [header] + [(f["name"], f["type"], f["file"], str(f["records"]), str(f["bytes"]))
-                        for f in facts["fields"]]
+    header = ("field", "type", "file", "compression", "records", "bytes")
+    table = [header] + [(f["name"], f["type"], f["file"], f["compression"], str(f["records"]),
+                         str(f["bytes"])) for f in facts["fields"]]
     widths = [max(len(row[k]) for row in table) for k in range(len(header))]
-    for row in table:
-        print("  " + "  ".join(cell.ljust(width) if k < 3 else cell.rjust(width)
+    for row in table:  # text columns to the left, numbers to the right
+        print("  " + "  ".join(cell.ljust(width) if k < 4 else cell.rjust(width)
                                for k, (cell, width) in enumerate(zip(row, widths))))
 
 
