@@ -7,9 +7,15 @@ Needs the `arrow` extra (`pip install 'sackli[arrow]'`, i.e. pyarrow).
     >>> sackli.arrow.write_table("events.parquet", "events@8.bagz")
     >>> table = sackli.arrow.read_table("events@8.bagz", decode="arrow")
 
+A `sackli.datasets` folder reads as one column per field, and a table
+writes into one with `spec=`:
+
+    >>> labels = sackli.arrow.read_table("my_dataset", fields=["label"])
+    >>> sackli.arrow.write_table(table, "new_dataset", spec="auto")
+
 A `sackli.Reader` is itself an Arrow stream source (`__arrow_c_stream__`):
 `pyarrow.table(reader)` gives its records as one `large_binary` column.
-See docs/arrow.md for the record encodings and the schema file.
+See docs/arrow.md for the record encodings, the schema file and datasets.
 """
 
 try:

@@ -12,6 +12,7 @@ import pyarrow as pa
 from .. import _bulk
 from .._batching import records_per_batch
 from .._reader import Reader
+from ._dataset_read import dataset_batches, dataset_source_folders
 from ._decode import make_decoder
 from ._schema_file import find_schema_file, read_schema_file, schema_path
 
@@ -193,8 +194,10 @@ def read_batches(
     batch_size: int | None = None,
     with_index: bool | str = False,
     schema: pa.Schema | None = None,
+    fields: Sequence[str] | None = None,
 ) -> pa.RecordBatchReader:
-    """Reads bag records as a stream of Arrow record batches.
+    """Reads bag records, or a dataset's fields, as a stream of Arrow
+    record batches.
 
     Reads run on the engine's threads, one batch ahead of the consumer;
     memory stays bounded by a few batches. Uncompressed local bags are
@@ -202,7 +205,16 @@ def read_batches(
     together.
 
     Args:
-      source: a `sackli.Reader` (or a slice of one) or a file spec.
+      source: a `sackli.Reader` (or a slice of one) or a file spec; or a
+        `sackli.datasets` dataset: a folder holding spec.json (one shard)
+        or shard folders 000000/, ... (local, gs:// or s3://), or a
+        DatasetReader / ShardedDatasetReader. A dataset gives one column
+        per field (see docs/arrow.md); with it, `decode` is "auto" (decode
+        the types Arrow has, e.g. int(8) -> uint64) or "raw" (the stored
+        bytes), `indices` are datapoint indices (batches then stay within
+        a shard), and `columns` and `schema` do not apply.
+      fields: for a dataset, the fields to read, in this order (default:
+        all, in spec order); only their files are read.
       decode: "raw" (or None): one `large_binary` column `record`, the
         records as they are. "arrow": the columns of rows written with
         `write_table(encoding="arrow")`. "json": records that are JSON
@@ -235,6 +247,13 @@ def read_batches(
         raise ValueError(f"batch_size must be >= 1, not {batch_size}")
     index_column = (_INDEX_COLUMN if with_index is True else
                     (with_index if isinstance(with_index, str) and with_index else None))
+    folders = dataset_source_folders(source)
+    if folders is not None:
+        return _dataset_batches(folders, decode, columns, indices, schema, fields, batch_size,
+                                index_column)
+    if fields is not None:
+        raise ValueError(f"fields= is for dataset folders, and {source!r} is a bag; for rows "
+                         "written by write_table, select with columns=")
     reader, owned = _as_reader(source)
     try:
         decode = resolve_decode(reader, decode)
@@ -258,6 +277,18 @@ def read_batches(
                 raise ValueError(f"with_index={index_column!r}: a column has that name already")
             out_schema = out_schema.append(pa.field(index_column, pa.int64(), nullable=False))
     return pa.RecordBatchReader.from_batches(out_schema, batches)
+
+
+def _dataset_batches(folders: list[str], decode: Any, columns: Any, indices: Any, schema: Any,
+                     fields: Any, batch_size: int | None, index_column: str | None,
+                     ) -> pa.RecordBatchReader:
+    for name, value in (("columns", columns), ("schema", schema)):
+        if value is not None:
+            raise ValueError(f"{name}= is for bags; a dataset ({folders[0]}) selects its "
+                             "columns with fields=")
+    if decode not in ("auto", "raw", None):
+        raise ValueError(f"decode={decode!r}: a dataset is read with decode='auto' or 'raw'")
+    return dataset_batches(folders, fields, decode == "auto", batch_size, index_column, indices)
 
 
 def read_table(source: Reader | str | os.PathLike[str], **kwargs: Any) -> pa.Table:

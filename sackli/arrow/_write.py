@@ -5,7 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -13,6 +13,7 @@ from .._options import WriterOptions
 from .._shard_spec import split_shard_entry, strip_local_prefix
 from .._shard_writer import ShardedWriter
 from .._whole_files import remove_quietly
+from ._dataset_write import write_dataset_table
 from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder
 from ._inputs import open_table_stream
@@ -74,8 +75,11 @@ def write_table(
     options: WriterOptions | None = None,
     max_shard_bytes: int | None = None,
     progress: bool | None = None,
+    spec: Mapping[str, str] | str | None = None,
+    **dataset_options: Any,
 ) -> list[str]:
-    """Writes the rows of an Arrow table (or Parquet data) to bag shards.
+    """Writes the rows of an Arrow table (or Parquet data) to bag shards,
+    or, given `spec`, to a `sackli.datasets` dataset folder.
 
     Input is streamed batch by batch, so a dataset larger than memory
     converts in bounded memory; compression runs on the engine's threads
@@ -107,22 +111,47 @@ def write_table(
       max_shard_bytes: with `out@*.ext`, the most bytes a shard should
         take (a record larger than that gets a shard alone).
       progress: show a progress bar (default: when stderr is a terminal).
+      spec: write a dataset instead: `file_spec` is then a dataset folder
+        (local, gs:// or s3://) that gets one field per column, each row a
+        datapoint, as `sackli.datasets.ShardedDatasetWriter` writes it (the
+        files `bags` 0.5.1 writes for those datapoints). `spec` maps column
+        names to field types (e.g. {"image": "jpeg"}); the other columns'
+        types are inferred from their Arrow types ("auto": all of them; see
+        docs/arrow.md). `dataset_options`: `encoders`, `compression` (as for
+        DatasetWriter), `shard_length`, `shard_size` (as for
+        ShardedDatasetWriter; default 10 GiB) and `sharded=False` to write one
+        shard folder (spec.json directly in `file_spec`). `column`,
+        `encoding`, `skip_nulls`, `options` and `max_shard_bytes` are for
+        bags only. If the write fails, no shard of it is left.
 
     Returns:
-      The paths of the shards written, in order.
+      The paths of the shards written, in order (shard folders for a dataset).
 
     Raises:
       TypeError: `data` is not a table-like object.
-      ValueError: a malformed spec or argument, a null in `column`.
+      ValueError: a malformed spec or argument, a null in `column`; for a
+        dataset, a null value, a column whose Arrow type maps to no field
+        type, or a spec naming a column the table lacks.
       FileNotFoundError: a Parquet path or the output folder is missing.
 
     Example:
       >>> sackli.arrow.write_table("events.parquet", "events@8.bagz")
     """
-    spec = os.fspath(file_spec)
-    if not isinstance(spec, str):
-        raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(spec).__name__}")
-    _check_bag_name(spec)
+    if spec is not None:
+        bag_only = {"column": column, "encoding": encoding, "skip_nulls": skip_nulls,
+                    "options": options, "max_shard_bytes": max_shard_bytes}
+        given = [name for name, value in bag_only.items()
+                 if value not in (None, False, "auto")]
+        if given:
+            raise ValueError(f"{', '.join(given)}: for bags, not for a dataset (spec= given)")
+        return write_dataset_table(data, file_spec, spec, **dataset_options)
+    if dataset_options:
+        raise TypeError(f"{', '.join(dataset_options)}: for datasets only (give spec=)")
+    target = os.fspath(file_spec)
+    if not isinstance(target, str):
+        raise TypeError(
+            f"file_spec must be a str or os.PathLike[str], not {type(target).__name__}")
+    _check_bag_name(target)
     stream = open_table_stream(data)
     if column is None and encoding == "auto":
         raw = holds_raw_records(stream.schema)
@@ -130,7 +159,7 @@ def write_table(
     encoder = make_encoder(stream.schema, column, encoding, skip_nulls)
     # Nulls left out make the number of records unknown until the end.
     num_records = None if column is not None and skip_nulls else stream.num_rows
-    sink = ShardedWriter(spec, options or WriterOptions(), max_shard_bytes=max_shard_bytes,
+    sink = ShardedWriter(target, options or WriterOptions(), max_shard_bytes=max_shard_bytes,
                          num_records=num_records)
     try:
         with _progress_bar(stream.num_rows, progress) as bar, \

@@ -53,7 +53,10 @@ def build_parser(program: str) -> argparse.ArgumentParser:
 
     info = _add(subparsers, "info", _inspect.info,
                 "Summarise a bag: shards, records, bytes, compression, record sizes.",
-                "sackli info 'train@*.bagz' --json", reading)
+                "sackli info 'train@*.bagz' --json\nsackli info my_dataset/", reading,
+                "Given a sackli.datasets / bags dataset folder (holding spec.json, or shard "
+                "folders 000000/, ...): its fields, types, datapoints, bytes per field and "
+                "shards.")
     add_spec_argument(info)
     info.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -101,9 +104,11 @@ def build_parser(program: str) -> argparse.ArgumentParser:
 
     verify = _add(subparsers, "verify", _verify.verify,
                   "Check every limit and decode every record.",
-                  "sackli verify 'train@*.bagz' --fail-fast", reading,
+                  "sackli verify 'train@*.bagz' --fail-fast\nsackli verify my_dataset/", reading,
                   "Each problem is printed with its file, record index and byte offset; "
-                  "the exit status is 1 if there is any.")
+                  "the exit status is 1 if there is any. Given a dataset folder: every "
+                  "field file and refs.bag decode, every ref lies within its field's file, "
+                  "and each field holds as many records as the refs refer to.")
     add_spec_argument(verify)
     verify.add_argument("--fail-fast", action="store_true", help="stop at the first problem")
 

@@ -13,6 +13,7 @@ import sackli
 from .._bulk import read_packed
 from .._format import LIMIT_BYTES, has_zstd_suffix
 from .._schema_names import find_schema_file
+from . import _datasets
 from ._progress import progress
 from ._reading import open_reader
 
@@ -160,6 +161,8 @@ def _print_text(facts: dict[str, Any]) -> None:
 
 def info(args: argparse.Namespace) -> int:
     """Prints a summary of a bag (`--json`: one JSON object)."""
+    if _datasets.is_dataset(args.spec):
+        return _datasets.info(args)
     facts = describe(args.spec, args)
     if args.json:
         print(json.dumps(facts, indent=2))

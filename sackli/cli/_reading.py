@@ -78,5 +78,6 @@ def add_spec_argument(parser: argparse.ArgumentParser) -> None:
     """The SPEC positional argument every reading subcommand takes."""
     parser.add_argument(
         "spec", metavar="SPEC",
-        help="a bag: a file, name@N.ext, name@*.ext, or a comma-separated list",
+        help="a bag: a file, name@N.ext, name@*.ext, or a comma-separated list (info and "
+             "verify also take a dataset folder)",
     )

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import sackli
 
 from .._shard_spec import expand_file_spec
+from . import _datasets
 from ._errors import error_message
 from ._progress import progress, progress_shown
 from ._reading import batch_records, reader_options
@@ -72,6 +73,8 @@ def _total_records(paths: list[str], args: argparse.Namespace) -> int | None:
 
 def verify(args: argparse.Namespace) -> int:
     """Checks a bag; prints each problem; exit status 1 if there is any."""
+    if _datasets.is_dataset(args.spec):
+        return _datasets.verify(args)
     paths = expand_file_spec(args.spec)
     problems: list[str] = []
 

@@ -1,0 +1,200 @@
+"""`sackli info` and `sackli verify` for `sackli.datasets` folders (one
+shard, or a folder of shard folders; local, gs:// or s3://).
+
+The commands' own modules call in here when their SPEC names a dataset
+folder (sackli.datasets' recognition rule: a folder holding spec.json or
+000000/spec.json), so a dataset and a bag are never confused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Callable
+
+import sackli
+
+from ..datasets._recognise import dataset_folders, dataset_layout
+from ..datasets._ref_columns import ShardFiles, read_field_refs
+from ..datasets._type_text import type_text
+from ._errors import error_message
+from ._reading import batch_records
+
+__all__ = ["info", "is_dataset", "verify"]
+
+# Each record of a bags file costs one u64 offset, plus one for the leading empty record.
+_OFFSET_BYTES = 8
+# Datapoints whose refs are checked at a time.
+_REFS_BATCH = 65536
+
+
+def is_dataset(spec: str) -> bool:
+    """Whether SPEC names a dataset folder (ValueError for a local
+    directory that is not one)."""
+    return dataset_layout(spec) is not None
+
+
+def _refuse_bag_options(args: argparse.Namespace) -> None:
+    """Bag reading options mean nothing for a dataset: say so rather than
+    ignore them."""
+    given = [flag for flag, value, default in (
+        ("--limits-placement", args.limits_placement, "TAIL"),
+        ("--layout", args.layout, "CONCATENATED"),
+        ("--dictionary", args.read_dictionary, None)) if value != default]
+    if given:
+        raise ValueError(f"{args.spec} is a dataset folder; {', '.join(given)} is for bags")
+
+
+def _folders(spec: str) -> list[str]:
+    """The dataset's shard folders (the folder itself for one shard)."""
+    return dataset_folders(spec) or []
+
+
+def _file_bytes(reader: sackli.Reader) -> int:
+    return reader.stored_bytes + _OFFSET_BYTES * (len(reader) + 1)
+
+
+def describe(spec: str) -> dict[str, Any]:
+    """Everything `info` reports about a dataset, as JSON-ready values."""
+    layout = dataset_layout(spec)
+    shards = [ShardFiles(folder) for folder in _folders(spec)]
+    fields: dict[str, dict[str, Any]] = {}
+    for shard in shards:
+        for field, ftype in shard.fields.items():
+            reader = shard.field_readers[field]
+            entry = fields.setdefault(field, {
+                "name": field, "type": type_text(ftype),
+                "file": shard.path(field).rsplit("/", 1)[-1],
+                "compression": "zstd" if shard.path(field).endswith(".bagz") else "none",
+                "records": 0, "bytes": 0})
+            entry["records"] += len(reader)
+            entry["bytes"] += _file_bytes(reader)
+    refs_bytes = sum(_file_bytes(shard.refs) for shard in shards)
+    shard_facts = [{"path": shard.directory, "datapoints": len(shard)} for shard in shards]
+    for shard in shards:
+        shard.close()
+    return {
+        "dataset": spec,
+        "layout": "sharded" if layout == "sharded" else "one shard",
+        "shards": shard_facts,
+        "datapoints": sum(shard["datapoints"] for shard in shard_facts),
+        "fields": list(fields.values()),
+        "refs_bytes": refs_bytes,
+        "bytes": refs_bytes + sum(entry["bytes"] for entry in fields.values()),
+    }
+
+
+def _print_text(facts: dict[str, Any]) -> None:
+    per_shard = ", ".join(str(shard["datapoints"]) for shard in facts["shards"])
+    rows = [
+        ("dataset", facts["dataset"]),
+        ("layout", facts["layout"]),
+        ("shards", f"{len(facts['shards'])} (datapoints per shard: {per_shard})"),
+        ("datapoints", facts["datapoints"]),
+        ("bytes", f"{facts['bytes']} (refs.bag: {facts['refs_bytes']})"),
+    ]
+    for name, value in rows:
+        print(f"{name + ':':<12}{value}")
+    print("fields:")
+    header = ("field", "type", "file", "compression", "records", "bytes")
+    table = [header] + [(f["name"], f["type"], f["file"], f["compression"], str(f["records"]),
+                         str(f["bytes"])) for f in facts["fields"]]
+    widths = [max(len(row[k]) for row in table) for k in range(len(header))]
+    for row in table:  # text columns to the left, numbers to the right
+        print("  " + "  ".join(cell.ljust(width) if k < 4 else cell.rjust(width)
+                               for k, (cell, width) in enumerate(zip(row, widths))))
+
+
+def info(args: argparse.Namespace) -> int:
+    """Prints a summary of a dataset (`--json`: one JSON object)."""
+    _refuse_bag_options(args)
+    facts = describe(args.spec)
+    if args.json:
+        print(json.dumps(facts, indent=2))
+    else:
+        _print_text(facts)
+    return 0
+
+
+class _FailFast(Exception):
+    """Stops verification at the first problem (`--fail-fast`)."""
+
+
+def _scan_file(reader: sackli.Reader, path: str, what: str,
+               report: Callable[[str], None]) -> None:
+    """Decodes every record of one file, reporting each corrupt one."""
+    step = batch_records(reader)
+    for start in range(0, len(reader), step):
+        skipped = sackli.SkippedRecords()
+        reader.read_range(start, min(step, len(reader) - start), skip_corrupt=skipped)
+        for record, error in skipped:
+            report(f"{what} ({path}), record {record}: {error}")
+
+
+def _check_refs(shard: ShardFiles, report: Callable[[str], None]) -> None:
+    """Every ref within its field's file, and every record of a field
+    referred to by exactly as many refs as it has records."""
+    referred = dict.fromkeys(shard.fields, 0)
+    for start in range(0, len(shard), _REFS_BATCH):
+        count = min(_REFS_BATCH, len(shard) - start)
+        try:
+            refs = read_field_refs(shard, range(start, start + count), list(shard.fields))
+        except sackli.CorruptionError as error:
+            report(str(error))
+            return
+        for field, field_refs in refs.items():
+            referred[field] += count if field_refs.lengths is None else int(
+                sum(field_refs.lengths))
+    for field, count in referred.items():
+        records = len(shard.field_readers[field])
+        if count != records:
+            report(f"field {field!r} ({shard.path(field)}) holds {records} records, but the "
+                   f"datapoints' refs ({shard.path('refs')}) refer to {count}")
+
+
+def _check_shard(folder: str, report: Callable[[str], None]) -> tuple[int, Any]:
+    """Checks one shard folder; returns its number of datapoints and its
+    parsed spec (None when it cannot be opened)."""
+    try:
+        shard = ShardFiles(folder)
+    except (sackli.CorruptionError, OSError, ValueError) as error:
+        report(f"shard {folder} cannot be opened: {error_message(error)}")
+        return 0, None
+    with shard:
+        _scan_file(shard.refs, shard.path("refs"), "refs", report)
+        for field, field_reader in shard.field_readers.items():
+            _scan_file(field_reader, shard.path(field), f"field {field!r}", report)
+        _check_refs(shard, report)
+        return len(shard), shard.fields
+
+
+def verify(args: argparse.Namespace) -> int:
+    """Checks a dataset; prints each problem; exit status 1 if there is any."""
+    _refuse_bag_options(args)
+    problems: list[str] = []
+
+    def report(problem: str) -> None:
+        problems.append(problem)
+        print(problem, flush=True)
+        if args.fail_fast:
+            raise _FailFast
+
+    folders = _folders(args.spec)
+    datapoints = 0
+    specs = []
+    try:
+        for folder in folders:
+            count, fields = _check_shard(folder, report)
+            datapoints += count
+            specs.append(fields)
+        for folder, fields in zip(folders[1:], specs[1:]):
+            if fields is not None and specs[0] is not None and fields != specs[0]:
+                report(f"shard {folder}: its spec.json differs from that of {folders[0]}")
+    except _FailFast:
+        print("verify: stopped at the first problem (--fail-fast)")
+        return 1
+    if problems:
+        print(f"verify: {len(problems)} problem(s) in dataset {args.spec}")
+        return 1
+    print(f"verify: OK, dataset of {datapoints} datapoints in {len(folders)} shard(s)")
+    return 0
