@@ -12,7 +12,7 @@ from typing import Any, Mapping, Union
 
 from ._spec import FieldType
 
-__all__ = ["Selection", "resolve_mask"]
+__all__ = ["MaskPlans", "Selection", "resolve_mask"]
 
 # True: the whole value or list; (start, stop): that part of a list.
 Selection = Union[bool, tuple[int, "int | None"]]
@@ -65,3 +65,39 @@ def resolve_mask(
                 f"{where}: the mask of scalar field {field!r} must be a bool, "
                 f"not {type(value).__name__}")
     return plan
+
+
+Plan = list[tuple[int, str, FieldType, Selection]]
+
+# Distinct hashable masks whose plans a reader keeps.
+_CACHED_PLANS = 64
+
+
+class MaskPlans:
+    """`resolve_mask` for one dataset's fields, remembering the plans of
+    recent masks: a loop reading `r[i, mask]` with the same mask resolves
+    it once. Masks with unhashable values (slices) are resolved each time."""
+
+    def __init__(self, fields: Mapping[str, FieldType], where: str) -> None:
+        self._fields = fields
+        self._where = where
+        self._all = resolve_mask(None, fields, where)
+        # mask items -> (their value types, plan)
+        self._plans: dict[Any, tuple[tuple[type, ...], Plan]] = {}
+
+    def get(self, mask: Mapping[str, Any] | None) -> Plan:
+        """The plan of `mask` (see resolve_mask); raises as it does."""
+        if mask is None:
+            return self._all
+        try:
+            cached = self._plans.get(tuple(mask.items()))
+        except (TypeError, AttributeError):  # unhashable values, or not a dict
+            return resolve_mask(mask, self._fields, self._where)
+        # The value types must match too: True == 1, but only True is a mask.
+        if cached is not None and cached[0] == tuple(map(type, mask.values())):
+            return cached[1]
+        plan = resolve_mask(mask, self._fields, self._where)
+        if len(self._plans) >= _CACHED_PLANS:
+            self._plans.clear()
+        self._plans[tuple(mask.items())] = (tuple(map(type, mask.values())), plan)
+        return plan

@@ -190,6 +190,11 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
         """The parsed spec of the first shard read."""
         return self._readers[0].spec
 
+    def _read_row(self, row: int, mask: Mask | None) -> Datapoint:
+        shard = bisect.bisect_right(self._stops, row)
+        first = self._stops[shard - 1] if shard else 0
+        return self._readers[shard]._read_row(row - first, mask)
+
     def _read_rows(self, rows: list[int], mask: Mask | None) -> list[Datapoint]:
         # One batch per shard: group the rows by shard, then put the
         # datapoints back in the requested order.
