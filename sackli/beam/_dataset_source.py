@@ -16,7 +16,6 @@ from typing import Any, Iterator, Mapping
 
 from apache_beam import coders
 from apache_beam.io import iobase, range_trackers
-from apache_beam.io.concat_source import ConcatSource
 from apache_beam.transforms import display
 
 from .._storage import is_remote, list_objects
@@ -24,6 +23,7 @@ from ..datasets import DatasetReader
 from ..datasets._bag import open_records
 from ..datasets._sharded import shard_folders
 from ..datasets._folders import join
+from ._lazy_concat import LazyConcatSource
 
 __all__ = ["DatasetSource", "ShardSource", "shard_sources"]
 
@@ -123,7 +123,7 @@ def shard_sources(
     return sources
 
 
-class DatasetSource(iobase.BoundedSource):
+class DatasetSource(LazyConcatSource):
     """Every shard of a dataset folder; the shards are listed on workers."""
 
     def __init__(
@@ -132,40 +132,12 @@ class DatasetSource(iobase.BoundedSource):
         self._directory = directory
         self._decoders = decoders
         self._mask = mask
-        self._concat: ConcatSource | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_concat"] = None  # workers list the shards themselves
-        return state
-
-    def _shard_sources(self) -> list[ShardSource]:
+    def _parts(self) -> list[ShardSource]:
         return shard_sources(self._directory, self._decoders, self._mask)
-
-    def _concat_source(self) -> ConcatSource:
-        if self._concat is None:
-            self._concat = ConcatSource(
-                [iobase.SourceBundle(s.estimate_size(), s, None, None) for s in self._shard_sources()])
-        return self._concat
 
     def estimate_size(self) -> int:
         return sum(_folder_bytes(folder) for folder in shard_folders(self._directory))
-
-    def split(
-        self, desired_bundle_size: int, start_position: Any = None, stop_position: Any = None
-    ) -> Iterator[iobase.SourceBundle]:
-        # Runners split the whole dataset once; positions belong to the
-        # shard sources it splits into (as for Beam's ConcatSource).
-        if start_position is not None or stop_position is not None:
-            raise ValueError("a sackli dataset source splits whole; split its shard sources")
-        for source in self._shard_sources():
-            yield from source.split(desired_bundle_size)
-
-    def get_range_tracker(self, start_position: Any, stop_position: Any) -> Any:
-        return self._concat_source().get_range_tracker(start_position, stop_position)
-
-    def read(self, range_tracker: Any) -> Iterator[Any]:
-        return self._concat_source().read(range_tracker)
 
     def default_output_coder(self) -> coders.Coder:
         return coders.FastPrimitivesCoder()
