@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import chain
 from typing import Any, Mapping
 
 from .._engine import CorruptionError
@@ -161,7 +162,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         except Exception:  # msgpack raises several kinds for bad bytes
             refs = None
         count = len(self._fields)
-        if refs is None or not all(type(r) is list and len(r) == count for r in refs):
+        if refs is None or not (set(map(type, refs)) <= {list} and set(map(len, refs)) <= {count}):
             row = self._bad_refs_row(rows, records)
             raise CorruptionError(
                 f"{self._path('refs')}: the refs of datapoint {row} are not a msgpack list "
@@ -241,22 +242,43 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self, rows: list[int], field: str, ftype: FieldType, field_refs: list[Any],
         selection: Selection, datapoints: list[Datapoint],
     ) -> None:
-        length = self._lengths[field]
-        indices: list[int] = []
-        counts: list[int] = []
-        for row, ref in zip(rows, field_refs):
-            start, stop = self._list_span(row, field, ref, length)
-            if selection is not True:
-                first, last = selection  # type: ignore[misc]
-                start, stop = start + first, stop if last is None else min(start + last, stop)
-            before = len(indices)
-            indices.extend(range(start, stop))
-            counts.append(len(indices) - before)
+        starts, stops = self._list_spans(rows, field, field_refs)
+        if selection is not True:
+            first, last = selection  # type: ignore[misc]
+            if last is not None:
+                stops = [min(start + last, stop) for start, stop in zip(starts, stops)]
+            starts = [start + first for start in starts]
+        # Items of all datapoints in one batch; a start past its stop is an empty list.
+        indices = list(chain.from_iterable(map(range, starts, stops)))
         values = self._read_values(field, ftype, indices) if indices else []
         position = 0
-        for datapoint, count in zip(datapoints, counts):
+        for datapoint, start, stop in zip(datapoints, starts, stops):
+            count = stop - start if stop > start else 0
             datapoint[field] = values[position:position + count]
             position += count
+
+    def _list_spans(
+        self, rows: list[int], field: str, field_refs: list[Any]
+    ) -> tuple[list[int], list[int]]:
+        """[start, stop) of each datapoint's items of a list field: checked
+        for the whole batch at once, datapoint by datapoint only to name a
+        bad one."""
+        length = self._lengths[field]
+        try:
+            if not (set(map(type, field_refs)) <= {list} and set(map(len, field_refs)) <= {0, 2}):
+                raise TypeError
+            starts = [ref[0] if ref else 0 for ref in field_refs]
+            counts = [ref[1] if ref else 0 for ref in field_refs]
+            if not (set(map(type, starts)) <= {int} and set(map(type, counts)) <= {int}):
+                raise TypeError
+            stops = list(map(int.__add__, starts, counts))
+            if starts and (min(starts) < 0 or min(counts) < 0 or max(stops) > length):
+                raise ValueError
+            return starts, stops
+        except (TypeError, ValueError):
+            # One by one: raises naming the first bad datapoint.
+            spans = [self._list_span(row, field, ref, length) for row, ref in zip(rows, field_refs)]
+            return [span[0] for span in spans], [span[1] for span in spans]
 
     def _list_span(self, row: int, field: str, ref: Any, length: int) -> tuple[int, int]:
         """[start, stop) of a list field's items from its ref."""
