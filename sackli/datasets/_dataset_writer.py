@@ -128,16 +128,17 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         self._check_fields(datapoint)
         encoded = [encode(datapoint[encode.field]) for encode, _ in self._columns]
         refs: list[Any] = []
+        # The encoders checked that every value is bytes: append unchecked.
         for (encode, writer), value in zip(self._columns, encoded):
-            if encode.ftype.is_list:
+            if encode.ftype[0]:  # a list field (an index is quicker than .is_list)
                 refs.append([len(writer), len(value)] if value else [])
-                writer.extend(value)
+                writer.extend_checked(value)
             else:
-                refs.append(writer.append(value))
-        return self._refs.append(pack_refs(refs))
+                refs.append(writer.append_checked(value))
+        return self._refs.append_checked(pack_refs(refs))
 
     def _check_fields(self, datapoint: Mapping[str, Any]) -> None:
-        if not isinstance(datapoint, Mapping):
+        if type(datapoint) is not dict and not isinstance(datapoint, Mapping):
             raise TypeError(
                 f"{self._directory}: a datapoint must be a dict, not {type(datapoint).__name__}")
         if datapoint.keys() == self._fields.keys():

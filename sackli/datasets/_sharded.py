@@ -84,12 +84,13 @@ class ShardedDatasetWriter(DiscardsOnError):
         if self._writer is None:
             folder = join(self._directory, f"{self._next_shard:06}")
             self._writer = DatasetWriter(folder, self._spec, self._encoders, self._compression)
-        self._writer.append(datapoint)
-        full_size = self._shard_size and self._writer.size >= self._shard_size
-        full_length = self._shard_length and len(self._writer) >= self._shard_length
-        if full_size or full_length:
+        writer = self._writer
+        index = self._done_length + writer.append(datapoint)
+        # The length first: it is cheaper than the size.
+        if ((self._shard_length and index + 1 - self._done_length >= self._shard_length)
+                or (self._shard_size and writer.size >= self._shard_size)):
             self._finish_shard()
-        return len(self) - 1
+        return index
 
     def _finish_shard(self) -> None:
         writer, self._writer = self._writer, None
