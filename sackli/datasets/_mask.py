@@ -51,6 +51,8 @@ def resolve_mask(
     plan = []
     for i, (field, ftype) in enumerate(fields.items()):
         value = mask.get(field, False)
+        if ftype.is_list and not isinstance(value, slice) and not value:
+            continue  # as `bags`: a falsy mask (False, an empty range) skips a list field
         if isinstance(value, bool):
             if value:
                 plan.append((i, field, ftype, value))
