@@ -161,3 +161,35 @@ def test_checked_appends_still_refuse_bad_values(tmp_path):
         bag.append(b"c")
     assert datasets.DatasetReader(tmp_path / "ds")[0] == point(1)
     assert sackli.Reader(str(tmp_path / "x.bag")).read() == [b""]
+
+
+@pytest.mark.parametrize("compression", [None, {"name": "zstd", "words": "zstd(1)"}])
+def test_shards_end_where_the_exact_size_says(tmp_path, compression):
+    """The sharded writer asks for the exact size only once a cheap upper
+    bound reaches shard_size; shards must still end at the first datapoint
+    whose exact size reaches it (values compress well here, so the bound
+    is loose)."""
+    points = [{**point(i), "name": "x" * (50 + i)} for i in range(80)]
+    shard_size = 1500
+    expected, length = [], 0
+    probe = datasets.DatasetWriter(tmp_path / "probe", SPEC, compression=compression)
+    for datapoint in points:  # the exact size after every append
+        probe.append(datapoint)
+        length += 1
+        if probe.size >= shard_size:
+            expected.append(length)
+            probe.discard()
+            probe = datasets.DatasetWriter(tmp_path / f"probe{len(expected)}", SPEC,
+                                           compression=compression)
+            length = 0
+    probe.discard()
+    if length:
+        expected.append(length)
+    with datasets.ShardedDatasetWriter(tmp_path / "ds", SPEC, shard_size=shard_size,
+                                       compression=compression) as writer:
+        for datapoint in points:
+            writer.append(datapoint)
+    reader = datasets.ShardedDatasetReader(tmp_path / "ds")
+    assert [len(shard) for shard in reader.shard_readers] == expected
+    assert len(expected) > 3
+    assert list(reader) == points

@@ -86,9 +86,10 @@ class ShardedDatasetWriter(DiscardsOnError):
             self._writer = DatasetWriter(folder, self._spec, self._encoders, self._compression)
         writer = self._writer
         index = self._done_length + writer.append(datapoint)
-        # The length first: it is cheaper than the size.
+        # The length first, then a bound of the size: both cost nothing.
         if ((self._shard_length and index + 1 - self._done_length >= self._shard_length)
-                or (self._shard_size and writer.size >= self._shard_size)):
+                or (self._shard_size and writer.size_at_most >= self._shard_size
+                    and writer.size >= self._shard_size)):
             self._finish_shard()
         return index
 
