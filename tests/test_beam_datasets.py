@@ -16,6 +16,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from sackli import datasets
 from sackli.beam import ReadFromSackliDataset, WriteToSackliDataset
+from sackli.beam._dataset_publish import publish_dataset
+from sackli.beam._dataset_sink import DatasetSink
 from sackli.beam._dataset_source import DatasetSource, shard_sources
 from beam_helpers import _quiet_beam, make_pipeline, run_and_expect_failure  # noqa: F401
 from remote_helpers import remote, servers  # noqa: F401 (fixtures)
@@ -326,9 +328,10 @@ class TestSplitting:
 
 
 class TestRemote:
-    def test_write_rewrite_and_read(self, remote):
+    @pytest.mark.parametrize("runner", ["direct", "multi_processing"])
+    def test_write_rewrite_and_read(self, remote, runner):
         url = remote.url("ds")
-        write(url, points(33), shard_length=10)
+        write(url, points(33), runner, shard_length=10)
         shard_objects = {"spec.json", "refs.bag", "image.bag", "label.bag", "words.bag"}
         objects = set(remote.objects())
         shards = sorted({name.split("/")[1] for name in objects})
@@ -360,3 +363,43 @@ class TestRemote:
         # Only hidden temporary objects were added, and no reader takes them.
         assert {n: v for n, v in after.items() if "/." not in "/" + n} == before
         assert by_label(read_all(url)) == points(12)
+
+
+# --- Finalisation, step by step -------------------------------------------------
+
+
+def _temp_shards(sink: DatasetSink, counts: list[int]) -> tuple[str, list[str]]:
+    """What the bundles of a write leave before finalisation: the temporary
+    folder and its complete shards (with `counts` datapoints each)."""
+    temp = sink.initialize_write()
+    shards, first = [], 0
+    for n, count in enumerate(counts):
+        writer = sink.open_writer(temp, f"bundle-{n}")
+        for datapoint in points(count, first):
+            writer.write(datapoint)
+        shards.append(writer.close())
+        first += count
+    return temp, shards
+
+
+@pytest.mark.parametrize("where", ["local", "remote"])
+def test_a_retried_finalisation_skips_what_it_moved(tmp_path, remote, where):
+    directory = str(tmp_path / "ds") if where == "local" else remote.url("ds")
+    sink = DatasetSink(directory, SPEC, None, None)
+    temp, shards = _temp_shards(sink, [3, 2])
+    finals = list(publish_dataset(temp, shards, directory))
+    assert finals == [f"{directory}/000000", f"{directory}/000001"]
+    assert list(publish_dataset(temp, shards, directory)) == finals  # again: nothing to do
+    assert by_label(read_all(directory)) == points(5)
+
+
+@pytest.mark.parametrize("where", ["local", "remote"])
+def test_a_lost_shard_stops_the_finalisation(tmp_path, remote, where):
+    directory = str(tmp_path / "ds") if where == "local" else remote.url("ds")
+    write(directory, points(4))
+    sink = DatasetSink(directory, SPEC, None, None)
+    temp, shards = _temp_shards(sink, [2])
+    with pytest.raises(FileNotFoundError, match="missing before finalisation"):
+        list(publish_dataset(temp, shards + [shards[0] + "-lost"], directory))
+    # Nothing was replaced: the older dataset is still the dataset.
+    assert by_label(read_all(directory)) == points(4)

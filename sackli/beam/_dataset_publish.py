@@ -112,13 +112,20 @@ def check_replaceable(directory: str) -> None:
 
 
 def _publish_remote(temp: str, shards: list[str], finals: list[str], directory: str) -> None:
+    # First make sure every shard is there (or published by an earlier
+    # attempt), so that a lost one changes nothing. A published shard k is
+    # told by the final k/spec.json, which an older dataset's shard k has
+    # too: there, a lost temporary shard k goes unnoticed (the older shard
+    # k stays).
+    pending = []
     for shard, final in zip(shards, finals):
         names = [url[len(shard) + 1:] for url in _objects(shard)]
-        if SPEC_FILE not in names:
-            if any(url.endswith("/" + SPEC_FILE) for url in _objects(final)):
-                continue  # published by an earlier attempt
+        if SPEC_FILE in names:
+            pending.append((shard, final, names))
+        elif not any(url.endswith("/" + SPEC_FILE) for url in _objects(final)):
             raise FileNotFoundError(
                 f"{shard}: a shard of this write is missing before finalisation")
+    for shard, final, names in pending:
         _unpublish(final)
         names.remove(SPEC_FILE)
         for name in names + [SPEC_FILE]:  # spec.json last: then the shard exists
