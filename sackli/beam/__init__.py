@@ -1,5 +1,6 @@
-"""Apache Beam connectors for bags (needs the `beam` extra:
-`pip install 'sackli[beam]'`). See `sackli.beam.sacklio`."""
+"""Apache Beam connectors for bags and datasets (needs the `beam` extra:
+`pip install 'sackli[beam]'`). See `sackli.beam.sacklio` and
+`sackli.beam.datasetio`."""
 
 try:
     import apache_beam  # noqa: F401
@@ -9,7 +10,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from ._file_sink import SackliSink
+from .datasetio import ReadFromSackliDataset, WriteToSackliDataset
 from .sacklio import ReadAllFromSackli, ReadFromSackli, ReadFromSackliBatched, WriteToSackli
 
-__all__ = ["ReadAllFromSackli", "ReadFromSackli", "ReadFromSackliBatched", "SackliSink",
-           "WriteToSackli"]
+__all__ = ["ReadAllFromSackli", "ReadFromSackli", "ReadFromSackliBatched",
+           "ReadFromSackliDataset", "SackliSink", "WriteToSackli", "WriteToSackliDataset"]

@@ -17,7 +17,6 @@ from typing import Any, Callable, Generator, Iterator
 
 from apache_beam import coders
 from apache_beam.io import iobase, range_trackers
-from apache_beam.io.concat_source import ConcatSource
 from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
 from apache_beam.transforms import core, display
 
@@ -27,6 +26,7 @@ from .._options import ReaderOptions
 from .._reader import Reader
 from ._display import read_display_data
 from ._files import DISALLOW, BagFile, estimate_pattern_size, expand_pattern
+from ._lazy_concat import LazyConcatSource
 
 __all__ = ["PatternSource", "FileSource", "ReadFileRanges", "first_at_or_after", "read_range"]
 
@@ -173,7 +173,7 @@ class FileSource(iobase.BoundedSource):
         return {"file": display.DisplayDataItem(self._file.path, label="File")}
 
 
-class PatternSource(iobase.BoundedSource):
+class PatternSource(LazyConcatSource):
     """Every file of a pattern; the files are listed lazily, on workers."""
 
     def __init__(
@@ -185,12 +185,6 @@ class PatternSource(iobase.BoundedSource):
         self._coder = coder
         self._with_metadata = with_metadata
         self._empty_match_treatment = empty_match_treatment
-        self._concat: ConcatSource | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_concat"] = None  # workers list the files themselves
-        return state
 
     def validate(self) -> None:
         """Raises unless every file of the pattern exists (I/O: listings)."""
@@ -204,31 +198,11 @@ class PatternSource(iobase.BoundedSource):
     def _file_sources(self) -> list[FileSource]:
         return [FileSource(f, self._options, self._coder, self._with_metadata) for f in self._files()]
 
-    def _concat_source(self) -> ConcatSource:
-        if self._concat is None:
-            self._concat = ConcatSource(
-                [iobase.SourceBundle(s.estimate_size(), s, None, None) for s in self._file_sources()]
-            )
-        return self._concat
+    def _parts(self) -> list[FileSource]:
+        return self._file_sources()
 
     def estimate_size(self) -> int:
         return estimate_pattern_size(self._pattern, self._options, self._empty_match_treatment)
-
-    def split(
-        self, desired_bundle_size: int, start_position: Any = None, stop_position: Any = None
-    ) -> Iterator[iobase.SourceBundle]:
-        # Runners split the whole pattern once; positions belong to the
-        # file sources it splits into (as for Beam's ConcatSource).
-        if start_position is not None or stop_position is not None:
-            raise ValueError("a sackli pattern source splits whole; split its file sources")
-        for source in self._file_sources():
-            yield from source.split(desired_bundle_size)
-
-    def get_range_tracker(self, start_position: Any, stop_position: Any) -> Any:
-        return self._concat_source().get_range_tracker(start_position, stop_position)
-
-    def read(self, range_tracker: Any) -> Iterator[Any]:
-        return self._concat_source().read(range_tracker)
 
     def default_output_coder(self) -> coders.Coder:
         return output_coder(self._coder, self._with_metadata)

@@ -121,9 +121,7 @@ class BagWriter(DiscardsOnError):
             raise TypeError(f"{self._path}: records must be bytes, not {type(record).__name__}")
         if self._writer.closed:
             raise ValueError(f"{self._path}: the BagWriter is closed")
-        self._pending.append(record)
-        self._added(len(record), 1)
-        return self._length - 1
+        return self.append_checked(record)
 
     def extend(self, records: list[bytes]) -> None:
         """Appends records (bytes) in order."""
@@ -131,6 +129,17 @@ class BagWriter(DiscardsOnError):
             raise TypeError(f"{self._path}: records must be bytes")
         if self._writer.closed:
             raise ValueError(f"{self._path}: the BagWriter is closed")
+        self.extend_checked(records)
+
+    def append_checked(self, record: bytes) -> int:
+        """`append` for a record known to be bytes, to an open writer (a
+        dataset writer's encoders check that; this skips the checks)."""
+        self._pending.append(record)
+        self._added(len(record), 1)
+        return self._length - 1
+
+    def extend_checked(self, records: list[bytes]) -> None:
+        """`extend` for records known to be bytes, to an open writer."""
         self._pending.extend(records)
         self._added(sum(map(len, records)), len(records))
 

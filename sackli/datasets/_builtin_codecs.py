@@ -3,6 +3,7 @@ with `encoders=None` / `decoders=None`, keyed by type name as in `bags`."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from . import _codecs, _media
@@ -45,6 +46,9 @@ _WITHOUT_ARGUMENTS: dict[Codec, Codec] = {
 def one_argument(codec: Codec, args: tuple[str, ...]) -> Callable[[Any], Any]:
     """An encoder or decoder with the type's arguments bound: a function of
     the value (or buffer) alone."""
+    if codec is _codecs.int_decode:
+        # int.from_bytes itself, without a Python frame per value.
+        return functools.partial(int.from_bytes, byteorder=args[1] if len(args) > 1 else "little")
     if args:
         return lambda value: codec(value, *args)
     return _WITHOUT_ARGUMENTS.get(codec, codec)

@@ -32,6 +32,10 @@ class DatapointSequence:
         each field read as one batch."""
         raise NotImplementedError
 
+    def _read_row(self, row: int, mask: Mask | None) -> Datapoint:
+        """The datapoint at `row`; subclasses may read one faster than a batch."""
+        return self._read_rows([row], mask)[0]
+
     def __len__(self) -> int:
         return len(self._rows)
 
@@ -39,16 +43,19 @@ class DatapointSequence:
         """`r[i]`: the datapoint at i (negative counts from the end;
         IndexError outside). `r[i, mask]`: only the fields (and list items)
         the mask selects. `r[a:b:c]`: a view of those datapoints."""
+        rows = self._rows
         mask = None
         if isinstance(key, tuple):
             if len(key) != 2:
                 raise TypeError("index a dataset as r[i] or r[i, mask]")
             key, mask = key
+        if type(key) is int and -len(rows) <= key < len(rows):  # the common case, first
+            return self._read_row(rows[key], mask)
         if isinstance(key, slice) and mask is None:
             view = copy.copy(self)
             view._rows = self._rows[key]
             return view
-        return self._read_rows([self._row(key)], mask)[0]
+        return self._read_row(self._row(key), mask)
 
     def _row(self, index: Any) -> int:
         try:

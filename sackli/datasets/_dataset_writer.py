@@ -29,6 +29,12 @@ from ._spec import ShardFolder, parse_spec, spec_json
 
 __all__ = ["DatasetWriter"]
 
+_LIMIT_BYTES = 8
+# The most a zstd frame adds to a value, beyond 3 bytes per 128 KiB block
+# (counted apart): incompressible data goes in raw blocks, after the frame
+# header (magic and at most 14 bytes), plus a checksum (4).
+_ZSTD_FRAME_BOUND = 32
+
 
 class DatasetWriter(ShardFolder, DiscardsOnError):
     """Writes a dataset folder: `append(datapoint)` one dict at a time.
@@ -86,11 +92,16 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         except BaseException:
             self._remove_partial_folder()
             raise
-        # (encoder, writer) of each field, in field order.
+        # (encoder, writer, most bytes a record adds to the file beyond its
+        # own) of each field, in field order.
         self._columns = [
             (FieldEncoder(field, ftype, one_argument(encoders[ftype.dtype], ftype.args),
-                          self._field_path(field)), self._writers[field])
+                          self._field_path(field)), self._writers[field],
+             _LIMIT_BYTES + (_ZSTD_FRAME_BOUND if field in self._compression else 0))
             for field, ftype in self._fields.items()]
+        # `size`, kept up to date cheaply: exact for raw fields, at least the
+        # size for compressed ones (see size_at_most).
+        self._size_bound = _LIMIT_BYTES * (1 + len(self._fields))
 
     def _make_partial_folder(self) -> str:
         # The hidden name sackli's writers use for files: `.<name>.sackli-partial-<tag>`.
@@ -105,7 +116,18 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
     @property
     def size(self) -> int:
         """Bytes of the bag files once closed (spec.json excluded, as in `bags`)."""
+        if not self._compression:
+            return self._size_bound  # exact without compressed fields
         return self._refs.size + sum(writer.size for writer in self._writers.values())
+
+    @property
+    def size_at_most(self) -> int:
+        """An upper bound of `size` that costs nothing to read: `size` itself
+        without compressed fields, else `size` with each compressed value
+        counted raw plus the most a zstd frame adds. A sharded writer asks
+        for the exact size (which waits for compression) only once this
+        bound reaches its shard size."""
+        return self._size_bound
 
     @property
     def closed(self) -> bool:
@@ -126,18 +148,26 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         if self._closed:
             raise ValueError(f"{self._directory}: the DatasetWriter is closed")
         self._check_fields(datapoint)
-        encoded = [encode(datapoint[encode.field]) for encode, _ in self._columns]
+        encoded = [encode(datapoint[encode.field]) for encode, _, _ in self._columns]
         refs: list[Any] = []
-        for (encode, writer), value in zip(self._columns, encoded):
-            if encode.ftype.is_list:
+        added = 0
+        # The encoders checked that every value is bytes: append unchecked.
+        for (encode, writer, per_record), value in zip(self._columns, encoded):
+            if encode.ftype[0]:  # a list field (an index is quicker than .is_list)
                 refs.append([len(writer), len(value)] if value else [])
-                writer.extend(value)
+                writer.extend_checked(value)
+                nbytes, count = sum(map(len, value)), len(value)
             else:
-                refs.append(writer.append(value))
-        return self._refs.append(pack_refs(refs))
+                refs.append(writer.append_checked(value))
+                nbytes, count = len(value), 1
+            # 3 bytes per 128 KiB block of a zstd frame stay under 1/1024.
+            added += nbytes + (nbytes >> 10 if per_record > _LIMIT_BYTES else 0) + per_record * count
+        record = pack_refs(refs)
+        self._size_bound += added + len(record) + _LIMIT_BYTES
+        return self._refs.append_checked(record)
 
     def _check_fields(self, datapoint: Mapping[str, Any]) -> None:
-        if not isinstance(datapoint, Mapping):
+        if type(datapoint) is not dict and not isinstance(datapoint, Mapping):
             raise TypeError(
                 f"{self._directory}: a datapoint must be a dict, not {type(datapoint).__name__}")
         if datapoint.keys() == self._fields.keys():

@@ -8,11 +8,11 @@ reads every field whole.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 from ._spec import FieldType
 
-__all__ = ["Selection", "resolve_mask"]
+__all__ = ["MaskPlans", "Plan", "Selection", "resolve_mask"]
 
 # True: the whole value or list; (start, stop): that part of a list.
 Selection = Union[bool, tuple[int, "int | None"]]
@@ -51,6 +51,8 @@ def resolve_mask(
     plan = []
     for i, (field, ftype) in enumerate(fields.items()):
         value = mask.get(field, False)
+        if ftype.is_list and not isinstance(value, slice) and not value:
+            continue  # as `bags`: a falsy mask (False, an empty range) skips a list field
         if isinstance(value, bool):
             if value:
                 plan.append((i, field, ftype, value))
@@ -65,3 +67,43 @@ def resolve_mask(
                 f"{where}: the mask of scalar field {field!r} must be a bool, "
                 f"not {type(value).__name__}")
     return plan
+
+
+Plan = list[tuple[int, str, FieldType, Selection]]
+
+# Distinct hashable masks whose plans a reader keeps.
+_CACHED_PLANS = 64
+
+
+class MaskPlans:
+    """`resolve_mask` for one dataset's fields, then `compile` of the plan,
+    remembering the results for recent masks: a loop reading `r[i, mask]`
+    with the same mask resolves and compiles it once. Masks with unhashable
+    values (slices) are resolved each time."""
+
+    def __init__(self, fields: Mapping[str, FieldType], where: str,
+                 compile: Callable[[Plan], Any]) -> None:
+        self._fields = fields
+        self._where = where
+        self._compile = compile
+        self._all = compile(resolve_mask(None, fields, where))
+        # mask items -> (their value types, compiled plan)
+        self._plans: dict[Any, tuple[tuple[type, ...], Any]] = {}
+
+    def get(self, mask: Mapping[str, Any] | None) -> Any:
+        """`compile` of the plan of `mask` (see resolve_mask); raises as
+        resolve_mask does."""
+        if mask is None:
+            return self._all
+        try:
+            cached = self._plans.get(tuple(mask.items()))
+        except (TypeError, AttributeError):  # unhashable values, or not a dict
+            return self._compile(resolve_mask(mask, self._fields, self._where))
+        # The value types must match too: True == 1, but only True is a mask.
+        if cached is not None and cached[0] == tuple(map(type, mask.values())):
+            return cached[1]
+        compiled = self._compile(resolve_mask(mask, self._fields, self._where))
+        if len(self._plans) >= _CACHED_PLANS:
+            self._plans.clear()
+        self._plans[tuple(mask.items())] = (tuple(map(type, mask.values())), compiled)
+        return compiled

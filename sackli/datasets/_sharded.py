@@ -84,12 +84,14 @@ class ShardedDatasetWriter(DiscardsOnError):
         if self._writer is None:
             folder = join(self._directory, f"{self._next_shard:06}")
             self._writer = DatasetWriter(folder, self._spec, self._encoders, self._compression)
-        self._writer.append(datapoint)
-        full_size = self._shard_size and self._writer.size >= self._shard_size
-        full_length = self._shard_length and len(self._writer) >= self._shard_length
-        if full_size or full_length:
+        writer = self._writer
+        index = self._done_length + writer.append(datapoint)
+        # The length first, then a bound of the size: both cost nothing.
+        if ((self._shard_length and index + 1 - self._done_length >= self._shard_length)
+                or (self._shard_size and writer.size_at_most >= self._shard_size
+                    and writer.size >= self._shard_size)):
             self._finish_shard()
-        return len(self) - 1
+        return index
 
     def _finish_shard(self) -> None:
         writer, self._writer = self._writer, None
@@ -189,6 +191,11 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
     def spec(self) -> dict[str, FieldType]:
         """The parsed spec of the first shard read."""
         return self._readers[0].spec
+
+    def _read_row(self, row: int, mask: Mask | None) -> Datapoint:
+        shard = bisect.bisect_right(self._stops, row)
+        first = self._stops[shard - 1] if shard else 0
+        return self._readers[shard]._read_row(row - first, mask)
 
     def _read_rows(self, rows: list[int], mask: Mask | None) -> list[Datapoint]:
         # One batch per shard: group the rows by shard, then put the
