@@ -1,7 +1,7 @@
 """Schema-aware pipelines: bags of Arrow rows as Beam Rows, and back.
 
-A shard set written by `sackli.arrow.write_table` (encoding "arrow" or
-"json") carries its Arrow schema in a schema file beside it. Reading it
+A shard set written by `sackli.arrow.write_table` (encoding "row",
+"arrow" or "json") carries its Arrow schema in a schema file beside it. Reading it
 `as_rows` yields one Beam Row per record, typed by that schema, so Beam SQL
 and the DataFrame API work on it. Writing a schema'd PCollection (elements
 of `beam.Row` or a NamedTuple with a Beam schema) stores each element as an
@@ -58,7 +58,7 @@ def stored_rows(file_pattern: str, options: Any, empty_match_treatment: str) -> 
     pipeline construction, as Beam's `ReadFromParquet(as_rows=True)` does).
 
     Raises FileNotFoundError when no file matches or there is no schema
-    file, ValueError for an encoding other than "arrow"/"json" or a column
+    file, ValueError for an encoding other than "row"/"arrow"/"json" or a column
     Beam schemas cannot hold."""
     files = expand_pattern(file_pattern, options, empty_match_treatment)
     if not files:
@@ -67,9 +67,9 @@ def stored_rows(file_pattern: str, options: Any, empty_match_treatment: str) -> 
             file_pattern)
     path = files[0].path
     schema, encoding = read_set_schema(path)
-    if encoding not in ("arrow", "json"):
+    if encoding not in ("row", "arrow", "json"):
         raise ValueError(f"{path}: the rows were written with encoding={encoding!r}; "
-                         "as_rows reads 'arrow' and 'json' rows")
+                         "as_rows reads 'row', 'arrow' and 'json' rows")
     return encoding, _beam_row_type(schema, path)
 
 
