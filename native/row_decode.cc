@@ -37,6 +37,48 @@ struct Span {
   bool Bit(uint64_t i) const { return (data[i >> 3] >> (i & 7)) & 1; }
 };
 
+// Whether `text` is well-formed UTF-8 (no overlongs, surrogates or code
+// points above U+10FFFF): string columns must hold text, whatever the bytes
+// of a corrupt row say.
+bool IsUtf8(Span text) {
+  const uint8_t* p = text.data;
+  const uint8_t* end = p + text.size;
+  while (p < end) {
+    uint64_t word;
+    if (end - p >= 8 && (std::memcpy(&word, p, 8), (word & 0x8080808080808080ULL) == 0)) {
+      p += 8;  // eight ASCII bytes
+      continue;
+    }
+    const uint8_t c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    size_t extra;
+    uint8_t low = 0x80, high = 0xBF;  // the allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      if (c == 0xE0) low = 0xA0;
+      if (c == 0xED) high = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      if (c == 0xF0) low = 0x90;
+      if (c == 0xF4) high = 0x8F;
+    } else {
+      return false;
+    }
+    if (static_cast<size_t>(end - p) <= extra) return false;
+    if (p[1] < low || p[1] > high) return false;
+    for (size_t k = 2; k <= extra; ++k) {
+      if ((p[k] & 0xC0) != 0x80) return false;
+    }
+    p += extra + 1;
+  }
+  return true;
+}
+
 void AppendBit(std::vector<uint8_t>& bits, int64_t index, bool value) {
   if ((index & 7) == 0) bits.push_back(0);
   if (value) bits.back() = static_cast<uint8_t>(bits.back() | (1 << (index & 7)));
@@ -113,6 +155,7 @@ class Builder {
     Validity(true);
     switch (type_.kind) {
       case RowKind::kBinary: case RowKind::kLargeBinary:
+        if (type_.utf8 && !IsUtf8(value)) Bad("a string that is not UTF-8");
         values_.insert(values_.end(), value.data, value.data + value.size);
         AppendOffset(static_cast<int64_t>(values_.size()));
         return;

@@ -132,8 +132,12 @@ RowType Parse(const ArrowSchema& schema, const std::string& where) {
       case 's': case 'S': case 'e': return Fixed(2);
       case 'i': case 'I': case 'f': return Fixed(4);
       case 'l': case 'L': case 'g': return Fixed(8);
-      case 'z': case 'u': { RowType t; t.kind = RowKind::kBinary; return t; }
-      case 'Z': case 'U': { RowType t; t.kind = RowKind::kLargeBinary; return t; }
+      case 'z': case 'u': case 'Z': case 'U': {
+        RowType t;
+        t.kind = (f[0] == 'z' || f[0] == 'u') ? RowKind::kBinary : RowKind::kLargeBinary;
+        t.utf8 = f[0] == 'u' || f[0] == 'U';
+        return t;
+      }
       default: break;
     }
   }

@@ -42,6 +42,7 @@ enum class RowKind {
 struct RowType {
   RowKind kind = RowKind::kNull;
   uint32_t width = 0;  // kFixed: bytes per value; kFixedList: elements
+  bool utf8 = false;   // kBinary / kLargeBinary: a string type (checked on decode)
   std::vector<RowType> children;  // lists: one; struct: its fields
 
   // Struct only: where each field lies in a struct body.
