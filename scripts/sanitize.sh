@@ -6,8 +6,7 @@
 # first use; delete it for a fresh one), then pytest runs
 # tests/test_corruption.py, test_file_changes.py, test_engine_bindings.py,
 # test_reader_arrow_stream.py, test_maps_corruption.py, test_arrow_row_corruption.py
-# (and tests/test_fuzz.py
-# when it exists) with the
+# (and tests/test_fuzz.py when it exists) with the
 # sanitizer runtime preloaded into Python and into every interpreter the
 # tests start. A sanitizer report aborts that process, so the test fails.
 # Extra arguments go to pytest, e.g. -k bad_limits -x.
@@ -43,7 +42,8 @@ fi
 
 # Plus the read paths that lend engine memory out: repeated indices (shared
 # and copied records) and the Arrow C stream's buffers and release callbacks;
-# and sackli.maps' parser and lookups on damaged maps.
+# sackli.maps' parser and lookups on damaged maps; and the Arrow row codec on
+# hostile rows.
 TESTS=(tests/test_corruption.py tests/test_file_changes.py tests/test_engine_bindings.py
        tests/test_reader_arrow_stream.py tests/test_maps_corruption.py
        tests/test_arrow_row_corruption.py)
