@@ -17,7 +17,8 @@ import pyarrow as pa
 from .._engine import RowCodec, row_codec_unsupported
 from ._types import from_storage, storage_schema, to_storage
 
-__all__ = ["ROW_ENCODING", "NativeRowDecoder", "NativeRowEncoder", "unsupported_reason"]
+__all__ = ["ROW_ENCODING", "NativeRowDecoder", "NativeRowEncoder", "default_encoding",
+           "unsupported_reason"]
 
 ROW_ENCODING = "row"
 
@@ -29,6 +30,12 @@ def unsupported_reason(schema: pa.Schema) -> str | None:
     """Why rows of `schema` cannot be written with encoding="row" (naming
     the column and type), or None when they can."""
     return row_codec_unsupported(storage_schema(schema).__arrow_c_schema__())
+
+
+def default_encoding(schema: pa.Schema) -> str:
+    """The row encoding new writes of `schema` use: "row" where the codec
+    holds every column, else one-row IPC messages ("arrow")."""
+    return ROW_ENCODING if unsupported_reason(schema) is None else "arrow"
 
 
 def _codec_for(schema: pa.Schema) -> tuple[pa.Schema, Any]:

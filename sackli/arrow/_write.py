@@ -16,7 +16,7 @@ from .._whole_files import remove_quietly
 from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder
 from ._inputs import open_table_stream
-from ._row_codec import ROW_ENCODING, unsupported_reason
+from ._row_codec import ROW_ENCODING, default_encoding
 from ._schema_file import schema_path, write_schema_file
 
 __all__ = ["write_table"]
@@ -135,7 +135,7 @@ def write_table(
         if holds_raw_records(stream.schema):
             column, encoding = RECORD_COLUMN, None
         else:
-            encoding = ROW_ENCODING if unsupported_reason(stream.schema) is None else "arrow"
+            encoding = default_encoding(stream.schema)
     encoder = make_encoder(stream.schema, column, encoding, skip_nulls)
     # Nulls left out make the number of records unknown until the end.
     num_records = None if column is not None and skip_nulls else stream.num_rows

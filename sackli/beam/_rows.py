@@ -5,7 +5,8 @@ A shard set written by `sackli.arrow.write_table` (encoding "row",
 `as_rows` yields one Beam Row per record, typed by that schema, so Beam SQL
 and the DataFrame API work on it. Writing a schema'd PCollection (elements
 of `beam.Row` or a NamedTuple with a Beam schema) stores each element as an
-Arrow row and writes the schema file beside the output.
+Arrow row (encoding "row", as `write_table` chooses it: IPC rows for schemas
+the row codec cannot hold) and writes the schema file beside the output.
 
 Beam schemas hold fewer types than Arrow (see
 `apache_beam.typehints.arrow_type_compatibility`): integers, floats,
@@ -26,6 +27,7 @@ from apache_beam.typehints import arrow_type_compatibility, schemas
 from apache_beam.typehints.row_type import RowTypeConstraint
 
 from ..arrow._encode import make_encoder
+from ..arrow._row_codec import default_encoding
 from ..arrow._schema_file import read_set_schema, schema_message, schema_path
 from ._files import expand_pattern
 
@@ -108,7 +110,7 @@ class _EncodeBatch(beam.DoFn):
         self._encoder = None
 
     def setup(self) -> None:
-        self._encoder = make_encoder(self._schema, None, "arrow", False)
+        self._encoder = make_encoder(self._schema, None, default_encoding(self._schema), False)
 
     def process(self, rows: list[Any]) -> Iterator[bytes]:
         names = self._schema.names
@@ -156,7 +158,7 @@ class WriteSchemaFile(beam.PTransform):
 
     def __init__(self, schema: pa.Schema) -> None:
         super().__init__()
-        self._message = schema_message(schema, "arrow")
+        self._message = schema_message(schema, default_encoding(schema))
 
     def expand(self, file_names: beam.PCollection) -> beam.PCollection:
         message = self._message
