@@ -234,7 +234,9 @@ def read_batches(
       indices: read only the records at these positions (a list, range,
         slice, numpy or Arrow array; negative counts from the end), in
         order; default all, in order.
-      batch_size: records per batch (default: about 16 MiB stored).
+      batch_size: records per batch (default: about 16 MiB stored). With
+        "row", the engine decodes a large batch in parts side by side and
+        each part comes out as a batch of its own (at least 2,048 rows).
       with_index: add an int64 column with each row's position in the
         reader (named `index`, or the string given).
       schema: the schema for "row"/"arrow"/"json" instead of the schema
