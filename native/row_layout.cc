@@ -45,7 +45,7 @@ uint32_t NumberAfter(std::string_view format, size_t prefix) {
   char* end = nullptr;
   const unsigned long value = std::strtoul(digits.c_str(), &end, 10);
   if (digits.empty() || *end != '\0' || value == 0 || value > (1u << 30)) {
-    throw Unsupported{"format '" + std::string(format) + "' has a bad size"};
+    throw Unsupported{"type '" + std::string(format) + "' has a bad size"};
   }
   return static_cast<uint32_t>(value);
 }
@@ -105,21 +105,21 @@ RowType ParseChildren(RowKind kind, const ArrowSchema& schema, const std::string
   RowType type;
   type.kind = kind;
   if (schema.n_children < 0 || (schema.n_children > 0 && schema.children == nullptr)) {
-    throw Unsupported{where + ": malformed schema"};
+    throw Unsupported{"column '" + where + "': malformed schema"};
   }
   for (int64_t i = 0; i < schema.n_children; ++i) {
     const ArrowSchema* child = schema.children[i];
-    if (child == nullptr) throw Unsupported{where + ": malformed schema"};
+    if (child == nullptr) throw Unsupported{"column '" + where + "': malformed schema"};
     type.children.push_back(Parse(*child, where + "." + std::string(NameOf(*child))));
   }
   return type;
 }
 
 RowType Parse(const ArrowSchema& schema, const std::string& where) {
-  if (schema.format == nullptr) throw Unsupported{where + ": malformed schema"};
+  if (schema.format == nullptr) throw Unsupported{"column '" + where + "': malformed schema"};
   const std::string_view f = schema.format;
   const auto unsupported = [&](const char* what) {
-    return Unsupported{where + ": " + what + " '" + std::string(f) +
+    return Unsupported{"column '" + where + "': " + what + " '" + std::string(f) +
                        "' is not supported by the row codec"};
   };
   if (schema.dictionary != nullptr) throw unsupported("dictionary type");
@@ -148,7 +148,9 @@ RowType Parse(const ArrowSchema& schema, const std::string& where) {
     RowType type = ParseChildren(
         f == "+l" ? RowKind::kList : f == "+L" ? RowKind::kLargeList : RowKind::kFixedList,
         schema, where);
-    if (type.children.size() != 1) throw Unsupported{where + ": a list without one child"};
+    if (type.children.size() != 1) {
+      throw Unsupported{"column '" + where + "': a list without one child"};
+    }
     if (type.kind == RowKind::kFixedList) type.width = NumberAfter(f, 3);
     return type;
   }
@@ -174,7 +176,7 @@ RowType ParseTop(const ArrowSchema& schema) {
   for (int64_t i = 0; i < schema.n_children; ++i) {
     const ArrowSchema* child = schema.children[i];
     if (child == nullptr) throw Unsupported{"malformed schema"};
-    type.children.push_back(Parse(*child, "column '" + std::string(NameOf(*child)) + "'"));
+    type.children.push_back(Parse(*child, std::string(NameOf(*child))));
   }
   LayOutStruct(type);
   return type;
