@@ -22,7 +22,8 @@ struct EncodedRows {
 // to `parallelism` parts on the thread pool. Only reads `batch`.
 // Throws sackli::Error(kInvalidArgument) for an array whose shape does not
 // match `type` (wrong buffer or child counts, missing buffers) or a row
-// longer than 4 GiB - 1 bytes (ends are u32).
+// longer than 4 GiB - 1 bytes (ends are u32). Safe to call from several
+// threads at once (the batch is only read; the pool is shared).
 EncodedRows EncodeRows(const RowType& type, const ArrowArray& batch, size_t parallelism);
 
 }  // namespace sackli
