@@ -19,6 +19,10 @@ struct BadRow {
 
 [[noreturn]] void Bad(const char* what) { throw BadRow{what}; }
 
+// Thrown inside this file only: a part's values outgrow 32-bit offsets
+// (string, binary and list columns); not corruption, too many rows at once.
+struct TooLarge {};
+
 // Bytes of a row; every access is checked against `size`.
 struct Span {
   const uint8_t* data;
@@ -212,9 +216,7 @@ class Builder {
 
   void AppendOffset(int64_t value) {
     if (SmallOffsets()) {
-      if (value > std::numeric_limits<int32_t>::max()) {
-        Bad("values too large for 32-bit offsets (decode fewer rows at a time)");
-      }
+      if (value > std::numeric_limits<int32_t>::max()) throw TooLarge{};
       const int32_t small = static_cast<int32_t>(value);
       const auto* bytes = reinterpret_cast<const uint8_t*>(&small);
       offsets_.insert(offsets_.end(), bytes, bytes + 4);
@@ -363,6 +365,11 @@ void DecodePart(const RowType& type, const char* data, size_t data_size,
       }
       const StructView view(type, row.Sub(1, row.size - 1));
       for (size_t i = 0; i < columns.size(); ++i) part.columns[i]->AppendField(view, columns[i]);
+    } catch (const TooLarge&) {
+      ThrowInvalidArgument(source.name + ": the rows from record " +
+                           std::to_string(source.first + begin) +
+                           " on hold more than 2 GiB of one 32-bit-offset column; read fewer "
+                           "rows at a time (batch_size=)");
     } catch (const BadRow& bad) {
       throw Error(ErrorKind::kCorruption,
                   source.name + ": record " + std::to_string(source.first + k) +

@@ -33,7 +33,8 @@ struct RowSource {
 // bytes that hold them) throws sackli::Error(kCorruption) naming
 // `source.name` and the record (source.first + k). Offsets outside `data`
 // or out of order are corruption too. Throws kInvalidArgument for a
-// column index out of range. Safe to call from several threads at once.
+// column index out of range, or when a part's values of a string, binary
+// or list column outgrow Arrow's 32-bit offsets (2 GiB): fewer rows then. Safe to call from several threads at once.
 std::vector<ArrowArray> DecodeRows(const RowType& type, const char* data, size_t data_size,
                                    const int64_t* offsets, size_t rows,
                                    const std::vector<size_t>& columns, size_t parallelism,
