@@ -179,12 +179,13 @@ class _Batches:
             while piece is not None:
                 following = next(self._pieces, None)
                 upcoming = self._start(following) if following is not None else None
+                positions = self._positions(piece) if self._with_index is not None else None
                 done = 0
                 for batch in self._decode(pending, executor):
-                    if self._with_index is not None:
+                    if positions is not None:
                         batch = batch.append_column(
                             pa.field(self._with_index, pa.int64(), nullable=False),
-                            self._positions(piece)[done:done + batch.num_rows])
+                            positions[done:done + batch.num_rows])
                     done += batch.num_rows
                     yield batch
                 piece, pending = following, upcoming
