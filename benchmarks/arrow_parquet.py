@@ -1,27 +1,42 @@
 """Parquet -> bag shards -> Arrow, against pyarrow.parquet on the same table.
 
-Generates a deterministic table of ~1 KiB rows (ids, a category, floats, a
-timestamp, a list and ~900 bytes of moderately compressible text), writes
-it as Parquet, then times, `--repeat` times each, median shown:
+Two deterministic tables (`--table`): `wide`, ~1 KiB rows (ids, a
+category, floats, a timestamp, a list and ~900 bytes of moderately
+compressible text), and `mixed`, issue 17's narrow rows of 14 mixed columns
+(ints, floats, strings, timestamps with time zones, a date, a decimal,
+lists, a struct, a bool, nulls in most). Each is written as Parquet, then
+timed, `--repeat` times each, median shown:
 
   parquet write / read      pyarrow.parquet.write_table / read_table
-  rows -> bagz (arrow)      sackli.arrow.write_table(parquet, "x@8.bagz")
-  bagz -> table (arrow)     sackli.arrow.read_table("x@*.bagz", decode="arrow")
-  rows -> bag (json)        ... encoding="json" into uncompressed shards
-  bag -> table (json)       ... decode="json"
-  column -> bag             write_table(column="text"): one record per value
-  bag -> records            read_table("x.bag"): the raw records, zero-copy
+  rows -> bagz (row)        sackli.arrow.write_table(parquet, "x@8.bagz"),
+                            encoding="row" (the default): the engine's codec
+  bagz -> table (row)       sackli.arrow.read_table("x@*.bagz")
+  bagz -> 2 columns (row)   ... columns=[two of them]
+  rows -> bagz (row, zstd -1)       the same at zstd level -1 (and reading it)
+  rows -> bag / bag -> table (row)  the same into uncompressed .bag shards
+  rows -> bagz (json)       ... encoding="json"
+  bagz -> table (json)      ... decode="json"
+  rows -> bagz (arrow IPC)  ... encoding="arrow" (with --ipc: slow, large)
+  bagz -> table (arrow IPC)
+  column -> bag             (wide) write_table(column="text"): one record per value
+  bag -> records            (wide) read_table("x.bag"): the raw records, zero-copy
 
-MB/s is the size of the table in memory (Table.nbytes) per second.
+Then the ratios of issue 17's goals: row-codec read and write time over
+Parquet's (goal: at most 3x) and its stored size over JSON .bagz's (goal:
+at most 1.5x). MB/s is the size of the table in memory (Table.nbytes) per
+second.
 
-    python benchmarks/arrow_parquet.py             # ~1 GB of rows
-    python benchmarks/arrow_parquet.py --quick     # ~100 MB, under a minute
+    python benchmarks/arrow_parquet.py --table mixed              # 500k rows
+    python benchmarks/arrow_parquet.py --table mixed --rows 50000 # quick
+    python benchmarks/arrow_parquet.py             # wide, ~1 GB of rows
+    python benchmarks/arrow_parquet.py --quick     # wide, ~100 MB, under a minute
     python benchmarks/arrow_parquet.py --json out.json
 """
 
 from __future__ import annotations
 
 import argparse
+import decimal
 import json
 import os
 import platform
@@ -59,6 +74,47 @@ def make_table(rows: int, seed: int = 0) -> pa.Table:
     })
 
 
+def make_mixed_table(rows: int, seed: int = 0) -> pa.Table:
+    """Issue 17's table: 14 mixed columns of narrow rows, nulls in most."""
+    rng = np.random.default_rng(seed)
+    words = np.array(["ab", "cde", "fghij", "klm", "nopqrs", "t", "uvwxyz", "Zürich"])
+
+    def nulls(share: float) -> np.ndarray:
+        return rng.random(rows) < share
+
+    def strings(count: int) -> list[str]:
+        return list(words[rng.integers(0, len(words), count)])
+
+    tag_counts = rng.integers(0, 4, rows)
+    tag_offsets = np.concatenate([[0], np.cumsum(tag_counts)]).astype(np.int32)
+    score_offsets = np.arange(0, 2 * rows + 1, 2, dtype=np.int32)
+    cents = rng.integers(0, 10**8, rows)
+    return pa.table({
+        "id": pa.array(np.arange(rows, dtype=np.int64)),
+        "user": pa.array(rng.integers(0, 10**6, rows).astype(np.int32)),
+        "score": pa.array(rng.random(rows)),
+        "ratio": pa.array(rng.random(rows).astype(np.float32), mask=nulls(0.1)),
+        "name": pa.array(strings(rows)),
+        "city": pa.array(strings(rows), mask=nulls(0.2)),
+        "event_time": pa.array(rng.integers(0, 2**50, rows), pa.timestamp("us", "Europe/Paris")),
+        "created": pa.array(rng.integers(0, 2**40, rows), pa.timestamp("ms", "UTC"),
+                            mask=nulls(0.1)),
+        "day": pa.array(rng.integers(0, 20000, rows).astype(np.int32), pa.int32()).cast(
+            pa.date32()),
+        "price": pa.array([decimal.Decimal(int(c)).scaleb(-2) for c in cents],
+                          pa.decimal128(12, 2), mask=nulls(0.05)),
+        "tags": pa.ListArray.from_arrays(tag_offsets, pa.array(strings(int(tag_offsets[-1]))),
+                                         mask=pa.array(nulls(0.1))),
+        "scores": pa.ListArray.from_arrays(
+            score_offsets, pa.array(rng.integers(0, 100, 2 * rows).astype(np.int32),
+                                    mask=rng.random(2 * rows) < 0.1)),
+        "point": pa.StructArray.from_arrays(
+            [pa.array(rng.random(rows)), pa.array(rng.random(rows)), pa.array(strings(rows))],
+            names=["x", "y", "label"], mask=pa.array(nulls(0.1))),
+        "flag": pa.array(rng.random(rows) < 0.5, mask=nulls(0.1)),
+    })
+
+
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     """(median seconds, last result) of `repeat` runs."""
     times, result = [], None
@@ -74,10 +130,11 @@ def folder_bytes(folder: str, prefix: str) -> int:
                if f.startswith(prefix))
 
 
-def run(rows: int, repeat: int, folder: str) -> dict[str, Any]:
-    table = make_table(rows)
+def run(table: pa.Table, repeat: int, folder: str, wide: bool, ipc: bool) -> dict[str, Any]:
+    rows = table.num_rows
     parquet = os.path.join(folder, "table.parquet")
     nbytes = table.nbytes
+    two = ["id", "text"] if wide else ["user", "price"]
 
     def fresh(prefix: str) -> str:
         for name in os.listdir(folder):
@@ -85,29 +142,62 @@ def run(rows: int, repeat: int, folder: str) -> dict[str, Any]:
                 os.remove(os.path.join(folder, name))
         return os.path.join(folder, prefix)
 
+    def bags(prefix: str) -> str:
+        return os.path.join(folder, prefix + "@*.bagz")
+
     cases: list[tuple[str, str, Callable[[], Any]]] = [
         ("parquet write", "table.parquet", lambda: pq.write_table(table, parquet)),
         ("parquet read", "table.parquet", lambda: pq.read_table(parquet)),
-        ("rows -> bagz (arrow)", "arrow",
-         lambda: sackli.arrow.write_table(parquet, fresh("arrow") + "@8.bagz", progress=False)),
-        ("bagz -> table (arrow)", "arrow",
-         lambda: sackli.arrow.read_table(os.path.join(folder, "arrow@*.bagz"), decode="arrow")),
-        ("rows -> bag (json)", "json",
-         lambda: sackli.arrow.write_table(parquet, fresh("json") + "@8.bag", encoding="json",
+        ("rows -> bagz (row)", "row",
+         lambda: sackli.arrow.write_table(parquet, fresh("row") + "@8.bagz", encoding="row",
                                           progress=False)),
-        ("bag -> table (json)", "json",
-         lambda: sackli.arrow.read_table(os.path.join(folder, "json@*.bag"), decode="json")),
-        ("column -> bag", "text",
-         lambda: sackli.arrow.write_table(table, fresh("text") + ".bag", column="text",
+        ("bagz -> table (row)", "row", lambda: sackli.arrow.read_table(bags("row"))),
+        ("bagz -> 2 columns (row)", "row",
+         lambda: sackli.arrow.read_table(bags("row"), columns=two)),
+        # zstd's fast levels: about 1.4 µs a record instead of about 4 at
+        # levels 1-3 for records of ~150 bytes, compressing them as well.
+        ("rows -> bagz (row, zstd -1)", "fastrow",
+         lambda: sackli.arrow.write_table(
+             parquet, fresh("fastrow") + "@8.bagz", encoding="row", progress=False,
+             options=sackli.Writer.Options(compression=sackli.CompressionZstd(-1)))),
+        ("bagz -> table (row, zstd -1)", "fastrow",
+         lambda: sackli.arrow.read_table(bags("fastrow"))),
+        # Uncompressed: the codec's own cost, without zstd's per record.
+        ("rows -> bag (row)", "plainrow",
+         lambda: sackli.arrow.write_table(parquet, fresh("plainrow") + "@8.bag",
+                                          encoding="row", progress=False)),
+        ("bag -> table (row)", "plainrow",
+         lambda: sackli.arrow.read_table(os.path.join(folder, "plainrow@*.bag"))),
+        ("rows -> bagz (json)", "json",
+         lambda: sackli.arrow.write_table(parquet, fresh("json") + "@8.bagz", encoding="json",
                                           progress=False)),
-        ("bag -> records", "text",
-         lambda: sackli.arrow.read_table(os.path.join(folder, "text.bag"))),
+        ("bagz -> table (json)", "json",
+         lambda: sackli.arrow.read_table(bags("json"), decode="json")),
     ]
+    if ipc:
+        cases += [
+            ("rows -> bagz (arrow IPC)", "arrow",
+             lambda: sackli.arrow.write_table(parquet, fresh("arrow") + "@8.bagz",
+                                              encoding="arrow", progress=False)),
+            ("bagz -> table (arrow IPC)", "arrow",
+             lambda: sackli.arrow.read_table(bags("arrow"), decode="arrow")),
+        ]
+    if wide:
+        cases += [
+            ("column -> bag", "text",
+             lambda: sackli.arrow.write_table(table, fresh("text") + ".bag", column="text",
+                                              progress=False)),
+            ("bag -> records", "text",
+             lambda: sackli.arrow.read_table(os.path.join(folder, "text.bag"))),
+        ]
     results = []
     for name, prefix, fn in cases:
         seconds, result = timed(fn, repeat)
         if isinstance(result, pa.Table) and name != "bag -> records":
             assert result.num_rows == rows, (name, result.num_rows)
+            exact = not any(pa.types.is_dictionary(f.type) for f in table.schema)
+            if exact and "table (row)" in name:  # (dictionaries are rebuilt)
+                assert result.equals(table), name
         results.append({
             "workload": name,
             "seconds": seconds,
@@ -115,37 +205,71 @@ def run(rows: int, repeat: int, folder: str) -> dict[str, Any]:
             "mb_per_s": (nbytes if prefix != "text" else table.column("text").nbytes) / seconds / 1e6,
             "stored_mb": folder_bytes(folder, prefix) / 1e6,
         })
-        print(f"  {name:<22} {seconds:8.3f} s", flush=True)
+        print(f"  {name:<28} {seconds:8.3f} s", flush=True)
     return {"rows": rows, "table_mb": nbytes / 1e6, "results": results}
+
+
+def goal_ratios(report: dict[str, Any]) -> dict[str, float]:
+    """Issue 17's goals as ratios: row-codec time over Parquet's, row-codec
+    size over JSON .bagz's."""
+    by_name = {r["workload"]: r for r in report["results"]}
+    return {
+        "row write / parquet write": (by_name["rows -> bagz (row)"]["seconds"]
+                                      / by_name["parquet write"]["seconds"]),
+        "row read / parquet read": (by_name["bagz -> table (row)"]["seconds"]
+                                    / by_name["parquet read"]["seconds"]),
+        "row 2-column read / parquet read": (by_name["bagz -> 2 columns (row)"]["seconds"]
+                                             / by_name["parquet read"]["seconds"]),
+        "row size / json .bagz size": (by_name["rows -> bagz (row)"]["stored_mb"]
+                                       / by_name["rows -> bagz (json)"]["stored_mb"]),
+        "row zstd -1 write / parquet write": (by_name["rows -> bagz (row, zstd -1)"]["seconds"]
+                                              / by_name["parquet write"]["seconds"]),
+        "row zstd -1 size / json .bagz size": (by_name["rows -> bagz (row, zstd -1)"]["stored_mb"]
+                                               / by_name["rows -> bagz (json)"]["stored_mb"]),
+        "row .bag write / parquet write": (by_name["rows -> bag (row)"]["seconds"]
+                                           / by_name["parquet write"]["seconds"]),
+        "row .bag read / parquet read": (by_name["bag -> table (row)"]["seconds"]
+                                         / by_name["parquet read"]["seconds"]),
+    }
 
 
 def print_table(report: dict[str, Any]) -> None:
     print(f"\n{report['rows']:,} rows, {report['table_mb']:.0f} MB in memory; "
           f"medians of {report['repeat']}")
-    print(f"| {'workload':<22} | {'seconds':>8} | {'rows/s':>10} | {'MB/s':>7} | {'stored MB':>9} |")
-    print(f"|{'-' * 24}|{'-' * 10}|{'-' * 12}|{'-' * 9}|{'-' * 11}|")
+    print(f"| {'workload':<28} | {'seconds':>8} | {'rows/s':>10} | {'MB/s':>7} | {'stored MB':>9} |")
+    print(f"|{'-' * 30}|{'-' * 10}|{'-' * 12}|{'-' * 9}|{'-' * 11}|")
     for r in report["results"]:
-        print(f"| {r['workload']:<22} | {r['seconds']:>8.2f} | {r['rows_per_s']:>10,.0f} | "
-              f"{r['mb_per_s']:>7.0f} | {r['stored_mb']:>9.0f} |")
+        print(f"| {r['workload']:<28} | {r['seconds']:>8.2f} | {r['rows_per_s']:>10,.0f} | "
+              f"{r['mb_per_s']:>7.0f} | {r['stored_mb']:>9.1f} |")
+    print("\nissue 17 goals (time ratios at most 3, size ratio at most 1.5):")
+    for name, ratio in report["ratios"].items():
+        print(f"  {name:<36} {ratio:6.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--table", choices=["wide", "mixed"], default="wide",
+                        help="wide: ~1 KiB rows (default); mixed: issue 17's 14 narrow columns")
     parser.add_argument("--quick", action="store_true", help="~100 MB instead of ~1 GB")
-    parser.add_argument("--rows", type=int, help="rows in the table (default 1,000,000)")
+    parser.add_argument("--rows", type=int,
+                        help="rows in the table (default wide 1,000,000, mixed 500,000)")
+    parser.add_argument("--ipc", action="store_true",
+                        help="also time encoding='arrow' (one IPC message per row: slow, large)")
     parser.add_argument("--repeat", type=int, help="runs per workload (default 3, quick 1)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--dir", help="where to write the files (default: a temporary folder)")
     args = parser.parse_args()
-    rows = args.rows or (100_000 if args.quick else 1_000_000)
+    wide = args.table == "wide"
+    rows = args.rows or (100_000 if args.quick else 1_000_000 if wide else 500_000)
     repeat = args.repeat or (1 if args.quick else 3)
     folder = tempfile.mkdtemp(prefix="sackli-arrow-bench-", dir=args.dir)
     try:
-        print(f"building {rows:,} rows in {folder}", flush=True)
-        report = run(rows, repeat, folder)
+        print(f"building {rows:,} rows ({args.table}) in {folder}", flush=True)
+        table = make_table(rows) if wide else make_mixed_table(rows)
+        report = run(table, repeat, folder, wide, args.ipc)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    report.update(repeat=repeat, machine=f"{platform.machine()}, {os.cpu_count()} cores",
+    report.update(table=args.table, ratios=goal_ratios(report), repeat=repeat, machine=f"{platform.machine()}, {os.cpu_count()} cores",
                   python=platform.python_version(), pyarrow=pa.__version__,
                   sackli=sackli.__version__)
     print_table(report)

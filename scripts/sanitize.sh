@@ -5,8 +5,9 @@
 # with the pinned test dependencies into the virtualenv .venv-asan/ (made on
 # first use; delete it for a fresh one), then pytest runs
 # tests/test_corruption.py, test_file_changes.py, test_engine_bindings.py,
-# test_reader_arrow_stream.py, test_maps_corruption.py (and tests/test_fuzz.py
-# when it exists) with the
+# test_reader_arrow_stream.py, test_maps_corruption.py, test_arrow_row_corruption.py,
+# test_arrow_row_oracle.py
+# (and tests/test_fuzz.py when it exists) with the
 # sanitizer runtime preloaded into Python and into every interpreter the
 # tests start. A sanitizer report aborts that process, so the test fails.
 # Extra arguments go to pytest, e.g. -k bad_limits -x.
@@ -42,9 +43,11 @@ fi
 
 # Plus the read paths that lend engine memory out: repeated indices (shared
 # and copied records) and the Arrow C stream's buffers and release callbacks;
-# and sackli.maps' parser and lookups on damaged maps.
+# sackli.maps' parser and lookups on damaged maps; and the Arrow row codec on
+# hostile rows.
 TESTS=(tests/test_corruption.py tests/test_file_changes.py tests/test_engine_bindings.py
-       tests/test_reader_arrow_stream.py tests/test_maps_corruption.py)
+       tests/test_reader_arrow_stream.py tests/test_maps_corruption.py
+       tests/test_arrow_row_corruption.py tests/test_arrow_row_oracle.py)
 [ -f tests/test_fuzz.py ] && TESTS+=(tests/test_fuzz.py)
 echo "== running ${TESTS[*]} under ASan + UBSan ($LIBASAN)"
 # detect_leaks=0: CPython frees little at exit, by design. handle_sigbus=0:

@@ -18,12 +18,13 @@ from arrow_helpers import (  # registered by conftest.py
 # --- Schema files ------------------------------------------------------------
 
 
-def test_schema_argument_replaces_schema_file(tmp_path):
-    """schema= decodes "arrow" rows when there is no schema file."""
+@pytest.mark.parametrize("encoding", ["arrow", "row"])
+def test_schema_argument_replaces_schema_file(tmp_path, encoding):
+    """schema= decodes "arrow" and "row" rows when there is no schema file."""
     table = pa.table({"a": [1, 2, 3], "s": ["x", "y", "z"]})
-    sackli.arrow.write_table(table, tmp_path / "a.bag")
+    sackli.arrow.write_table(table, tmp_path / "a.bag", encoding=encoding)
     os.remove(tmp_path / "a.bag.arrow_schema")
-    back = sackli.arrow.read_table(str(tmp_path / "a.bag"), decode="arrow", schema=table.schema)
+    back = sackli.arrow.read_table(str(tmp_path / "a.bag"), decode=encoding, schema=table.schema)
     assert back.equals(table)
 
 

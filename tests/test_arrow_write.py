@@ -261,5 +261,5 @@ def test_a_set_written_with_the_older_shared_schema_name_still_reads(tmp_path):
     sackli.arrow.write_table(table, tmp_path / "old@2.bagz")
     # Before schema files were per set, every set of a name used this one.
     os.rename(tmp_path / "old-of-00002.bagz.arrow_schema", tmp_path / "old.bagz.arrow_schema")
-    assert sackli.arrow.row_encoding(str(tmp_path / "old@2.bagz")) == "arrow"
+    assert sackli.arrow.row_encoding(str(tmp_path / "old@2.bagz")) == "row"
     assert sackli.arrow.read_table(str(tmp_path / "old@*.bagz"), decode="arrow").equals(table)

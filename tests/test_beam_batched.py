@@ -163,7 +163,7 @@ class TestRows:
         spec = str(tmp_path / "out@2.bagz")
         with make_pipeline() as p:
             _ = p | beam.Create(rows) | WriteToSackli(spec)
-        assert sackli.arrow.row_encoding(spec) == "arrow"
+        assert sackli.arrow.row_encoding(spec) == "row"
         table = sackli.arrow.read_table(spec, decode="arrow")
         assert sorted(table.to_pylist(), key=lambda r: r["id"]) == [
             {"id": i, "name": f"n{i}", "score": i / 2} for i in range(100)]

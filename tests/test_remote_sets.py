@@ -89,7 +89,7 @@ def typed_table() -> pa.Table:
     })
 
 
-@pytest.mark.parametrize("encoding", ["arrow", "json"])
+@pytest.mark.parametrize("encoding", ["row", "arrow", "json"])
 @pytest.mark.parametrize("spec", ["tab.bagz", "tab@2.bagz"])
 def test_write_table_and_read_it_back_with_its_schema(remote, encoding, spec):
     table = typed_table()

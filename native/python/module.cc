@@ -59,6 +59,7 @@ PYBIND11_MODULE(_engine, m) {
   RegisterArrowStream(m);
   RegisterFastPaths(m);
   RegisterIntMap(m);
+  RegisterRowCodec(m);
   RegisterFormat(m);
   RegisterMisc(m);
 }

@@ -22,5 +22,6 @@ void RegisterWriter(pybind11::module_& m);     // writer.cc
 void RegisterArrowStream(pybind11::module_& m);  // arrow_stream.cc (after reader)
 void RegisterFastPaths(pybind11::module_& m);  // fast_paths.cc (after reader, index)
 void RegisterIntMap(pybind11::module_& m);     // int_map.cc: sackli.maps' core
+void RegisterRowCodec(pybind11::module_& m);   // row_codec.cc: sackli.arrow's rows
 
 }  // namespace sackli::python

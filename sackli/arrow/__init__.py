@@ -5,7 +5,7 @@ Needs the `arrow` extra (`pip install 'sackli[arrow]'`, i.e. pyarrow).
 
     >>> import sackli.arrow
     >>> sackli.arrow.write_table("events.parquet", "events@8.bagz")
-    >>> table = sackli.arrow.read_table("events@8.bagz", decode="arrow")
+    >>> table = sackli.arrow.read_table("events@8.bagz", columns=["id", "kind"])
 
 A `sackli.datasets` folder reads as one column per field, and a table
 writes into one with `spec=`:
@@ -42,7 +42,7 @@ def read_schema(file_spec: str) -> "pyarrow.Schema":
 
 
 def row_encoding(file_spec: str) -> str | None:
-    """How `write_table` encoded the rows of a bag set ("arrow" or
+    """How `write_table` encoded the rows of a bag set ("row", "arrow" or
     "json"), from its schema file; None when there is no schema file."""
     path = find_schema_file(file_spec)
     return read_schema_file(path)[1] if path is not None else None

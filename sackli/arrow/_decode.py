@@ -17,6 +17,7 @@ import pyarrow.json as pa_json
 
 from .._engine import CorruptionError
 from ._json_types import from_json_table, json_parse_schema, parse_non_finite
+from ._row_codec import ROW_ENCODING, NativeRowDecoder
 from ._types import from_storage, restore_dictionaries, storage_schema
 
 __all__ = ["RECORD_COLUMN", "holds_raw_records", "make_decoder", "records_array"]
@@ -220,16 +221,19 @@ def make_decoder(decode: Any, schema: pa.Schema | None, columns: Sequence[str] |
     """The decoder for read_batches' `decode`, given the stored schema."""
     if decode is None:
         if columns is not None:
-            raise ValueError("columns= needs decode='arrow' or decode='json'")
+            raise ValueError("columns= needs decode='row', 'arrow' or 'json'")
         return RawDecoder()
     if callable(decode):
         if columns is not None:
-            raise ValueError("columns= needs decode='arrow' or decode='json'")
+            raise ValueError("columns= needs decode='row', 'arrow' or 'json'")
         return CallableDecoder(decode)
+    if decode == ROW_ENCODING:
+        assert schema is not None
+        return NativeRowDecoder(schema, columns)
     if decode == "arrow":
         assert schema is not None
         return ArrowRowDecoder(schema, columns)
     if decode == "json":
         return JsonDecoder(schema, columns)
-    raise ValueError(f"decode must be 'auto', 'raw' (or None), 'arrow', 'json' or a function, "
-                     f"not {decode!r}")
+    raise ValueError("decode must be 'auto', 'raw' (or None), 'row', 'arrow', 'json' or a "
+                     f"function, not {decode!r}")

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._json_types import dump_row, to_json_batch
+from ._row_codec import ROW_ENCODING, NativeRowEncoder
 from ._types import storage_schema, to_storage
 
 __all__ = ["Packed", "make_encoder"]
@@ -200,8 +201,11 @@ def make_encoder(schema: pa.Schema, column: str | None, encoding: Any,
         return ColumnEncoder(schema, column, skip_nulls)
     if callable(encoding):
         return CallableEncoder(encoding)
+    if encoding == ROW_ENCODING:
+        return NativeRowEncoder(schema)
     if encoding == "arrow":
         return ArrowRowEncoder(schema)
     if encoding == "json":
         return JsonRowEncoder()
-    raise ValueError(f"encoding must be 'auto', 'arrow', 'json' or a function, not {encoding!r}")
+    raise ValueError(f"encoding must be 'auto', 'row', 'arrow', 'json' or a function, "
+                     f"not {encoding!r}")

@@ -14,9 +14,13 @@ from .._batching import records_per_batch
 from .._reader import Reader
 from ._dataset_read import dataset_batches, dataset_source_folders
 from ._decode import make_decoder
+from ._row_codec import ROW_ENCODING
 from ._schema_file import find_schema_file, read_schema_file, schema_path
 
 __all__ = ["read_batches", "read_table"]
+
+# The row encodings a schema file may name (write_table's `encoding`).
+_ROW_ENCODINGS = (ROW_ENCODING, "arrow", "json")
 
 # A batch holds about this many stored bytes (and at most _MAX_BATCH rows).
 _BATCH_BYTES = 16 << 20
@@ -35,7 +39,7 @@ def _as_reader(source: Any) -> tuple[Reader, bool]:
 
 def stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.Schema | None:
     """The schema rows were written with: given, or from the schema file."""
-    if schema is not None or decode not in ("arrow", "json"):
+    if schema is not None or decode not in _ROW_ENCODINGS:
         return schema
     path = find_schema_file(reader.paths[0])
     if path is None and decode == "json":
@@ -48,16 +52,20 @@ def stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.S
 
 
 def resolve_decode(reader: Reader, decode: Any) -> Any:
-    """`decode` with "auto" and "raw" resolved: "auto" is the encoding the
-    schema file names (None, raw records, without a schema file or for an
-    encoding read_batches has no decoder for)."""
+    """`decode` with "auto", "arrow" and "raw" resolved: "auto" is the
+    encoding the schema file names (None, raw records, without a schema
+    file or for an encoding read_batches has no decoder for); "arrow" means
+    Arrow rows of either codec, "row" or IPC ("arrow"), as the schema file
+    says."""
     if decode == "raw":
         return None
-    if decode != "auto":
+    if decode not in ("auto", "arrow"):
         return decode
     path = find_schema_file(reader.paths[0])
     encoding = read_schema_file(path)[1] if path is not None else None
-    return encoding if encoding in ("arrow", "json") else None
+    if decode == "arrow":
+        return ROW_ENCODING if encoding == ROW_ENCODING else "arrow"
+    return encoding if encoding in _ROW_ENCODINGS else None
 
 
 def _default_batch_size(reader: Reader) -> int:
@@ -140,15 +148,21 @@ class _Batches:
         except IndexError as error:
             raise IndexError(f"{error} (in the batch starting at indices[{start}])") from None
 
-    def _decode(self, parts: list[tuple[int, Any]], executor: Any) -> pa.RecordBatch:
+    def _decode(self, parts: list[tuple[int, Any]], executor: Any) -> list[pa.RecordBatch]:
+        """The piece's rows, as one batch or (from decoders that cut a
+        piece into parts themselves, `decode_parts`) several."""
         def decode(part: tuple[int, Any]) -> pa.RecordBatch:
             first, pending = part
             data, offsets = pending if isinstance(pending, tuple) else pending.packed()
             return self._decoder.decode(data, offsets, self._source, first)
 
+        if len(parts) == 1 and hasattr(self._decoder, "decode_parts"):
+            first, pending = parts[0]
+            data, offsets = pending if isinstance(pending, tuple) else pending.packed()
+            return self._decoder.decode_parts(data, offsets, self._source, first)
         if len(parts) == 1:
-            return decode(parts[0])
-        return _concat(list(executor.map(decode, parts)))
+            return [decode(parts[0])]
+        return [_concat(list(executor.map(decode, parts)))]
 
     def _positions(self, piece: Any) -> pa.Array:
         kind, start, what = piece
@@ -166,12 +180,15 @@ class _Batches:
             while piece is not None:
                 following = next(self._pieces, None)
                 upcoming = self._start(following) if following is not None else None
-                batch = self._decode(pending, executor)
-                if self._with_index is not None:
-                    batch = batch.append_column(
-                        pa.field(self._with_index, pa.int64(), nullable=False),
-                        self._positions(piece))
-                yield batch
+                positions = self._positions(piece) if self._with_index is not None else None
+                done = 0
+                for batch in self._decode(pending, executor):
+                    if positions is not None:
+                        batch = batch.append_column(
+                            pa.field(self._with_index, pa.int64(), nullable=False),
+                            positions[done:done + batch.num_rows])
+                    done += batch.num_rows
+                    yield batch
                 piece, pending = following, upcoming
         finally:
             if executor is not None:
@@ -216,20 +233,27 @@ def read_batches(
       fields: for a dataset, the fields to read, in this order (default:
         all, in spec order); only their files are read.
       decode: "raw" (or None): one `large_binary` column `record`, the
-        records as they are. "arrow": the columns of rows written with
-        `write_table(encoding="arrow")`. "json": records that are JSON
-        objects, parsed (with the written schema when there is one). Or a
-        function from a `large_binary` array of records to a RecordBatch.
-        "auto" (the default, as for `sackli convert`): as the schema file
-        beside the bag says ("arrow" or "json"), "raw" without one.
-      columns: with "arrow" or "json", only these columns (in this order).
+        records as they are. "row": the columns of rows written with
+        `write_table(encoding="row")`, decoded by the engine. "arrow":
+        Arrow rows of either codec, as the schema file says ("row", or
+        one-row IPC messages written with `encoding="arrow"`). "json":
+        records that are JSON objects, parsed (with the written schema
+        when there is one). Or a function from a `large_binary` array of
+        records to a RecordBatch. "auto" (the default, as for `sackli
+        convert`): as the schema file beside the bag says ("row", "arrow"
+        or "json"), "raw" without one.
+      columns: with "row", "arrow" or "json", only these columns (in this
+        order); "row" decodes only those columns of each row.
       indices: read only the records at these positions (a list, range,
         slice, numpy or Arrow array; negative counts from the end), in
         order; default all, in order.
-      batch_size: records per batch (default: about 16 MiB stored).
+      batch_size: records per batch (default: about 16 MiB stored). With
+        "row", the engine decodes a large batch in parts side by side and
+        each part comes out as a batch of its own (at least 2,048 rows).
       with_index: add an int64 column with each row's position in the
         reader (named `index`, or the string given).
-      schema: the schema for "arrow"/"json" instead of the schema file.
+      schema: the schema for "row"/"arrow"/"json" instead of the schema
+        file.
 
     Returns:
       A `pyarrow.RecordBatchReader` (read it once).

@@ -17,6 +17,7 @@ from ._dataset_write import write_dataset_table
 from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder
 from ._inputs import open_table_stream
+from ._row_codec import ROW_ENCODING, default_encoding
 from ._schema_file import schema_path, write_schema_file
 
 __all__ = ["write_table"]
@@ -95,15 +96,21 @@ def write_table(
         (as many shards as needed). `.bagz` compresses with zstd.
       column: write each value of this binary or string column as one
         record, byte for byte, instead of encoding rows.
-      encoding: how a row becomes a record, without `column`: "arrow" (a
-        one-row Arrow IPC message: lossless for every Arrow type), "json" (a
-        JSON object), or a function from a RecordBatch to one record per row
-        (a binary Arrow array or a sequence of bytes). "auto" (the default)
-        is "arrow", except for a table of raw records, whose only column is
-        a binary `record` (what `read_table` gives for a bag without a
-        schema): its values are written as they are, as with
-        `column="record"`, so bag -> table -> bag is the identity. For "arrow" and
-        "json" the schema is written once per set, beside the shards:
+      encoding: how a row becomes a record, without `column`: "row" (the
+        engine's row format, docs/format.md: compact, encoded and decoded
+        in parallel without Python per row; lossless for the types it
+        holds: numbers, booleans, strings, binaries, temporal types,
+        decimals, dictionaries, lists, structs, nulls), "arrow" (a one-row
+        Arrow IPC message: lossless for every Arrow type, but large and
+        slow), "json" (a JSON object), or a function from a RecordBatch to
+        one record per row (a binary Arrow array or a sequence of bytes).
+        "auto" (the default) is "row" where the schema allows it and
+        "arrow" otherwise (unions, maps, extension types, ...), except for a
+        table of raw records, whose only column is a binary `record` (what
+        `read_table` gives for a bag without a schema): its values are
+        written as they are, as with `column="record"`, so bag -> table ->
+        bag is the identity. For "row", "arrow" and "json" the schema (and
+        the encoding used) is written once per set, beside the shards:
         `<name>.<ext>.arrow_schema`, or `<name>-of-0000N.<ext>.arrow_schema`
         for a set of N shards.
       skip_nulls: with `column`, leave null values out instead of raising.
@@ -154,8 +161,10 @@ def write_table(
     _check_bag_name(target)
     stream = open_table_stream(data)
     if column is None and encoding == "auto":
-        raw = holds_raw_records(stream.schema)
-        column, encoding = (RECORD_COLUMN, None) if raw else (None, "arrow")
+        if holds_raw_records(stream.schema):
+            column, encoding = RECORD_COLUMN, None
+        else:
+            encoding = default_encoding(stream.schema)
     encoder = make_encoder(stream.schema, column, encoding, skip_nulls)
     # Nulls left out make the number of records unknown until the end.
     num_records = None if column is not None and skip_nulls else stream.num_rows
@@ -179,7 +188,7 @@ def write_table(
     except BaseException:
         sink.abort()
         raise
-    if column is None and encoding in ("arrow", "json"):
+    if column is None and encoding in (ROW_ENCODING, "arrow", "json"):
         try:
             write_schema_file(schema_path(paths[0]), stream.schema, str(encoding))
         except BaseException:

@@ -1,11 +1,12 @@
 """Schema-aware pipelines: bags of Arrow rows as Beam Rows, and back.
 
-A shard set written by `sackli.arrow.write_table` (encoding "arrow" or
-"json") carries its Arrow schema in a schema file beside it. Reading it
+A shard set written by `sackli.arrow.write_table` (encoding "row",
+"arrow" or "json") carries its Arrow schema in a schema file beside it. Reading it
 `as_rows` yields one Beam Row per record, typed by that schema, so Beam SQL
 and the DataFrame API work on it. Writing a schema'd PCollection (elements
 of `beam.Row` or a NamedTuple with a Beam schema) stores each element as an
-Arrow row and writes the schema file beside the output.
+Arrow row (encoding "row", as `write_table` chooses it: IPC rows for schemas
+the row codec cannot hold) and writes the schema file beside the output.
 
 Beam schemas hold fewer types than Arrow (see
 `apache_beam.typehints.arrow_type_compatibility`): integers, floats,
@@ -26,6 +27,7 @@ from apache_beam.typehints import arrow_type_compatibility, schemas
 from apache_beam.typehints.row_type import RowTypeConstraint
 
 from ..arrow._encode import make_encoder
+from ..arrow._row_codec import default_encoding
 from ..arrow._schema_file import read_set_schema, schema_message, schema_path
 from ._files import expand_pattern
 
@@ -58,7 +60,7 @@ def stored_rows(file_pattern: str, options: Any, empty_match_treatment: str) -> 
     pipeline construction, as Beam's `ReadFromParquet(as_rows=True)` does).
 
     Raises FileNotFoundError when no file matches or there is no schema
-    file, ValueError for an encoding other than "arrow"/"json" or a column
+    file, ValueError for an encoding other than "row"/"arrow"/"json" or a column
     Beam schemas cannot hold."""
     files = expand_pattern(file_pattern, options, empty_match_treatment)
     if not files:
@@ -67,9 +69,9 @@ def stored_rows(file_pattern: str, options: Any, empty_match_treatment: str) -> 
             file_pattern)
     path = files[0].path
     schema, encoding = read_set_schema(path)
-    if encoding not in ("arrow", "json"):
+    if encoding not in ("row", "arrow", "json"):
         raise ValueError(f"{path}: the rows were written with encoding={encoding!r}; "
-                         "as_rows reads 'arrow' and 'json' rows")
+                         "as_rows reads 'row', 'arrow' and 'json' rows")
     return encoding, _beam_row_type(schema, path)
 
 
@@ -108,7 +110,7 @@ class _EncodeBatch(beam.DoFn):
         self._encoder = None
 
     def setup(self) -> None:
-        self._encoder = make_encoder(self._schema, None, "arrow", False)
+        self._encoder = make_encoder(self._schema, None, default_encoding(self._schema), False)
 
     def process(self, rows: list[Any]) -> Iterator[bytes]:
         names = self._schema.names
@@ -156,7 +158,7 @@ class WriteSchemaFile(beam.PTransform):
 
     def __init__(self, schema: pa.Schema) -> None:
         super().__init__()
-        self._message = schema_message(schema, "arrow")
+        self._message = schema_message(schema, default_encoding(schema))
 
     def expand(self, file_names: beam.PCollection) -> beam.PCollection:
         message = self._message

@@ -175,15 +175,17 @@ class ReadFromSackliBatched(beam.PTransform):
 
     Args:
       file_pattern: as for `ReadFromSackli`.
-      decode: None: one `large_binary` column `record`. "arrow" / "json":
-        the columns of rows written by `sackli.arrow.write_table` (schema
-        from the schema file beside the bags, or `schema`). A function from
-        a `large_binary` array to a RecordBatch. "raw": lists of bytes.
-      columns: with "arrow"/"json", only these columns.
+      decode: None: one `large_binary` column `record`. "arrow" / "row" /
+        "json": the columns of rows written by `sackli.arrow.write_table`
+        (schema from the schema file beside the bags, or `schema`; "arrow"
+        reads either Arrow row codec, as the schema file says). A function
+        from a `large_binary` array to a RecordBatch. "raw": lists of bytes.
+      columns: with "arrow"/"row"/"json", only these columns.
       compression_type, options, validate, empty_match_treatment: as for
         `ReadFromSackli`.
       batch_size: records per batch (default: about 8 MiB of stored bytes).
-      schema: the Arrow schema of "arrow"/"json" rows, instead of the file.
+      schema: the Arrow schema of "arrow"/"row"/"json" rows, instead of
+        the file.
 
     Batches never span files or split ranges; every record is in exactly
     one batch, also when the runner splits ranges while they are read.

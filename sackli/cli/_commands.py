@@ -171,10 +171,12 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                              'read such objects back as the bytes they hold (without it they '
                              'stay the text of the object, like any other JSON value)')
     parquet = convert.add_argument_group("Parquet options")
-    parquet.add_argument("--encoding", choices=["auto", "arrow", "json"], default="auto",
-                         help="Parquet -> bag: a row becomes a one-row Arrow IPC message "
-                              "(arrow, lossless) or a JSON object (json); auto (the default) "
-                              "is arrow, except that a table of raw records (one binary "
+    parquet.add_argument("--encoding", choices=["auto", "row", "arrow", "json"], default="auto",
+                         help="Parquet -> bag: a row becomes a record of the engine's row "
+                              "format (row), a one-row Arrow IPC message (arrow, lossless for "
+                              "every type) or a JSON object (json); auto (the default) is row "
+                              "where the schema allows it, else arrow, except that a table of "
+                              "raw records (one binary "
                               "column 'record', as written from a bag without a schema) goes "
                               "back to those records")
     parquet.add_argument("--column", metavar="NAME",
@@ -182,7 +184,8 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                               "column as one record instead of whole rows")
     parquet.add_argument("--skip-nulls", action="store_true",
                          help="with --column: leave null values out instead of failing")
-    parquet.add_argument("--decode", choices=["auto", "arrow", "json", "raw"], default="auto",
+    parquet.add_argument("--decode", choices=["auto", "row", "arrow", "json", "raw"],
+                         default="auto",
                          help="bag -> Parquet: how records become rows (auto: as the schema "
                               "file beside the bag says, else one binary column 'record')")
 

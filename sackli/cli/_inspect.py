@@ -108,7 +108,7 @@ def describe(spec: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def row_encoding(path: str) -> str | None:
     """How the records encode rows, from the schema file beside the bag
-    (`sackli.arrow.write_table`): "arrow", "json"; None without one;
+    (`sackli.arrow.write_table`): "row", "arrow", "json"; None without one;
     "unknown (...)" when it cannot be read here."""
     try:
         from ..arrow import row_encoding as stored_encoding

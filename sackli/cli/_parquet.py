@@ -1,8 +1,9 @@
 """`sackli convert` to and from Parquet, through the Arrow bridge.
 
-Parquet -> bag: each row becomes a record (`--encoding arrow`, the default,
-or `json`), or each value of one binary/string column (`--column`).
-Bag -> Parquet: rows written with `--encoding arrow`/`json` get their
+Parquet -> bag: each row becomes a record (`--encoding row`, the default
+where the schema allows it, else `arrow`; or `json`), or each value of one
+binary/string column (`--column`).
+Bag -> Parquet: rows written with `--encoding row`/`arrow`/`json` get their
 columns back (the schema file beside the bag says which); other bags become
 one binary column `record`. Both stream in bounded memory.
 """

@@ -1,7 +1,7 @@
 """Printing the rows of row-encoded bags (`sackli head`, `cat`, `get`).
 
-A bag written by `sackli.arrow.write_table` with `encoding="arrow"` or
-`"json"` has a schema file beside it; with `--decode auto` (the default, as
+A bag written by `sackli.arrow.write_table` with `encoding="row"`,
+`"arrow"` or `"json"` has a schema file beside it; with `--decode auto` (the default, as
 for `convert`) its records are decoded through that schema and printed as
 rows: `--format json` one JSON object per line, `--format text` a table
 (column names once, then one line per row). `--format raw` and `hex` print
@@ -25,11 +25,12 @@ from typing import Any, Callable
 
 import sackli
 
-DECODE_CHOICES = ["auto", "arrow", "json", "raw"]
+DECODE_CHOICES = ["auto", "row", "arrow", "json", "raw"]
 DECODE_HELP = ("how records become rows: auto (default) decodes rows written by "
                "sackli.arrow.write_table through the schema file beside the bag, and prints "
-               "other bags' records as they are; arrow / json force that decoding; raw prints "
-               "every record as it is")
+               "other bags' records as they are; row / arrow / json force that decoding "
+               "(arrow: either Arrow row codec, as the schema file says); raw prints every "
+               "record as it is")
 
 # A table cell shows at most this many characters (longer values end in ...).
 _CELL_CHARS = 40
