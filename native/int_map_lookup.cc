@@ -103,11 +103,39 @@ void MapLookup::Check(FoundValue& value, const char* bytes,
 std::vector<FoundValue> MapLookup::Locate(const uint64_t* keys, size_t n,
                                           size_t parallelism) const {
   std::vector<FoundValue> found(n);
+  const size_t tasks = (n + kKeysPerTask - 1) / kKeysPerTask;
+  auto locate_task = [&](size_t task) {
+    const size_t first = task * kKeysPerTask;
+    const size_t count = std::min(n, first + kKeysPerTask) - first;
+    int64_t positions[kKeysPerTask];
+    index_.FindMany(keys + first, count, positions);
+    const char* mapped = source_.mapped();
+    for (size_t i = 0; i < count; ++i) {
+      found[first + i].position = positions[i];
+      // The first bytes of each value and its crc32c at the end (and so
+      // their pages) are on their way while earlier values are checked and
+      // copied. Bad offsets are caught by Fill; a prefetch never faults.
+      if (mapped != nullptr && positions[i] >= 0) {
+        const auto position = static_cast<uint32_t>(positions[i]);
+        const uint64_t size = source_.size();
+        const uint64_t begin = index_.Word(position);
+        const uint64_t end = position + 1 < index_.size() ? index_.Word(position + 1) : size;
+        if (begin < end && end <= size) {
+          __builtin_prefetch(mapped + begin);
+          __builtin_prefetch(mapped + end - 1);
+        }
+      }
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (positions[i] >= 0) Fill(found[first + i]);
+    }
+  };
   Guarded(source_, [&] {
-    ForEachChunked(n, parallelism, [&](size_t k) {
-      found[k].position = index_.Find(keys[k]);
-      if (found[k].position >= 0) Fill(found[k]);
-    });
+    if (tasks <= 1 || parallelism <= 1) {
+      for (size_t task = 0; task < tasks; ++task) locate_task(task);
+    } else {
+      ThreadPool::Shared().ParallelFor(tasks, parallelism, locate_task);
+    }
   });
   return found;
 }

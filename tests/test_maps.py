@@ -34,6 +34,20 @@ def test_get_many_returns_values_in_order(compress: str | None) -> None:
     assert mb.get_many([]) == []
 
 
+@pytest.mark.parametrize("n", [1, 2, 15, 16, 17, 255, 256, 257, 5000])
+def test_lookups_agree_at_every_tree_shape(n: int) -> None:
+    # Sizes at full tree levels and at the engine's search-group and task
+    # boundaries; every key, its neighbours and keys outside the range, one
+    # at a time and batched.
+    data = {3 * i + 1: b"%d" % i for i in range(n)}
+    mb = MapBuffer(data)
+    wanted = [key + delta for key in data for delta in (-1, 0, 1)] + [0, 3 * n + 5, (1 << 64) - 1]
+    expected = [data.get(key) for key in wanted]
+    assert mb.get_many(wanted) == expected
+    assert [mb.get(key) for key in wanted] == expected
+    assert [key in mb for key in wanted] == [value is not None for value in expected]
+
+
 def test_get_many_takes_integer_arrays_and_odd_keys() -> None:
     data = {0: b"zero", (1 << 64) - 1: b"max", 5: b"five"}
     mb = MapBuffer(data)

@@ -3,7 +3,6 @@ native/int_map.h), searched and decoded by the engine."""
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
@@ -17,32 +16,23 @@ from ._ranges import fetch_spans, fetcher
 FORMAT_VERSION = 1
 MAGIC_NUMBERS = b"mapbufr"
 HEADER_LENGTH = 16
-_UINT64_LIMIT = 1 << 64
 # Threads a batched lookup may use (the engine's pool grows lazily to this).
 _LOOKUP_PARALLELISM = 16
 _ZSTD_LEVEL = 3  # zstandard's default, which mapbuffer uses
-
-
-def _key(label: Any) -> int:
-    key = operator.index(label)
-    if not 0 <= key < _UINT64_LIMIT:
-        raise OverflowError(f"map key {key} is out of bounds for uint64")
-    return key
 
 
 def build(data: dict, compress: Optional[str], tobytesfn: Optional[Callable[[Any], bytes]],
           compute_crc: bool) -> bytes:
     """The bytes of a MapBuffer holding `data`; identical to `mapbuffer`'s
     without compression."""
-    pairs = sorted(((_key(label), value) for label, value in data.items()),
-                   key=operator.itemgetter(0))
-    values = [value for _, value in pairs]
+    # The engine checks the keys (OverflowError outside uint64) and sorts them.
+    values = list(data.values())
     if tobytesfn is not None:
         values = [tobytesfn(value) for value in values]
     encode = compress_in_python(compress)
     if encode is not None:
         values = [encode(value) for value in values]
-    return _engine.build_map_buffer([key for key, _ in pairs], values, compress or "none",
+    return _engine.build_map_buffer(data.keys(), values, compress or "none",
                                     FORMAT_VERSION if compute_crc else 0, _ZSTD_LEVEL,
                                     _LOOKUP_PARALLELISM)
 
@@ -79,6 +69,10 @@ class MapBuffer(MapBase):
         self.check_crc = check_crc
         self.compute_crc = compute_crc
         self.index_cache = index_cache
+        # The core mb[key] last checked, and whether the engine decodes its
+        # values (so that a lookup is one engine call).
+        self._engine_core: Any = None
+        self._engine_decodes = False
         if isinstance(data, dict):
             data = build(data, normalize(compress), tobytesfn, compute_crc)
         self._set_source(data, index_cache)
@@ -116,7 +110,11 @@ class MapBuffer(MapBase):
 
     def __getitem__(self, label: Any) -> Any:
         core = self._core or self._core_now()
-        if not core.has_values:
+        if core is not self._engine_core:
+            # First lookup through this core: may the engine answer alone?
+            self._engine_core = core if core.has_values else None
+            self._engine_decodes = decompressor(core.compression) is None
+        if self._engine_core is None:
             return super().__getitem__(label)
         try:
             value = core.get(label, self.check_crc)
@@ -124,7 +122,9 @@ class MapBuffer(MapBase):
             raise as_validation_error(error) from None
         if value is None:
             raise KeyError(f"{label} was not found.")
-        return self._finish(core.find(label), value) if self._needs_finish() else value
+        if self._engine_decodes and self.frombytesfn is None:
+            return value
+        return self._finish(core.find(label), value)
 
     def get(self, label: Any, *args: Any, **kwargs: Any) -> Any:
         """The value of `label`, or the default (positional or ``default=``,
