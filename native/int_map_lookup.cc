@@ -148,6 +148,19 @@ FoundValue MapLookup::LocateAt(uint32_t position) const {
   return value;
 }
 
+std::vector<FoundValue> MapLookup::LocateRange(uint32_t first, size_t n,
+                                               size_t parallelism) const {
+  if (n > 0) CheckPosition(static_cast<uint32_t>(first + n - 1));
+  std::vector<FoundValue> found(n);
+  Guarded(source_, [&] {
+    ForEachChunked(n, parallelism, [&](size_t k) {
+      found[k].position = first + k;
+      Fill(found[k]);
+    });
+  });
+  return found;
+}
+
 void MapLookup::DecodeOne(const FoundValue& value, char* output) const {
   if (value.position < 0 || value.decoded_size == 0) return;
   // A FoundValue may have moved since Locate: staged bytes moved with it.

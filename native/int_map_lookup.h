@@ -49,6 +49,10 @@ class MapLookup {
                                  size_t parallelism) const;
   // Step 1 for the value at index `position` (for iteration by position).
   FoundValue LocateAt(uint32_t position) const;
+  // Step 1 for the values at positions [first, first + n), on up to
+  // `parallelism` threads (a scan of the map in index order).
+  std::vector<FoundValue> LocateRange(uint32_t first, size_t n,
+                                      size_t parallelism) const;
   // Step 1 for the value at `position` given its stored bytes (read by the
   // caller from Extent(position)); the bytes must outlive the result.
   FoundValue LocateIn(uint32_t position, const char* stored, size_t n) const;

@@ -48,6 +48,24 @@ def test_lookups_agree_at_every_tree_shape(n: int) -> None:
     assert [key in mb for key in wanted] == [value is not None for value in expected]
 
 
+@pytest.mark.parametrize("compress", [None, "zstd", "gzip"])
+def test_items_are_read_in_batches(compress: str | None, monkeypatch) -> None:
+    from sackli.maps import _map_buffer
+    monkeypatch.setattr(_map_buffer, "_SCAN_BATCH_KEYS", 7)  # batches end mid-map
+    data = {key: value or b"-" for key, value in sample(100).items()}
+    mb = MapBuffer(MapBuffer(data, compress=compress).tobytes(), frombytesfn=bytes.upper)
+    assert list(mb.keys()) == [key for key, _ in mb.items()]
+    assert mb.todict() == {key: value.upper() for key, value in data.items()}
+    assert sorted(mb.values()) == sorted(value.upper() for value in data.values())
+
+
+def test_items_name_the_damaged_value() -> None:
+    data = bytearray(MapBuffer({1: b"one", 2: b"two", 3: b"three"}).tobytes())
+    data[-6] ^= 1  # in the last value ("three")
+    with pytest.raises(ValidationError, match="<bytes>: value of key 3: crc32c mismatch"):
+        MapBuffer(bytes(data)).todict()
+
+
 def test_get_many_takes_integer_arrays_and_odd_keys() -> None:
     data = {0: b"zero", (1 << 64) - 1: b"max", 5: b"five"}
     mb = MapBuffer(data)

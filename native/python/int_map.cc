@@ -193,6 +193,23 @@ class MapCore {
     return out;
   }
 
+  // The values at positions [first, first + count), as ValueAt gives them.
+  py::list ValuesAt(uint32_t first, uint32_t count, bool check_crc,
+                    size_t parallelism) const {
+    RequireValues();
+    if (uint64_t{first} + count > index_->size()) {
+      ThrowOutOfRange("map positions " + std::to_string(first) + " + " +
+                      std::to_string(count) + " out of range");
+    }
+    MapLookup lookup(*index_, *source_, check_crc);
+    std::vector<FoundValue> found;
+    {
+      ReleaseGil release;
+      found = lookup.LocateRange(first, count, parallelism);
+    }
+    return Materialise(lookup, found, parallelism);
+  }
+
   // Checks and decodes the stored bytes of `position` fetched by the caller.
   py::object CheckValue(uint32_t position, py::object stored, bool check_crc) const {
     BorrowedBytes bytes(stored.ptr());
@@ -394,6 +411,8 @@ void RegisterIntMap(py::module_& m) {
       .def("extent", &MapCore::Extent, py::arg("position"))
       .def("value_at", &MapCore::ValueAt, py::arg("position"), py::arg("check_crc"))
       .def("get", &MapCore::Get, py::arg("key"), py::arg("check_crc"))
+      .def("values_at", &MapCore::ValuesAt, py::arg("first"), py::arg("count"),
+           py::arg("check_crc"), py::arg("parallelism"))
       .def("get_many", &MapCore::GetMany, py::arg("keys"), py::arg("check_crc"),
            py::arg("parallelism"))
       .def("check_value", &MapCore::CheckValue, py::arg("position"), py::arg("stored"),

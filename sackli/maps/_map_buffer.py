@@ -3,7 +3,7 @@ native/int_map.h), searched and decoded by the engine."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Optional
 
 from .. import _engine
@@ -18,6 +18,10 @@ MAGIC_NUMBERS = b"mapbufr"
 HEADER_LENGTH = 16
 # Threads a batched lookup may use (the engine's pool grows lazily to this).
 _LOOKUP_PARALLELISM = 16
+# A scan (items(), values(), todict()) reads about this many stored bytes,
+# in at most this many values, at a time.
+_SCAN_BATCH_BYTES = 4 << 20
+_SCAN_BATCH_KEYS = 4096
 _ZSTD_LEVEL = 3  # zstandard's default, which mapbuffer uses
 
 
@@ -125,6 +129,27 @@ class MapBuffer(MapBase):
         if self._engine_decodes and self.frombytesfn is None:
             return value
         return self._finish(core.find(label), value)
+
+    def items(self) -> Iterator[tuple[int, Any]]:
+        """(key, value) pairs in index order; values are read a batch at a
+        time (about _SCAN_BATCH_BYTES), checked and decoded by the engine in
+        parallel."""
+        core = self._core_now()
+        if not core.has_values:  # fetched by ranges: one value at a time
+            yield from super().items()
+            return
+        keys = core.keys()
+        average = max(1, self.datasize() // max(1, len(keys)))
+        step = max(1, min(_SCAN_BATCH_KEYS, _SCAN_BATCH_BYTES // average))
+        for first in range(0, len(keys), step):
+            count = min(step, len(keys) - first)
+            try:
+                values = core.values_at(first, count, self.check_crc, _LOOKUP_PARALLELISM)
+            except CorruptionError as error:
+                raise as_validation_error(error) from None
+            if self._needs_finish():
+                values = [self._finish(first + k, value) for k, value in enumerate(values)]
+            yield from zip(keys[first:first + count], values)
 
     def get(self, label: Any, *args: Any, **kwargs: Any) -> Any:
         """The value of `label`, or the default (positional or ``default=``,
