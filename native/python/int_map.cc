@@ -63,18 +63,25 @@ MapCompression CompressionArgument(const std::string& name) {
   ThrowInvalidArgument("unknown map compression '" + name + "'");
 }
 
-// A key as uint64, or nullopt for integers no map can hold (negative, too
-// big). TypeError for non-integers.
-std::optional<uint64_t> KeyArgument(py::handle key) {
-  py::object number = py::reinterpret_steal<py::object>(PyNumber_Index(key.ptr()));
-  if (!number) throw py::error_already_set();
-  const unsigned long long value = PyLong_AsUnsignedLongLong(number.ptr());
+// An `int` as uint64, or nullopt outside uint64.
+std::optional<uint64_t> IntAsUint64(PyObject* number) {
+  const unsigned long long value = PyLong_AsUnsignedLongLong(number);
   if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw py::error_already_set();
     PyErr_Clear();
     return std::nullopt;
   }
   return static_cast<uint64_t>(value);
+}
+
+// A key as uint64, or nullopt for integers no map can hold (negative, too
+// big). TypeError for non-integers.
+std::optional<uint64_t> KeyArgument(py::handle key) {
+  // An int (the common case) needs no conversion, nor a new reference.
+  if (PyLong_CheckExact(key.ptr())) return IntAsUint64(key.ptr());
+  py::object number = py::reinterpret_steal<py::object>(PyNumber_Index(key.ptr()));
+  if (!number) throw py::error_already_set();
+  return IntAsUint64(number.ptr());
 }
 
 class MapCore {
