@@ -25,6 +25,7 @@ from ..maps import IntMap, MapBuffer, ValidationError
 from ._errors import BadArgument
 from ._print import FORMATTERS
 from ._progress import progress, progress_shown
+from ._verdict import verdict
 
 _MAP_CLASSES: dict[str, type] = {".mb": MapBuffer, ".im": IntMap}
 # A verification batch holds about this many stored bytes.
@@ -143,7 +144,7 @@ def _check_values(mb: MapBuffer, index_sound: bool, report: Callable[[str], None
     """Reads every value: a batch at a time through the engine while the
     index is sound; a batch with a problem (or an unsound index, where a
     search by key may miss) is read value by value to name each bad one."""
-    keys = mb._core_now().keys()
+    keys = list(mb.keys())
     for start, batch in _batches(mb, keys):
         if index_sound:
             try:
@@ -164,47 +165,50 @@ class _FailFast(Exception):
     """Stops verification at the first problem (`--fail-fast`)."""
 
 
+def _check_map(spec: str, report: Callable[[str], None], bars: list[Any]) -> str:
+    """Checks the map at `spec`, reporting each problem; returns the line
+    that says it is sound (printed when nothing was reported). The progress
+    bar of the values is added to `bars` while it shows."""
+    try:
+        m = _open(spec)
+        count = len(m)
+    except ValidationError as error:
+        report(f"{spec} cannot be opened: {error}")
+        return ""
+    try:
+        m.validate()
+        index_sound = True
+    except ValidationError as error:
+        report(str(error))
+        index_sound = False
+    if not isinstance(m, MapBuffer):
+        return f"verify: OK, {count} keys in {spec} (IntMap, index checked)"
+    with progress(count if progress_shown() else None, "verify", unit=" keys") as bar:
+        bars.append(bar)
+        _check_values(m, index_sound, report, bar)
+        bars.remove(bar)
+    return f"verify: OK, {count} keys in {spec} (MapBuffer, every value checked)"
+
+
 def verify(args: argparse.Namespace) -> int:
     """Checks a map's header, index and every value; prints each problem;
     exit status 1 if there is any."""
     problems: list[str] = []
-    bar: Any = None
+    bars: list[Any] = []
 
     def report(problem: str) -> None:
         problems.append(problem)
-        if bar is not None:
+        for bar in bars:
             bar.clear()
         print(problem, flush=True)
         if args.fail_fast:
             raise _FailFast
 
     try:
-        try:
-            m = _open(args.spec)
-            count = len(m)
-        except ValidationError as error:
-            report(f"{args.spec} cannot be opened: {error}")
-            count = None
-        if count is not None:
-            try:
-                m.validate()
-                index_sound = True
-            except ValidationError as error:
-                report(str(error))
-                index_sound = False
-            if isinstance(m, MapBuffer):
-                bar = progress(count if progress_shown() else None, "verify", unit=" keys")
-                with bar:
-                    _check_values(m, index_sound, report, bar)
+        ok_line = _check_map(args.spec, report, bars)
     except _FailFast:
-        print("verify: stopped at the first problem (--fail-fast)")
-        return 1
-    if problems:
-        print(f"verify: {len(problems)} problem(s) in {args.spec}")
-        return 1
-    what = "every value checked" if isinstance(m, MapBuffer) else "index checked"
-    print(f"verify: OK, {count} keys in {args.spec} ({type(m).__name__}, {what})")
-    return 0
+        return verdict(problems, args.spec, "", stopped=True)
+    return verdict(problems, args.spec, ok_line)
 
 
 def get(args: argparse.Namespace) -> int:
