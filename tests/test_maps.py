@@ -8,6 +8,9 @@ import io
 import mmap
 import pathlib
 import random
+import sys
+import threading
+import time
 
 import pytest
 
@@ -64,6 +67,34 @@ def test_items_name_the_damaged_value() -> None:
     data[-6] ^= 1  # in the last value ("three")
     with pytest.raises(ValidationError, match="<bytes>: value of key 3: crc32c mismatch"):
         MapBuffer(bytes(data)).todict()
+
+
+def test_get_many_releases_the_gil() -> None:
+    # With a switch interval longer than the test, a thread keeps the GIL
+    # until it releases it itself: each turn of the main loop below is one
+    # release inside get_many (the worker's own loop never blocks).
+    mb = MapBuffer(MapBuffer({key: bytes(1000) for key in range(5000)}, compress="zstd").tobytes())
+    keys = list(range(5000))
+    done = threading.Event()
+
+    def work() -> None:
+        for _ in range(10):
+            mb.get_many(keys)
+        done.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(60)
+    try:
+        worker = threading.Thread(target=work)
+        worker.start()
+        turns = 0
+        while not done.is_set():
+            turns += 1
+            time.sleep(0)  # hands the GIL back to the worker
+        worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert turns >= 10
 
 
 def test_get_many_takes_integer_arrays_and_odd_keys() -> None:
