@@ -187,12 +187,20 @@ TEST(MapLookupTest, CrcMismatchNamesKeyAndOffset) {
   const MapIndex index = IndexOf(map);
   MemorySource source(map.data(), map.size(), "m.mb");
   const uint64_t key = 1;
-  const std::string message = CorruptionMessage(
-      [&] { MapLookup(index, source, true).Locate(&key, 1, 1); });
+  // Locate finds the value; Decode, which reads it, checks its crc32c.
+  auto lookup_and_decode = [&](bool check_crc) {
+    const MapLookup lookup(index, source, check_crc);
+    const std::vector<FoundValue> found = lookup.Locate(&key, 1, 1);
+    std::string out(found[0].decoded_size, '\0');
+    char* outputs[] = {out.data()};
+    lookup.Decode(found, outputs, 1);
+    return out;
+  };
+  const std::string message = CorruptionMessage([&] { lookup_and_decode(true); });
   EXPECT_NE(message.find("key 1"), std::string::npos) << message;
   EXPECT_NE(message.find("crc32c"), std::string::npos) << message;
   // Unchecked, the damaged value is returned as stored.
-  EXPECT_EQ(MapLookup(index, source, false).Locate(&key, 1, 1)[0].payload_size, 5u);
+  EXPECT_EQ(lookup_and_decode(false), "Hello");
 }
 
 TEST(MapBuildTest, IntMapLayout) {
