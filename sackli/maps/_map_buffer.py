@@ -133,16 +133,20 @@ class MapBuffer(MapBase):
     def items(self) -> Iterator[tuple[int, Any]]:
         """(key, value) pairs in index order; values are read a batch at a
         time (about _SCAN_BATCH_BYTES), checked and decoded by the engine in
-        parallel."""
+        parallel (for a remote map, fetched in coalesced ranged GETs)."""
         core = self._core_now()
-        if not core.has_values:  # fetched by ranges: one value at a time
-            yield from super().items()
-            return
         keys = core.keys()
-        average = max(1, self.datasize() // max(1, len(keys)))
-        step = max(1, min(_SCAN_BATCH_KEYS, _SCAN_BATCH_BYTES // average))
+        step = _SCAN_BATCH_KEYS
+        if core.map_size is not None:  # else: an object of unknown size
+            average = max(1, self.datasize() // max(1, len(keys)))
+            step = max(1, min(step, _SCAN_BATCH_BYTES // average))
         for first in range(0, len(keys), step):
             count = min(step, len(keys) - first)
+            if not core.has_values:  # fetched by ranges: a batch in a request or two
+                positions = range(first, first + count)
+                batch = self._values_by_ranges(list(positions))
+                yield from zip(keys[first:first + count], [batch[p] for p in positions])
+                continue
             try:
                 values = core.values_at(first, count, self.check_crc, _LOOKUP_PARALLELISM)
             except CorruptionError as error:
@@ -179,20 +183,25 @@ class MapBuffer(MapBase):
     def _get_many_by_ranges(self, labels: Iterable[Any], default: Any) -> list[Any]:
         # The values are fetched by the Python side (remote or sliceable
         # objects): each distinct value once, in coalesced ranges.
+        positions = [self._core.find(label) for label in labels]
+        values = self._values_by_ranges(sorted({p for p in positions if p >= 0}))
+        return [default if position < 0 else values[position] for position in positions]
+
+    def _values_by_ranges(self, positions: list[int]) -> dict[int, Any]:
+        """{position: value} of `positions` (sorted, distinct) of a map whose
+        bytes are fetched by ranges: neighbouring values in one request."""
         core = self._core
-        positions = [core.find(label) for label in labels]
-        wanted = sorted({position for position in positions if position >= 0})
         with corruption_as_validation_error():
-            extents = [core.extent(position) for position in wanted]
+            extents = [core.extent(position) for position in positions]
         if any(end is None for _, end in extents):  # an object of unknown size
-            return [default if position < 0 else self.getindex(position) for position in positions]
+            return {position: self.getindex(position) for position in positions}
         fetch, parallel = fetcher(self.buffer)
         values = {}
-        for position, stored in zip(wanted, fetch_spans(extents, fetch, parallel)):
+        for position, stored in zip(positions, fetch_spans(extents, fetch, parallel)):
             with corruption_as_validation_error():
                 value = core.check_value(position, stored, self.check_crc)
             values[position] = self._finish(position, value)
-        return [default if position < 0 else values[position] for position in positions]
+        return values
 
     def _needs_finish(self) -> bool:
         return self.frombytesfn is not None or decompressor(self._core.compression) is not None
