@@ -174,7 +174,8 @@ class MapCore {
   }
 
   // Values of `keys` in order, None for absent keys.
-  py::list GetMany(py::iterable keys, bool check_crc, size_t parallelism) const {
+  py::list GetMany(py::iterable keys, bool check_crc, size_t parallelism,
+                   py::object default_value) const {
     RequireValues();
     std::vector<uint64_t> valid;
     std::vector<size_t> slot;  // valid[j] answers keys[slot[j]]
@@ -193,9 +194,10 @@ class MapCore {
       ReleaseGil release;
       found = lookup.Locate(valid.data(), valid.size(), parallelism);
     }
-    py::list values = Materialise(lookup, found, parallelism);
+    py::list values = Materialise(lookup, found, parallelism, default_value);
+    if (valid.size() == n) return values;  // every key a uint64: the usual case
     py::list out(n);
-    for (size_t k = 0; k < n; ++k) out[k] = py::none();
+    for (size_t k = 0; k < n; ++k) out[k] = default_value;
     for (size_t j = 0; j < valid.size(); ++j) out[slot[j]] = values[j];
     return out;
   }
@@ -297,9 +299,10 @@ class MapCore {
     return bytes;
   }
 
-  // Allocates one bytes per found value and decodes into them.
+  // Allocates one bytes per found value and decodes into them; `absent`
+  // stands for keys not found.
   py::list Materialise(const MapLookup& lookup, const std::vector<FoundValue>& found,
-                       size_t parallelism) const {
+                       size_t parallelism, py::handle absent = py::none()) const {
     py::list values(found.size());
     std::vector<char*> outputs(found.size(), nullptr);
     const bool zstd = index_->header().compression == MapCompression::kZstd;
@@ -307,7 +310,7 @@ class MapCore {
     for (size_t k = 0; k < found.size(); ++k) {
       total += found[k].decoded_size;
       if (found[k].position < 0) {
-        values[k] = py::none();
+        values[k] = absent;
         continue;
       }
       py::object bytes = py::reinterpret_steal<py::object>(NewBytes(found[k].decoded_size));
@@ -421,7 +424,7 @@ void RegisterIntMap(py::module_& m) {
       .def("values_at", &MapCore::ValuesAt, py::arg("first"), py::arg("count"),
            py::arg("check_crc"), py::arg("parallelism"))
       .def("get_many", &MapCore::GetMany, py::arg("keys"), py::arg("check_crc"),
-           py::arg("parallelism"))
+           py::arg("parallelism"), py::arg("default") = py::none())
       .def("check_value", &MapCore::CheckValue, py::arg("position"), py::arg("stored"),
            py::arg("check_crc"))
       .def("validate", &MapCore::Validate);

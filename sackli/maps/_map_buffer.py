@@ -173,10 +173,11 @@ class MapBuffer(MapBase):
             labels = list(labels)  # a one-shot iterable is read twice below
         if not core.has_values:
             return self._get_many_by_ranges(labels, default)
+        if not self._needs_finish():
+            with corruption_as_validation_error():
+                return core.get_many(labels, self.check_crc, _LOOKUP_PARALLELISM, default)
         with corruption_as_validation_error():
             values = core.get_many(labels, self.check_crc, _LOOKUP_PARALLELISM)
-        if not self._needs_finish():
-            return [default if value is None else value for value in values]
         return [default if value is None else self._finish(core.find(label), value)
                 for label, value in zip(labels, values)]
 
