@@ -91,13 +91,22 @@ class MapIndex {
   uint32_t size() const { return header_.count; }
   uint64_t map_size() const { return map_size_; }
 
-  uint64_t Key(uint32_t position) const;
+  uint64_t Key(uint32_t position) const {
+    return LoadU64(entries_ + uint64_t{position} * kMapEntryBytes);
+  }
   // The second word of the entry: the value's offset (MapBuffer) or the value
   // itself (IntMap).
-  uint64_t Word(uint32_t position) const;
+  uint64_t Word(uint32_t position) const {
+    return LoadU64(entries_ + uint64_t{position} * kMapEntryBytes + 8);
+  }
 
   // The index position of `key`, or -1 when the map has no such key.
   int64_t Find(uint64_t key) const;
+  // positions[i] = Find(keys[i]) for i in [0, n). The searches of a group of
+  // keys advance level by level together, so the cache misses of one
+  // group overlap rather than follow each other (a large index is mostly
+  // outside the cache).
+  void FindMany(const uint64_t* keys, size_t n, int64_t* positions) const;
 
   // The validated extent of the value at `position` (MapBuffer only):
   // inside the values region, not before its successor's start, and long
@@ -121,6 +130,9 @@ class MapIndex {
                                       const std::string& what) const;
 
  private:
+  // The result of a search whose 1-based tree walk for `key` ended at k.
+  int64_t Resolve(uint64_t k, uint64_t key) const;
+
   MapHeader header_;
   const char* entries_;
   uint64_t map_size_;

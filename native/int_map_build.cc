@@ -1,7 +1,9 @@
 #include "int_map_build.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "codec.h"
 #include "crc32c.h"
@@ -31,6 +33,23 @@ uint32_t CheckedCount(const std::vector<uint64_t>& sorted_keys, size_t values) {
 
 }  // namespace
 
+std::vector<uint32_t> SortKeys(std::vector<uint64_t>& keys) {
+  if (keys.size() > std::numeric_limits<uint32_t>::max()) {
+    ThrowInvalidArgument("a map holds at most 2**32 - 1 keys");
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> pairs(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    pairs[k] = {keys[k], static_cast<uint32_t>(k)};
+  }
+  std::sort(pairs.begin(), pairs.end());
+  std::vector<uint32_t> order(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    keys[k] = pairs[k].first;
+    order[k] = pairs[k].second;
+  }
+  return order;
+}
+
 std::string EncodeZstdMapValue(std::string_view value, int level) {
   std::string out;
   // zstd's frame of zero bytes.
@@ -46,52 +65,75 @@ std::string EncodeZstdMapValue(std::string_view value, int level) {
   return out;
 }
 
-std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
-                           const std::vector<std::string_view>& values,
-                           MapCompression compression, uint8_t version,
-                           int zstd_level, size_t parallelism) {
+MapBufferPlan PlanMapBuffer(const std::vector<uint64_t>& sorted_keys,
+                            const std::vector<std::string_view>& values,
+                            MapCompression compression, uint8_t version,
+                            int zstd_level, size_t parallelism) {
   const uint32_t n = CheckedCount(sorted_keys, values.size());
   if (version > kMapBufferFormatVersion) {
     ThrowInvalidArgument("unknown MapBuffer format version " +
                          std::to_string(version));
   }
-  std::vector<std::string_view> stored = values;
-  std::vector<std::string> encoded;
+  MapBufferPlan plan;
+  plan.sorted_keys = &sorted_keys;
+  plan.compression = compression;
+  plan.version = version;
+  plan.stored = values;
   if (compression == MapCompression::kZstd) {
-    encoded.resize(n);
+    plan.encoded.resize(n);
     ThreadPool::Shared().ParallelFor(n, parallelism, [&](size_t k) {
-      encoded[k] = EncodeZstdMapValue(values[k], zstd_level);
+      plan.encoded[k] = EncodeZstdMapValue(values[k], zstd_level);
     });
-    for (uint32_t k = 0; k < n; ++k) stored[k] = encoded[k];
+    // Views of the strings' heap or inline storage: moving the vector (as
+    // returning the plan may) keeps its elements where they are.
+    for (uint32_t k = 0; k < n; ++k) plan.stored[k] = plan.encoded[k];
   }
-  const std::vector<uint32_t> order = EytzingerOrder(n);
   const size_t checksum = version >= 1 ? kMapChecksumBytes : 0;
-  const uint64_t data_offset =
-      kMapBufferHeaderBytes + uint64_t{n} * kMapEntryBytes;
-  uint64_t total = data_offset;
-  for (uint32_t k = 0; k < n; ++k) total += stored[k].size() + checksum;
+  plan.size = kMapBufferHeaderBytes + uint64_t{n} * kMapEntryBytes;
+  for (uint32_t k = 0; k < n; ++k) plan.size += plan.stored[k].size() + checksum;
+  return plan;
+}
 
-  std::string out(total, '\0');
-  std::memcpy(out.data(), "mapbufr", 7);
-  out[7] = static_cast<char>(version);
-  std::memcpy(out.data() + 8, MapCompressionTag(compression).data(), 4);
-  StoreU32(out.data() + 12, n);
-  uint64_t offset = data_offset;
-  // Values follow the index's (Eytzinger) order, so offsets ascend with it.
+void WriteMapBuffer(const MapBufferPlan& plan, char* out, size_t parallelism) {
+  const std::vector<uint64_t>& sorted_keys = *plan.sorted_keys;
+  const auto n = static_cast<uint32_t>(sorted_keys.size());
+  std::memcpy(out, "mapbufr", 7);
+  out[7] = static_cast<char>(plan.version);
+  std::memcpy(out + 8, MapCompressionTag(plan.compression).data(), 4);
+  StoreU32(out + 12, n);
+  const std::vector<uint32_t> order = EytzingerOrder(n);
+  const size_t checksum = plan.version >= 1 ? kMapChecksumBytes : 0;
+  // Values follow the index's (Eytzinger) order, so offsets ascend with it;
+  // the index first, then the values in parallel chunks.
+  uint64_t offset = kMapBufferHeaderBytes + uint64_t{n} * kMapEntryBytes;
   for (uint32_t position = 0; position < n; ++position) {
-    const uint32_t k = order[position];
-    char* entry = out.data() + kMapBufferHeaderBytes +
-                  uint64_t{position} * kMapEntryBytes;
-    StoreU64(entry, sorted_keys[k]);
+    char* entry = out + kMapBufferHeaderBytes + uint64_t{position} * kMapEntryBytes;
+    StoreU64(entry, sorted_keys[order[position]]);
     StoreU64(entry + 8, offset);
-    const std::string_view value = stored[k];
-    if (!value.empty()) std::memcpy(out.data() + offset, value.data(), value.size());
-    offset += value.size();
-    if (checksum != 0) {
-      StoreU32(out.data() + offset, Crc32c(value.data(), value.size()));
-      offset += checksum;
-    }
+    offset += plan.stored[order[position]].size() + checksum;
   }
+  constexpr size_t kValuesPerTask = 1024;
+  const size_t tasks = (n + kValuesPerTask - 1) / kValuesPerTask;
+  ThreadPool::Shared().ParallelFor(tasks, parallelism, [&](size_t task) {
+    const uint32_t end = static_cast<uint32_t>(std::min<size_t>(n, (task + 1) * kValuesPerTask));
+    for (auto position = static_cast<uint32_t>(task * kValuesPerTask); position < end; ++position) {
+      const std::string_view value = plan.stored[order[position]];
+      char* at = out + LoadU64(out + kMapBufferHeaderBytes +
+                               uint64_t{position} * kMapEntryBytes + 8);
+      if (!value.empty()) std::memcpy(at, value.data(), value.size());
+      if (checksum != 0) StoreU32(at + value.size(), Crc32c(value.data(), value.size()));
+    }
+  });
+}
+
+std::string BuildMapBuffer(const std::vector<uint64_t>& sorted_keys,
+                           const std::vector<std::string_view>& values,
+                           MapCompression compression, uint8_t version,
+                           int zstd_level, size_t parallelism) {
+  const MapBufferPlan plan = PlanMapBuffer(sorted_keys, values, compression, version,
+                                           zstd_level, parallelism);
+  std::string out(plan.size, '\0');
+  WriteMapBuffer(plan, out.data(), parallelism);
   return out;
 }
 

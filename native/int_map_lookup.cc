@@ -67,15 +67,29 @@ FoundValue MapLookup::LocateIn(uint32_t position, const char* stored,
   return value;
 }
 
+void MapLookup::CheckCrc(const FoundValue& value, const char* payload) const {
+  index_.VerifyValue(static_cast<uint32_t>(value.position), payload,
+                     value.payload_size + kMapChecksumBytes, true);
+}
+
 void MapLookup::Check(FoundValue& value, const char* bytes,
                       size_t stored) const {
   const auto position = static_cast<uint32_t>(value.position);
   value.payload = bytes;
-  value.payload_size = index_.VerifyValue(position, bytes, stored, check_crc_);
+  // The length is checked here; the crc32c, when Decode reads the value.
+  value.payload_size = index_.VerifyValue(position, bytes, stored, false);
+  value.crc_pending = check_crc_ && index_.header().has_checksums();
   value.decoded_size = value.payload_size;
   const MapCompression compression = index_.header().compression;
   if (compression == MapCompression::kNone) return;
+  // Below, the value is damaged or needs decoding now: a crc mismatch, if
+  // there is one, is the error to report, so it is checked first.
+  auto check_crc_now = [&] {
+    if (value.crc_pending) CheckCrc(value, bytes);
+    value.crc_pending = false;
+  };
   if (value.payload_size == 0) {
+    check_crc_now();
     index_.ThrowCorruptValue(position, index_.Word(position),
                              "an empty value cannot be decompressed");
   }
@@ -88,6 +102,7 @@ void MapLookup::Check(FoundValue& value, const char* bytes,
       return;
     }
     // No content size in the frame: decode now, into the staging string.
+    check_crc_now();
     std::string decoded =
         ZstdCodec().DecodeUnsized(value.payload, value.payload_size);
     value.staged = std::move(decoded);
@@ -95,6 +110,7 @@ void MapLookup::Check(FoundValue& value, const char* bytes,
     value.payload = value.staged.data();
     value.payload_size = value.decoded_size = value.staged.size();
   } catch (const CodecError& e) {
+    check_crc_now();
     index_.ThrowCorruptValue(position, index_.Word(position),
                              std::string("does not decompress: ") + e.what());
   }
@@ -103,11 +119,40 @@ void MapLookup::Check(FoundValue& value, const char* bytes,
 std::vector<FoundValue> MapLookup::Locate(const uint64_t* keys, size_t n,
                                           size_t parallelism) const {
   std::vector<FoundValue> found(n);
+  const size_t tasks = (n + kKeysPerTask - 1) / kKeysPerTask;
+  auto locate_task = [&](size_t task) {
+    const size_t first = task * kKeysPerTask;
+    const size_t count = std::min(n, first + kKeysPerTask) - first;
+    int64_t positions[kKeysPerTask];
+    index_.FindMany(keys + first, count, positions);
+    const char* mapped = source_.mapped();
+    for (size_t i = 0; i < count; ++i) {
+      found[first + i].position = positions[i];
+      // The first bytes of each value (a zstd frame header, read by Fill)
+      // and its crc32c at the end (read by Decode), and so their pages, are
+      // on their way while the group's other values are located. Bad
+      // offsets are caught by Fill; a prefetch never faults.
+      if (mapped != nullptr && positions[i] >= 0) {
+        const auto position = static_cast<uint32_t>(positions[i]);
+        const uint64_t size = source_.size();
+        const uint64_t begin = index_.Word(position);
+        const uint64_t end = position + 1 < index_.size() ? index_.Word(position + 1) : size;
+        if (begin < end && end <= size) {
+          __builtin_prefetch(mapped + begin);
+          __builtin_prefetch(mapped + end - 1);
+        }
+      }
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (positions[i] >= 0) Fill(found[first + i]);
+    }
+  };
   Guarded(source_, [&] {
-    ForEachChunked(n, parallelism, [&](size_t k) {
-      found[k].position = index_.Find(keys[k]);
-      if (found[k].position >= 0) Fill(found[k]);
-    });
+    if (tasks <= 1 || parallelism <= 1) {
+      for (size_t task = 0; task < tasks; ++task) locate_task(task);
+    } else {
+      ThreadPool::Shared().ParallelFor(tasks, parallelism, locate_task);
+    }
   });
   return found;
 }
@@ -120,10 +165,25 @@ FoundValue MapLookup::LocateAt(uint32_t position) const {
   return value;
 }
 
+std::vector<FoundValue> MapLookup::LocateRange(uint32_t first, size_t n,
+                                               size_t parallelism) const {
+  if (n > 0) CheckPosition(static_cast<uint32_t>(first + n - 1));
+  std::vector<FoundValue> found(n);
+  Guarded(source_, [&] {
+    ForEachChunked(n, parallelism, [&](size_t k) {
+      found[k].position = first + k;
+      Fill(found[k]);
+    });
+  });
+  return found;
+}
+
 void MapLookup::DecodeOne(const FoundValue& value, char* output) const {
-  if (value.position < 0 || value.decoded_size == 0) return;
+  if (value.position < 0) return;
   // A FoundValue may have moved since Locate: staged bytes moved with it.
   const char* payload = value.staged.empty() ? value.payload : value.staged.data();
+  if (value.crc_pending) CheckCrc(value, payload);
+  if (value.decoded_size == 0) return;
   if (value.staged_decoded ||
       index_.header().compression != MapCompression::kZstd) {
     std::memcpy(output, payload, value.payload_size);

@@ -3,10 +3,11 @@
 //
 // A lookup runs in two steps so that the caller can allocate each output at
 // its exact size in between (the bindings allocate Python `bytes`):
-//   1. Locate: search the index, bounds-check the extent, read the value
-//      (pointer into a mapping, or a copy for unmapped sources), verify its
-//      crc32c and learn its decoded size (zstd frames carry it).
-//   2. Decode: write each found value's decoded bytes into its output.
+//   1. Locate: search the index, bounds-check the extent, find the value
+//      (pointer into a mapping, or a copy for unmapped sources) and learn
+//      its decoded size (zstd frames carry it).
+//   2. Decode: verify each found value's crc32c and write its decoded bytes
+//      into its output.
 // Values compressed with zstd are decoded here; gzip, brotli and lzma values
 // come back as stored (the caller decompresses them).
 //
@@ -36,6 +37,9 @@ struct FoundValue {
   std::string staged;           // owns `payload` when the source is unmapped
                                 // or the frame has no content size (decoded)
   bool staged_decoded = false;  // `staged` holds the decoded value already
+  // The crc32c is checked by Decode, which reads the value anyway: each
+  // value then comes from memory once (Locate reads only its first bytes).
+  bool crc_pending = false;
 };
 
 class MapLookup {
@@ -49,6 +53,10 @@ class MapLookup {
                                  size_t parallelism) const;
   // Step 1 for the value at index `position` (for iteration by position).
   FoundValue LocateAt(uint32_t position) const;
+  // Step 1 for the values at positions [first, first + n), on up to
+  // `parallelism` threads (a scan of the map in index order).
+  std::vector<FoundValue> LocateRange(uint32_t first, size_t n,
+                                      size_t parallelism) const;
   // Step 1 for the value at `position` given its stored bytes (read by the
   // caller from Extent(position)); the bytes must outlive the result.
   FoundValue LocateIn(uint32_t position, const char* stored, size_t n) const;
@@ -63,6 +71,8 @@ class MapLookup {
   void CheckPosition(uint32_t position) const;  // kOutOfRange
   void Fill(FoundValue& value) const;
   void Check(FoundValue& value, const char* stored, size_t n) const;
+  // Checks the crc32c of a located value (kCorruption on a mismatch).
+  void CheckCrc(const FoundValue& value, const char* payload) const;
 
   const MapIndex& index_;
   const ByteSource& source_;

@@ -8,6 +8,9 @@ import io
 import mmap
 import pathlib
 import random
+import sys
+import threading
+import time
 
 import pytest
 
@@ -32,6 +35,66 @@ def test_get_many_returns_values_in_order(compress: str | None) -> None:
     assert mb.get_many(wanted) == [data.get(key) for key in wanted]
     assert mb.get_many(iter(wanted), default=b"?") == [data.get(key, b"?") for key in wanted]
     assert mb.get_many([]) == []
+
+
+@pytest.mark.parametrize("n", [1, 2, 15, 16, 17, 255, 256, 257, 5000])
+def test_lookups_agree_at_every_tree_shape(n: int) -> None:
+    # Sizes at full tree levels and at the engine's search-group and task
+    # boundaries; every key, its neighbours and keys outside the range, one
+    # at a time and batched.
+    data = {3 * i + 1: b"%d" % i for i in range(n)}
+    mb = MapBuffer(data)
+    wanted = [key + delta for key in data for delta in (-1, 0, 1)] + [0, 3 * n + 5, (1 << 64) - 1]
+    expected = [data.get(key) for key in wanted]
+    assert mb.get_many(wanted) == expected
+    assert [mb.get(key) for key in wanted] == expected
+    assert [key in mb for key in wanted] == [value is not None for value in expected]
+
+
+@pytest.mark.parametrize("compress", [None, "zstd", "gzip"])
+def test_items_are_read_in_batches(compress: str | None, monkeypatch) -> None:
+    from sackli.maps import _map_buffer
+    monkeypatch.setattr(_map_buffer, "_SCAN_BATCH_KEYS", 7)  # batches end mid-map
+    data = {key: value or b"-" for key, value in sample(100).items()}
+    mb = MapBuffer(MapBuffer(data, compress=compress).tobytes(), frombytesfn=bytes.upper)
+    assert list(mb.keys()) == [key for key, _ in mb.items()]
+    assert mb.todict() == {key: value.upper() for key, value in data.items()}
+    assert sorted(mb.values()) == sorted(value.upper() for value in data.values())
+
+
+def test_items_name_the_damaged_value() -> None:
+    data = bytearray(MapBuffer({1: b"one", 2: b"two", 3: b"three"}).tobytes())
+    data[-6] ^= 1  # in the last value ("three")
+    with pytest.raises(ValidationError, match="<bytes>: value of key 3: crc32c mismatch"):
+        MapBuffer(bytes(data)).todict()
+
+
+def test_get_many_releases_the_gil() -> None:
+    # With a switch interval longer than the test, a thread keeps the GIL
+    # until it releases it itself: each turn of the main loop below is one
+    # release inside get_many (the worker's own loop never blocks).
+    mb = MapBuffer(MapBuffer({key: bytes(1000) for key in range(5000)}, compress="zstd").tobytes())
+    keys = list(range(5000))
+    done = threading.Event()
+
+    def work() -> None:
+        for _ in range(10):
+            mb.get_many(keys)
+        done.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(60)
+    try:
+        worker = threading.Thread(target=work)
+        worker.start()
+        turns = 0
+        while not done.is_set():
+            turns += 1
+            time.sleep(0)  # hands the GIL back to the worker
+        worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert turns >= 10
 
 
 def test_get_many_takes_integer_arrays_and_odd_keys() -> None:

@@ -43,6 +43,17 @@ def test_batched_remote_lookups_cost_few_requests(remote) -> None:  # noqa: F811
     assert remote.proxy.counts["GET"] <= 10, remote.proxy.counts
 
 
+def test_remote_scan_costs_few_requests(remote) -> None:  # noqa: F811
+    data = sample(2000, seed=4)
+    remote.put("scan.mb", mapbuffer.MapBuffer(data, compress="zstd").tobytes())
+    mb = sackli.maps.MapBuffer(remote.url("scan.mb"))
+    remote.proxy.reset_counts()
+    assert mb.todict() == data
+    # The index was fetched on open; the values come in coalesced GETs.
+    assert set(remote.proxy.counts) == {"GET"}
+    assert remote.proxy.counts["GET"] <= 3, remote.proxy.counts
+
+
 def test_missing_remote_map(remote) -> None:  # noqa: F811
     with pytest.raises(FileNotFoundError):
         sackli.maps.MapBuffer(remote.url("absent.mb"))

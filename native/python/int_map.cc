@@ -63,18 +63,25 @@ MapCompression CompressionArgument(const std::string& name) {
   ThrowInvalidArgument("unknown map compression '" + name + "'");
 }
 
-// A key as uint64, or nullopt for integers no map can hold (negative, too
-// big). TypeError for non-integers.
-std::optional<uint64_t> KeyArgument(py::handle key) {
-  py::object number = py::reinterpret_steal<py::object>(PyNumber_Index(key.ptr()));
-  if (!number) throw py::error_already_set();
-  const unsigned long long value = PyLong_AsUnsignedLongLong(number.ptr());
+// An `int` as uint64, or nullopt outside uint64.
+std::optional<uint64_t> IntAsUint64(PyObject* number) {
+  const unsigned long long value = PyLong_AsUnsignedLongLong(number);
   if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw py::error_already_set();
     PyErr_Clear();
     return std::nullopt;
   }
   return static_cast<uint64_t>(value);
+}
+
+// A key as uint64, or nullopt for integers no map can hold (negative, too
+// big). TypeError for non-integers.
+std::optional<uint64_t> KeyArgument(py::handle key) {
+  // An int (the common case) needs no conversion, nor a new reference.
+  if (PyLong_CheckExact(key.ptr())) return IntAsUint64(key.ptr());
+  py::object number = py::reinterpret_steal<py::object>(PyNumber_Index(key.ptr()));
+  if (!number) throw py::error_already_set();
+  return IntAsUint64(number.ptr());
 }
 
 class MapCore {
@@ -145,9 +152,9 @@ class MapCore {
     RequireValues();
     CheckPosition(position);
     MapLookup lookup(*index_, *source_, check_crc);
-    std::vector<FoundValue> found(1);
-    WithoutGilIf(source_->remote(), [&] { found[0] = lookup.LocateAt(position); });
-    return Materialise(lookup, found, 1)[0];
+    FoundValue found;
+    WithoutGilIf(source_->remote(), [&] { found = lookup.LocateAt(position); });
+    return MaterialiseOne(lookup, found);
   }
 
   // The value of `key`, or None.
@@ -155,15 +162,20 @@ class MapCore {
     RequireValues();
     const std::optional<uint64_t> k = KeyArgument(key);
     if (!k) return py::none();
+    // One key: no batch vectors or lists (this is the path of mb[key]).
     MapLookup lookup(*index_, *source_, check_crc);
-    std::vector<FoundValue> found;
-    WithoutGilIf(source_->remote(), [&] { found = lookup.Locate(&*k, 1, 1); });
-    if (found[0].position < 0) return py::none();
-    return Materialise(lookup, found, 1)[0];
+    FoundValue found;
+    WithoutGilIf(source_->remote(), [&] {
+      const int64_t position = Guarded(*source_, [&] { return index_->Find(*k); });
+      if (position >= 0) found = lookup.LocateAt(static_cast<uint32_t>(position));
+    });
+    if (found.position < 0) return py::none();
+    return MaterialiseOne(lookup, found);
   }
 
   // Values of `keys` in order, None for absent keys.
-  py::list GetMany(py::iterable keys, bool check_crc, size_t parallelism) const {
+  py::list GetMany(py::iterable keys, bool check_crc, size_t parallelism,
+                   py::object default_value) const {
     RequireValues();
     std::vector<uint64_t> valid;
     std::vector<size_t> slot;  // valid[j] answers keys[slot[j]]
@@ -182,20 +194,38 @@ class MapCore {
       ReleaseGil release;
       found = lookup.Locate(valid.data(), valid.size(), parallelism);
     }
-    py::list values = Materialise(lookup, found, parallelism);
+    py::list values = Materialise(lookup, found, parallelism, default_value);
+    if (valid.size() == n) return values;  // every key a uint64: the usual case
     py::list out(n);
-    for (size_t k = 0; k < n; ++k) out[k] = py::none();
+    for (size_t k = 0; k < n; ++k) out[k] = default_value;
     for (size_t j = 0; j < valid.size(); ++j) out[slot[j]] = values[j];
     return out;
+  }
+
+  // The values at positions [first, first + count), as ValueAt gives them.
+  py::list ValuesAt(uint32_t first, uint32_t count, bool check_crc,
+                    size_t parallelism) const {
+    RequireValues();
+    if (uint64_t{first} + count > index_->size()) {
+      ThrowOutOfRange("map positions " + std::to_string(first) + " + " +
+                      std::to_string(count) + " out of range");
+    }
+    MapLookup lookup(*index_, *source_, check_crc);
+    std::vector<FoundValue> found;
+    {
+      ReleaseGil release;
+      found = lookup.LocateRange(first, count, parallelism);
+    }
+    return Materialise(lookup, found, parallelism);
   }
 
   // Checks and decodes the stored bytes of `position` fetched by the caller.
   py::object CheckValue(uint32_t position, py::object stored, bool check_crc) const {
     BorrowedBytes bytes(stored.ptr());
     MapLookup lookup(*index_, *source_or_empty(), check_crc);
-    std::vector<FoundValue> found(1);
-    found[0] = lookup.LocateIn(position, bytes.view().data(), bytes.view().size());
-    return Materialise(lookup, found, 1)[0];
+    const FoundValue found =
+        lookup.LocateIn(position, bytes.view().data(), bytes.view().size());
+    return MaterialiseOne(lookup, found);
   }
 
   void Validate() const {
@@ -258,9 +288,21 @@ class MapCore {
     }
   }
 
-  // Allocates one bytes per found value and decodes into them.
+  // Allocates the bytes of one found value and decodes into it.
+  py::object MaterialiseOne(const MapLookup& lookup, const FoundValue& found) const {
+    py::object bytes = py::reinterpret_steal<py::object>(NewBytes(found.decoded_size));
+    char* output = BytesData(bytes.ptr());
+    const bool zstd = index_->header().compression == MapCompression::kZstd;
+    const ByteSource& source = *source_or_empty();
+    WithoutGilIf(found.decoded_size >= (zstd ? kReleaseGilDecodeBytes : kReleaseGilCopyBytes),
+                 [&] { Guarded(source, [&] { lookup.DecodeOne(found, output); }); });
+    return bytes;
+  }
+
+  // Allocates one bytes per found value and decodes into them; `absent`
+  // stands for keys not found.
   py::list Materialise(const MapLookup& lookup, const std::vector<FoundValue>& found,
-                       size_t parallelism) const {
+                       size_t parallelism, py::handle absent = py::none()) const {
     py::list values(found.size());
     std::vector<char*> outputs(found.size(), nullptr);
     const bool zstd = index_->header().compression == MapCompression::kZstd;
@@ -268,7 +310,7 @@ class MapCore {
     for (size_t k = 0; k < found.size(); ++k) {
       total += found[k].decoded_size;
       if (found[k].position < 0) {
-        values[k] = py::none();
+        values[k] = absent;
         continue;
       }
       py::object bytes = py::reinterpret_steal<py::object>(NewBytes(found[k].decoded_size));
@@ -289,27 +331,59 @@ class MapCore {
   std::optional<MapIndex> index_;
 };
 
-py::bytes BuildMapBufferBinding(const std::vector<uint64_t>& keys, py::list values,
+// A key or IntMap value of a map being built: OverflowError (as mapbuffer's
+// numpy conversion raises) for integers outside uint64.
+uint64_t BuildWord(py::handle number, const char* what) {
+  const std::optional<uint64_t> word = KeyArgument(number);
+  if (!word) {
+    PyErr_Format(PyExc_OverflowError, "map %s %S is out of bounds for uint64", what,
+                 number.ptr());
+    throw py::error_already_set();
+  }
+  return *word;
+}
+
+// The words of `numbers` (keys or values), in order.
+std::vector<uint64_t> BuildWords(py::iterable numbers, const char* what) {
+  std::vector<uint64_t> words;
+  for (py::handle number : numbers) words.push_back(BuildWord(number, what));
+  return words;
+}
+
+// `keys[k]` -> `values[k]`, keys in any order (sorted here, by the engine).
+py::object BuildMapBufferBinding(py::iterable keys, py::list values,
                                 const std::string& compression, uint8_t version,
                                 int zstd_level, size_t parallelism) {
+  std::vector<uint64_t> sorted_keys = BuildWords(keys, "key");
+  if (sorted_keys.size() != values.size()) {
+    ThrowInvalidArgument("a map needs one value per key");
+  }
   std::vector<BorrowedBytes> borrowed;
   borrowed.reserve(values.size());
-  std::vector<std::string_view> views;
-  views.reserve(values.size());
   for (py::handle value : values) {
     if (PyUnicode_Check(value.ptr())) {
       throw py::type_error("map values must be bytes-like, not str (give tobytesfn)");
     }
     borrowed.emplace_back(value.ptr());
-    views.push_back(borrowed.back().view());
   }
   const MapCompression c = CompressionArgument(compression);
-  std::string out;
+  std::vector<std::string_view> views;
+  MapBufferPlan plan;
   {
     ReleaseGil release;
-    out = BuildMapBuffer(keys, views, c, version, zstd_level, parallelism);
+    const std::vector<uint32_t> order = SortKeys(sorted_keys);
+    views.reserve(order.size());
+    for (uint32_t k : order) views.push_back(borrowed[k].view());
+    plan = PlanMapBuffer(sorted_keys, views, c, version, zstd_level, parallelism);
   }
-  return py::bytes(out);
+  // Laid out straight into the bytes object: no second copy of the map.
+  py::object out = py::reinterpret_steal<py::object>(NewBytes(plan.size));
+  char* data = BytesData(out.ptr());
+  {
+    ReleaseGil release;
+    WriteMapBuffer(plan, data, parallelism);
+  }
+  return out;
 }
 
 }  // namespace
@@ -347,23 +421,34 @@ void RegisterIntMap(py::module_& m) {
       .def("extent", &MapCore::Extent, py::arg("position"))
       .def("value_at", &MapCore::ValueAt, py::arg("position"), py::arg("check_crc"))
       .def("get", &MapCore::Get, py::arg("key"), py::arg("check_crc"))
+      .def("values_at", &MapCore::ValuesAt, py::arg("first"), py::arg("count"),
+           py::arg("check_crc"), py::arg("parallelism"))
       .def("get_many", &MapCore::GetMany, py::arg("keys"), py::arg("check_crc"),
-           py::arg("parallelism"))
+           py::arg("parallelism"), py::arg("default") = py::none())
       .def("check_value", &MapCore::CheckValue, py::arg("position"), py::arg("stored"),
            py::arg("check_crc"))
       .def("validate", &MapCore::Validate);
 
-  m.def("build_map_buffer", &BuildMapBufferBinding, py::arg("sorted_keys"),
+  m.def("build_map_buffer", &BuildMapBufferBinding, py::arg("keys"),
         py::arg("values"), py::arg("compression"), py::arg("version"),
         py::arg("zstd_level"), py::arg("parallelism"));
-  m.def("build_int_map", [](const std::vector<uint64_t>& keys, const std::vector<uint64_t>& values) {
+  m.def("build_int_map", [](py::iterable keys, py::iterable values) {
+    std::vector<uint64_t> sorted_keys = BuildWords(keys, "key");
+    const std::vector<uint64_t> words = BuildWords(values, "value");
+    if (sorted_keys.size() != words.size()) {
+      ThrowInvalidArgument("a map needs one value per key");
+    }
     std::string out;
     {
       ReleaseGil release;
-      out = BuildIntMap(keys, values);
+      const std::vector<uint32_t> order = SortKeys(sorted_keys);
+      std::vector<uint64_t> sorted_values;
+      sorted_values.reserve(order.size());
+      for (uint32_t k : order) sorted_values.push_back(words[k]);
+      out = BuildIntMap(sorted_keys, sorted_values);
     }
     return py::bytes(out);
-  }, py::arg("sorted_keys"), py::arg("values"));
+  }, py::arg("keys"), py::arg("values"));
   m.def("crc32c", [](py::object data, uint32_t crc) {
     BorrowedBytes bytes(data.ptr());
     ReleaseGil release;

@@ -81,6 +81,29 @@ TEST(MapIndexTest, FindsEveryKeyAndNoOther) {
   }
 }
 
+TEST(MapIndexTest, FindManyAgreesWithFind) {
+  // Sizes around full tree levels and search groups; keys present, absent,
+  // below and above every key, in an order that mixes deep and shallow walks.
+  for (uint32_t n : {0u, 1u, 2u, 15u, 16u, 17u, 31u, 32u, 33u, 100u, 1000u}) {
+    std::vector<uint64_t> keys;
+    std::vector<std::string> values;
+    for (uint32_t i = 0; i < n; ++i) {
+      keys.push_back(uint64_t{i} * 5 + 2);
+      values.push_back("v");
+    }
+    const std::string map = Build(keys, values);
+    const MapIndex index = IndexOf(map);
+    std::vector<uint64_t> wanted;
+    for (uint64_t key = 0; key < uint64_t{n} * 5 + 4; key += 3) wanted.push_back(key);
+    wanted.push_back(~uint64_t{0});
+    std::vector<int64_t> positions(wanted.size(), -7);
+    index.FindMany(wanted.data(), wanted.size(), positions.data());
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      EXPECT_EQ(positions[i], index.Find(wanted[i])) << "n=" << n << " key=" << wanted[i];
+    }
+  }
+}
+
 TEST(MapIndexTest, LargestKeyIsFound) {
   const std::string map = Build({5, ~uint64_t{0}}, {"a", "b"});
   EXPECT_GE(IndexOf(map).Find(~uint64_t{0}), 0);
@@ -164,12 +187,20 @@ TEST(MapLookupTest, CrcMismatchNamesKeyAndOffset) {
   const MapIndex index = IndexOf(map);
   MemorySource source(map.data(), map.size(), "m.mb");
   const uint64_t key = 1;
-  const std::string message = CorruptionMessage(
-      [&] { MapLookup(index, source, true).Locate(&key, 1, 1); });
+  // Locate finds the value; Decode, which reads it, checks its crc32c.
+  auto lookup_and_decode = [&](bool check_crc) {
+    const MapLookup lookup(index, source, check_crc);
+    const std::vector<FoundValue> found = lookup.Locate(&key, 1, 1);
+    std::string out(found[0].decoded_size, '\0');
+    char* outputs[] = {out.data()};
+    lookup.Decode(found, outputs, 1);
+    return out;
+  };
+  const std::string message = CorruptionMessage([&] { lookup_and_decode(true); });
   EXPECT_NE(message.find("key 1"), std::string::npos) << message;
   EXPECT_NE(message.find("crc32c"), std::string::npos) << message;
   // Unchecked, the damaged value is returned as stored.
-  EXPECT_EQ(MapLookup(index, source, false).Locate(&key, 1, 1)[0].payload_size, 5u);
+  EXPECT_EQ(lookup_and_decode(false), "Hello");
 }
 
 TEST(MapBuildTest, IntMapLayout) {

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import sackli
 
+from . import _maps
 from ._arguments import join_negative_values
 from ._commands import build_parser
 from ._errors import EXPECTED_ERRORS, error_message
@@ -56,4 +57,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(_PROGRAM)
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(join_negative_values(argv))
-    return _run(args.command, args)
+    # info, verify and get of a .mb / .im map file run its own command.
+    command = _maps.command_for(args) or args.command
+    return _run(command, args)

@@ -99,7 +99,8 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                "sackli get train.bagz -1 --format raw > last.bin", reading)
     add_spec_argument(get)
     get.add_argument("index", type=int, metavar="INDEX",
-                     help="the record's index; negative counts from the end")
+                     help="the record's index; negative counts from the end (for a .mb or "
+                          ".im map file: the key)")
     _print.add_format_argument(get)
 
     verify = _add(subparsers, "verify", _verify.verify,

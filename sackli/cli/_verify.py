@@ -13,6 +13,7 @@ from . import _datasets
 from ._errors import error_message
 from ._progress import progress, progress_shown
 from ._reading import batch_records, reader_options
+from ._verdict import verdict
 
 
 class _FailFast(Exception):
@@ -106,10 +107,5 @@ def verify(args: argparse.Namespace) -> int:
             except ValueError as error:  # e.g. shard sizes that do not fit INTERLEAVED
                 report(f"{args.spec}: {error}")
     except _FailFast:
-        print("verify: stopped at the first problem (--fail-fast)")
-        return 1
-    if problems:
-        print(f"verify: {len(problems)} problem(s) in {args.spec}")
-        return 1
-    print(f"verify: OK, {records} records in {len(paths)} shard(s)")
-    return 0
+        return verdict(problems, args.spec, "", stopped=True)
+    return verdict(problems, args.spec, f"verify: OK, {records} records in {len(paths)} shard(s)")

@@ -5,6 +5,7 @@ dict-like reading API over index positions."""
 from __future__ import annotations
 
 import io
+import operator
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,18 @@ from ._errors import ValidationError, corruption_as_validation_error
 from .._storage import is_remote
 from ._ranges import RemoteMapObject
 from ._sources import PathArgument, buffer_of_file, describe, map_path, open_core
+
+
+_UINT64_LIMIT = 1 << 64
+
+
+def uint64(number: Any, what: str) -> int:
+    """`number` as a map key or IntMap value: TypeError for non-integers,
+    OverflowError outside uint64 (as mapbuffer's numpy conversion)."""
+    value = operator.index(number)
+    if not 0 <= value < _UINT64_LIMIT:
+        raise OverflowError(f"map {what} {value} is out of bounds for uint64")
+    return value
 
 
 class MapBase:

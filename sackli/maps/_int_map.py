@@ -3,21 +3,12 @@ IntMap (see native/int_map.h): the index alone, searched by the engine."""
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from .. import _engine
-from ._base import MapBase
+from ._base import MapBase, uint64
 
-_UINT64_LIMIT = 1 << 64
 _ENTRY_BYTES = 16
-
-
-def _uint64(value: Any, what: str) -> int:
-    number = operator.index(value)
-    if not 0 <= number < _UINT64_LIMIT:
-        raise OverflowError(f"map {what} {number} is out of bounds for uint64")
-    return number
 
 
 class IntMap(MapBase):
@@ -33,9 +24,9 @@ class IntMap(MapBase):
 
     def __init__(self, data: Any) -> None:
         if isinstance(data, dict):
-            pairs = sorted((_uint64(key, "key"), _uint64(value, "value"))
-                           for key, value in data.items())
-            data = _engine.build_int_map([key for key, _ in pairs], [value for _, value in pairs])
+            # The engine checks keys and values (OverflowError outside
+            # uint64) and sorts the keys.
+            data = _engine.build_int_map(data.keys(), data.values())
         self._set_source(data)
 
     def getindex(self, i: int) -> int:
@@ -44,7 +35,7 @@ class IntMap(MapBase):
 
     def setindex(self, i: int, value: Any) -> None:
         """Sets the value at index position `i` (the buffer must be writable)."""
-        number = _uint64(value, "value")
+        number = uint64(value, "value")
         core = self._core_now()
         core.key_at(i)  # IndexError for a position out of range
         start = self.HEADER_LENGTH + i * _ENTRY_BYTES + 8

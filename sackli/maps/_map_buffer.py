@@ -3,8 +3,7 @@ native/int_map.h), searched and decoded by the engine."""
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Optional
 
 from .. import _engine
@@ -17,32 +16,27 @@ from ._ranges import fetch_spans, fetcher
 FORMAT_VERSION = 1
 MAGIC_NUMBERS = b"mapbufr"
 HEADER_LENGTH = 16
-_UINT64_LIMIT = 1 << 64
 # Threads a batched lookup may use (the engine's pool grows lazily to this).
 _LOOKUP_PARALLELISM = 16
+# A scan (items(), values(), todict()) reads about this many stored bytes,
+# in at most this many values, at a time.
+_SCAN_BATCH_BYTES = 4 << 20
+_SCAN_BATCH_KEYS = 4096
 _ZSTD_LEVEL = 3  # zstandard's default, which mapbuffer uses
-
-
-def _key(label: Any) -> int:
-    key = operator.index(label)
-    if not 0 <= key < _UINT64_LIMIT:
-        raise OverflowError(f"map key {key} is out of bounds for uint64")
-    return key
 
 
 def build(data: dict, compress: Optional[str], tobytesfn: Optional[Callable[[Any], bytes]],
           compute_crc: bool) -> bytes:
     """The bytes of a MapBuffer holding `data`; identical to `mapbuffer`'s
     without compression."""
-    pairs = sorted(((_key(label), value) for label, value in data.items()),
-                   key=operator.itemgetter(0))
-    values = [value for _, value in pairs]
+    # The engine checks the keys (OverflowError outside uint64) and sorts them.
+    values = list(data.values())
     if tobytesfn is not None:
         values = [tobytesfn(value) for value in values]
     encode = compress_in_python(compress)
     if encode is not None:
         values = [encode(value) for value in values]
-    return _engine.build_map_buffer([key for key, _ in pairs], values, compress or "none",
+    return _engine.build_map_buffer(data.keys(), values, compress or "none",
                                     FORMAT_VERSION if compute_crc else 0, _ZSTD_LEVEL,
                                     _LOOKUP_PARALLELISM)
 
@@ -79,6 +73,10 @@ class MapBuffer(MapBase):
         self.check_crc = check_crc
         self.compute_crc = compute_crc
         self.index_cache = index_cache
+        # The core mb[key] last checked, and whether the engine decodes its
+        # values (so that a lookup is one engine call).
+        self._engine_core: Any = None
+        self._engine_decodes = False
         if isinstance(data, dict):
             data = build(data, normalize(compress), tobytesfn, compute_crc)
         self._set_source(data, index_cache)
@@ -116,7 +114,11 @@ class MapBuffer(MapBase):
 
     def __getitem__(self, label: Any) -> Any:
         core = self._core or self._core_now()
-        if not core.has_values:
+        if core is not self._engine_core:
+            # First lookup through this core: may the engine answer alone?
+            self._engine_core = core if core.has_values else None
+            self._engine_decodes = decompressor(core.compression) is None
+        if self._engine_core is None:
             return super().__getitem__(label)
         try:
             value = core.get(label, self.check_crc)
@@ -124,7 +126,34 @@ class MapBuffer(MapBase):
             raise as_validation_error(error) from None
         if value is None:
             raise KeyError(f"{label} was not found.")
-        return self._finish(core.find(label), value) if self._needs_finish() else value
+        if self._engine_decodes and self.frombytesfn is None:
+            return value
+        return self._finish(core.find(label), value)
+
+    def items(self) -> Iterator[tuple[int, Any]]:
+        """(key, value) pairs in index order; values are read a batch at a
+        time (about _SCAN_BATCH_BYTES), checked and decoded by the engine in
+        parallel (for a remote map, fetched in coalesced ranged GETs)."""
+        core = self._core_now()
+        keys = core.keys()
+        step = _SCAN_BATCH_KEYS
+        if core.map_size is not None:  # else: an object of unknown size
+            average = max(1, self.datasize() // max(1, len(keys)))
+            step = max(1, min(step, _SCAN_BATCH_BYTES // average))
+        for first in range(0, len(keys), step):
+            count = min(step, len(keys) - first)
+            if not core.has_values:  # fetched by ranges: a batch in a request or two
+                positions = range(first, first + count)
+                batch = self._values_by_ranges(list(positions))
+                yield from zip(keys[first:first + count], [batch[p] for p in positions])
+                continue
+            try:
+                values = core.values_at(first, count, self.check_crc, _LOOKUP_PARALLELISM)
+            except CorruptionError as error:
+                raise as_validation_error(error) from None
+            if self._needs_finish():
+                values = [self._finish(first + k, value) for k, value in enumerate(values)]
+            yield from zip(keys[first:first + count], values)
 
     def get(self, label: Any, *args: Any, **kwargs: Any) -> Any:
         """The value of `label`, or the default (positional or ``default=``,
@@ -144,30 +173,36 @@ class MapBuffer(MapBase):
             labels = list(labels)  # a one-shot iterable is read twice below
         if not core.has_values:
             return self._get_many_by_ranges(labels, default)
+        if not self._needs_finish():
+            with corruption_as_validation_error():
+                return core.get_many(labels, self.check_crc, _LOOKUP_PARALLELISM, default)
         with corruption_as_validation_error():
             values = core.get_many(labels, self.check_crc, _LOOKUP_PARALLELISM)
-        if not self._needs_finish():
-            return [default if value is None else value for value in values]
         return [default if value is None else self._finish(core.find(label), value)
                 for label, value in zip(labels, values)]
 
     def _get_many_by_ranges(self, labels: Iterable[Any], default: Any) -> list[Any]:
         # The values are fetched by the Python side (remote or sliceable
         # objects): each distinct value once, in coalesced ranges.
+        positions = [self._core.find(label) for label in labels]
+        values = self._values_by_ranges(sorted({p for p in positions if p >= 0}))
+        return [default if position < 0 else values[position] for position in positions]
+
+    def _values_by_ranges(self, positions: list[int]) -> dict[int, Any]:
+        """{position: value} of `positions` (sorted, distinct) of a map whose
+        bytes are fetched by ranges: neighbouring values in one request."""
         core = self._core
-        positions = [core.find(label) for label in labels]
-        wanted = sorted({position for position in positions if position >= 0})
         with corruption_as_validation_error():
-            extents = [core.extent(position) for position in wanted]
+            extents = [core.extent(position) for position in positions]
         if any(end is None for _, end in extents):  # an object of unknown size
-            return [default if position < 0 else self.getindex(position) for position in positions]
+            return {position: self.getindex(position) for position in positions}
         fetch, parallel = fetcher(self.buffer)
         values = {}
-        for position, stored in zip(wanted, fetch_spans(extents, fetch, parallel)):
+        for position, stored in zip(positions, fetch_spans(extents, fetch, parallel)):
             with corruption_as_validation_error():
                 value = core.check_value(position, stored, self.check_crc)
             values[position] = self._finish(position, value)
-        return [default if position < 0 else values[position] for position in positions]
+        return values
 
     def _needs_finish(self) -> bool:
         return self.frombytesfn is not None or decompressor(self._core.compression) is not None

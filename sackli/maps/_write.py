@@ -17,7 +17,8 @@ from typing import Any, BinaryIO, Optional
 from .. import _engine
 from .._storage import is_remote, open_upload
 from ._compression import normalize
-from ._map_buffer import FORMAT_VERSION, HEADER_LENGTH, MAGIC_NUMBERS, _key, encode_value
+from ._base import uint64
+from ._map_buffer import FORMAT_VERSION, HEADER_LENGTH, MAGIC_NUMBERS, encode_value
 
 _TAGS = {None: b"none", "gzip": b"gzip", "br": b"00br", "zstd": b"zstd", "lzma": b"lzma"}
 _COPY_CHUNK = 1 << 20
@@ -63,7 +64,7 @@ def _spill(items: Iterable[tuple[Any, Any]], method: Optional[str],
         stored = encode_value(method, bytes(value))
         stored += _engine.crc32c(stored).to_bytes(4, "little")
         spill.write(stored)
-        entries.append((_key(label), offset, len(stored)))
+        entries.append((uint64(label, "key"), offset, len(stored)))
         offset += len(stored)
     entries.sort(key=operator.itemgetter(0))
     for (first, _, _), (second, _, _) in zip(entries, entries[1:]):
