@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import sackli
 
+from .._format import has_zstd_suffix
 from ..datasets._recognise import dataset_folders, dataset_layout
 from ..datasets._ref_columns import ShardFiles, read_field_refs
 from ..datasets._type_text import type_text
@@ -65,7 +66,7 @@ def describe(spec: str) -> dict[str, Any]:
             entry = fields.setdefault(field, {
                 "name": field, "type": type_text(ftype),
                 "file": shard.path(field).rsplit("/", 1)[-1],
-                "compression": "zstd" if shard.path(field).endswith(".bagz") else "none",
+                "compression": "zstd" if has_zstd_suffix(shard.path(field)) else "none",
                 "records": 0, "bytes": 0})
             entry["records"] += len(reader)
             entry["bytes"] += _file_bytes(reader)
