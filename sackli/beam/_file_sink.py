@@ -26,6 +26,7 @@ from .._options import CompressionAutoDetect, CompressionNone, LimitsPlacement, 
 from .._writer import Writer
 from ._compression import with_compression_type
 from ._display import describe_compression
+from ._shard_file import StreamUpload
 from ._sink import record_encoder
 
 __all__ = ["SackliSink"]
@@ -36,29 +37,6 @@ _BATCH_BYTES = 8 << 20
 # options' compression is always definite here), and no file by that name is
 # ever written.
 _STREAM_NAME = "beam-file-sink://file.bag"
-
-
-class _StreamUpload:
-    """An `Upload` into the stream `WriteToFiles` opened: bytes go straight
-    through; `commit` flushes (WriteToFiles closes the stream, and its
-    temporary file is renamed or cleaned up by Beam); `abort` leaves the
-    half-written temporary file to that same clean-up."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream: BinaryIO | None = stream
-
-    def write(self, data: bytes) -> None:
-        if self._stream is None:
-            raise ValueError("SackliSink: write to a finished or aborted stream")
-        self._stream.write(data)
-
-    def commit(self) -> None:
-        if self._stream is not None:
-            stream, self._stream = self._stream, None
-            stream.flush()
-
-    def abort(self) -> None:
-        self._stream = None
 
 
 def _stream_options(options: WriterOptions | None, compression_type: Any) -> WriterOptions:
@@ -132,7 +110,7 @@ class SackliSink(fileio.FileSink, display.HasDisplayData):
             mime_type="application/octet-stream", compression_type=CompressionTypes.UNCOMPRESSED)
 
     def open(self, fh: BinaryIO) -> None:
-        self._writer = Writer._uploading(_STREAM_NAME, self._options, lambda url: _StreamUpload(fh))
+        self._writer = Writer._uploading(_STREAM_NAME, self._options, lambda url: StreamUpload(fh, close=False))
         self._gathered = Gatherer(self._writer.write_many, _BATCH_RECORDS, _BATCH_BYTES)
 
     def write(self, record: Any) -> None:

@@ -29,7 +29,7 @@ from .._options import WriterOptions
 from .._storage import Upload, is_remote, open_upload
 from .._writer import Writer
 
-__all__ = ["ShardFile"]
+__all__ = ["ShardFile", "StreamUpload"]
 
 _MIME_TYPE = "application/octet-stream"
 # Records are handed to the engine in batches, so .bagz shards compress on
@@ -47,24 +47,32 @@ def _pipeline_options() -> Any:
     return FileSystems._pipeline_options or RuntimeValueProvider.runtime_options or {}
 
 
-class _BeamFileUpload:
-    """An `Upload` through `FileSystems.create` (file systems sackli has no
-    stream of its own for). Beam offers no way to cancel a create: `abort`
-    leaves the temporary file to Beam's clean-up of its temporary folder."""
+class StreamUpload:
+    """An `Upload` into an open Beam stream: bytes go straight through;
+    `commit` closes the stream (or, with `close=False`, only flushes it, for
+    a stream its opener closes). Beam offers no way to cancel a create:
+    `abort` leaves the half-written temporary file to Beam's clean-up of
+    its temporary folder."""
 
-    def __init__(self, url: str) -> None:
-        self._file: Any = FileSystems.create(url, _MIME_TYPE, CompressionTypes.UNCOMPRESSED)
+    def __init__(self, stream: Any, close: bool = True) -> None:
+        self._stream: Any = stream
+        self._close = close
 
     def write(self, data: bytes) -> None:
-        self._file.write(data)
+        if self._stream is None:
+            raise ValueError("write to a finished or aborted Beam stream")
+        self._stream.write(data)
 
     def commit(self) -> None:
-        if self._file is not None:
-            file, self._file = self._file, None
-            file.close()
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            if self._close:
+                stream.close()
+            else:
+                stream.flush()
 
     def abort(self) -> None:
-        self._file = None
+        self._stream = None
 
 
 class _BeamUploads:
@@ -88,7 +96,8 @@ class _BeamUploads:
 
     def __call__(self, url: str) -> Upload:
         if not is_remote(url):
-            return _BeamFileUpload(url)
+            # File systems sackli has no stream of its own for.
+            return StreamUpload(FileSystems.create(url, _MIME_TYPE, CompressionTypes.UNCOMPRESSED))
         return open_upload(url, client=self._client(url.partition(":")[0].lstrip("/")))
 
 
