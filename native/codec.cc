@@ -60,6 +60,14 @@ uint64_t MaxDecodedSize(size_t encoded_size) {
   return (static_cast<uint64_t>(encoded_size) / 4 + 1) * ZSTD_BLOCKSIZE_MAX;
 }
 
+// Whether a frame header (magic number first, at least 5 bytes) holds a
+// Frame_Content_Size field.
+bool HasContentSizeField(const char* frame) {
+  const auto descriptor = static_cast<unsigned char>(frame[4]);
+  const bool single_segment = (descriptor >> 5) & 1;
+  return (descriptor >> 6) != 0 || single_segment;
+}
+
 }  // namespace
 
 Codec Codec::None() { return Codec(); }
@@ -116,7 +124,13 @@ uint64_t Codec::DecodedSize(const char* src, size_t n) const {
     throw CodecError("zstd: " + std::to_string(n - frame_bytes) +
                      " bytes after the end of the frame");
   }
-  if (size == ZSTD_CONTENTSIZE_UNKNOWN) return kUnknownSize;
+  // zstd reports "unknown" both for a header without a content size and for
+  // one whose 8-byte field holds 2^64 - 1: only the first may be decoded
+  // without a size (RFC 8878, 3.1.1.1.1: the field is there when the
+  // Frame_Content_Size_flag is set or the frame is a single segment).
+  if (size == ZSTD_CONTENTSIZE_UNKNOWN && !HasContentSizeField(src)) {
+    return kUnknownSize;
+  }
   if (size > MaxDecodedSize(n)) {
     throw CodecError("zstd frame header claims " + std::to_string(size) +
                      " bytes, impossible for a " + std::to_string(n) +

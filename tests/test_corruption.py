@@ -671,6 +671,31 @@ def test_frame_claiming_zero_bytes_is_corrupt_on_every_path(tmp_path, run_python
         assert_corruption(outcome, path, offset), name
 
 
+@pytest.mark.parametrize("cache_policy", CACHE_POLICIES)
+def test_frame_claiming_two_to_the_64_minus_one_bytes_is_corrupt(tmp_path, run_python, cache_policy):
+    """A Frame_Content_Size field of 2^64 - 1, which zstd reports as it
+    reports a frame without the field ("unknown"): the header lies, so the
+    record is corrupt rather than decoded as a frame of unknown size."""
+    records = [b"first record " * 3, b"the record whose header lies " * 3, b"last record " * 3]
+    frames = compressed_frames(tmp_path, records)
+    assert frames[1][4] == 0x20, frames[1][:6]  # single segment, 1-byte size
+    # Not a single segment (so a Window_Descriptor of 1 KiB follows), with
+    # an 8-byte Frame_Content_Size field, all ones.
+    frames[1] = frames[1][:4] + b"\xc0\x00" + b"\xff" * 8 + frames[1][6:]
+    path = build_bag(tmp_path / "lying.bagz", frames)
+    reader = reader_expr(path, cache_policy=cache_policy)
+    outcomes = run_cases(run_python, tmp_path, {
+        "r[1]": f"{reader}[1]",
+        "read_indices": f"{reader}.read_indices([1])",
+        "read": f"{reader}.read()",
+        "iter": f"list({reader})",
+        "neighbours": f"[{reader}[0], {reader}[2]]",
+    })
+    assert outcomes.pop("neighbours") == {"ok": repr([records[0], records[2]])}
+    for name, outcome in outcomes.items():
+        assert_corruption(outcome, path, len(frames[0])), name
+
+
 def test_index_candidate_check_of_a_frame_claiming_zero_bytes(tmp_path, run_python):
     """Index lookups that read their candidate back (no memory budget) decode
     it for real: a header edited under the index gives an error, not b""."""
