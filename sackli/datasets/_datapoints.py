@@ -71,9 +71,12 @@ class DatapointSequence:
         batch), one by one only for other types or to name a bad index."""
         indices = indices if type(indices) is list else list(indices)
         rows = self._rows
-        if indices and set(map(type, indices)) <= {int} and (
-                -len(rows) <= min(indices) and max(indices) < len(rows)):
-            return list(map(rows.__getitem__, indices))
+        if indices and set(map(type, indices)) <= {int}:
+            low, high = min(indices), max(indices)
+            if low >= 0 and high < len(rows) and rows.start == 0 and rows.step == 1:
+                return indices  # a whole dataset: rows are the indices
+            if -len(rows) <= low and high < len(rows):
+                return list(map(rows.__getitem__, indices))
         return [self._row(i) for i in indices]
 
     def read_indices(self, indices: Iterable[int], mask: Mask | None = None) -> list[Datapoint]:
