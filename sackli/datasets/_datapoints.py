@@ -43,14 +43,17 @@ class DatapointSequence:
         """`r[i]`: the datapoint at i (negative counts from the end;
         IndexError outside). `r[i, mask]`: only the fields (and list items)
         the mask selects. `r[a:b:c]`: a view of those datapoints."""
-        rows = self._rows
         mask = None
         if isinstance(key, tuple):
             if len(key) != 2:
                 raise TypeError("index a dataset as r[i] or r[i, mask]")
             key, mask = key
-        if type(key) is int and -len(rows) <= key < len(rows):  # the common case, first
-            return self._read_row(rows[key], mask)
+        if type(key) is int:  # the common case, first
+            try:
+                row = self._rows[key]
+            except IndexError:
+                row = self._row(key)  # raises, naming the index
+            return self._read_row(row, mask)
         if isinstance(key, slice) and mask is None:
             view = copy.copy(self)
             view._rows = self._rows[key]
