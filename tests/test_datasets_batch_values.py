@@ -121,3 +121,19 @@ def test_custom_decoders_are_called_per_value(tmp_path):
     reader = datasets.DatasetReader(tmp_path / "ds", decoders=decoders)
     got = reader.read_indices(INDICES, {"b8": True, "raw": True})
     assert got == [{"b8": 8, "raw": point(i % N)["raw"][::-1]} for i in INDICES]
+
+
+def test_int_list_fields_read_whole_and_in_parts(tmp_path):
+    """A list of ints longer than the item-by-item limit: one datapoint's
+    items are read as a range, a batch's as a list."""
+    spec = {"ids": "int(4)[]", "big": "int(2,big)[]"}
+    with bags.DatasetWriter(tmp_path / "ds", spec, bags.encoders) as writer:
+        for i in range(5):
+            writer.append({"ids": [i * 100 + j for j in range(30 * i)],
+                           "big": [j * 7 for j in range(20 + i)]})
+    theirs = bags.DatasetReader(tmp_path / "ds", bags.decoders)
+    ours = datasets.DatasetReader(tmp_path / "ds")
+    assert [ours[i] for i in range(5)] == [theirs[i] for i in range(5)]
+    assert ours.read_indices([4, 0, 4, 2]) == [theirs[i] for i in [4, 0, 4, 2]]
+    mask = {"ids": range(3, 50)}
+    assert [ours[i, mask] for i in range(5)] == [theirs[i, mask] for i in range(5)]
