@@ -43,14 +43,17 @@ class DatapointSequence:
         """`r[i]`: the datapoint at i (negative counts from the end;
         IndexError outside). `r[i, mask]`: only the fields (and list items)
         the mask selects. `r[a:b:c]`: a view of those datapoints."""
-        rows = self._rows
         mask = None
         if isinstance(key, tuple):
             if len(key) != 2:
                 raise TypeError("index a dataset as r[i] or r[i, mask]")
             key, mask = key
-        if type(key) is int and -len(rows) <= key < len(rows):  # the common case, first
-            return self._read_row(rows[key], mask)
+        if type(key) is int:  # the common case, first
+            try:
+                row = self._rows[key]
+            except IndexError:
+                row = self._row(key)  # raises, naming the index
+            return self._read_row(row, mask)
         if isinstance(key, slice) and mask is None:
             view = copy.copy(self)
             view._rows = self._rows[key]
@@ -65,11 +68,25 @@ class DatapointSequence:
                 f"datapoint index {index} out of range for {len(self._rows)} datapoints"
             ) from None
 
+    def _rows_of(self, indices: Iterable[int]) -> list[int]:
+        """The rows of `indices` (see `_row`): checked for the whole batch at
+        once (a call per index costs more than the rest of a label-only
+        batch), one by one only for other types or to name a bad index."""
+        indices = indices if type(indices) is list else list(indices)
+        rows = self._rows
+        if indices and set(map(type, indices)) <= {int}:
+            low, high = min(indices), max(indices)
+            if low >= 0 and high < len(rows) and rows.start == 0 and rows.step == 1:
+                return indices  # a whole dataset: rows are the indices
+            if -len(rows) <= low and high < len(rows):
+                return list(map(rows.__getitem__, indices))
+        return [self._row(i) for i in indices]
+
     def read_indices(self, indices: Iterable[int], mask: Mask | None = None) -> list[Datapoint]:
         """The datapoints at `indices` (negative ones count from the end;
         duplicates allowed), in order. Each field is read by one parallel
         engine batch with the GIL released."""
-        return self._read_rows([self._row(i) for i in indices], mask)
+        return self._read_rows(self._rows_of(indices), mask)
 
     def __getitems__(self, indices: Iterable[int]) -> list[Datapoint]:
         """The datapoints at `indices`: PyTorch's batched fetch (a
@@ -110,7 +127,7 @@ def _read_ahead(
     def submit() -> tuple[Any, BaseException | None, bool]:
         chunk, error = _chunk(source, size)
         try:
-            rows = [sequence._row(i) for i in chunk]
+            rows = sequence._rows_of(chunk)
         except (IndexError, TypeError) as bad:
             # Read the datapoints before the bad index, then raise.
             rows = [sequence._row(i) for i in itertools.takewhile(_valid(sequence), chunk)]

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from .._engine import CorruptionError
 from .._reader import Reader
 from ._bag import open_records
+from ._batch_values import BatchRead, batch_read
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
 from ._closing import ClosesOnExit
 from ._datapoints import Datapoint, DatapointSequence, Mask
@@ -89,6 +90,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         # Readers never change length: cache it (len() on a Reader costs a call).
         self._lengths = {field: len(reader) for field, reader in self._readers.items()}
         self._decoders_by_field: dict[str, Any] = {}
+        self._batch_reads: dict[str, BatchRead | None] = {}
         self._plans = MaskPlans(self._fields, self._directory, self._compile)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -223,6 +225,16 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         decode = self._decoders_by_field[field] = one_argument(decode, ftype.args)
         return decode
 
+    def _batch_read(self, field: str, ftype: FieldType) -> BatchRead | None:
+        """The field's whole-batch read and decode (see _batch_values), if
+        its codec has one."""
+        try:
+            return self._batch_reads[field]
+        except KeyError:
+            read = self._batch_reads[field] = batch_read(
+                self._decoders.get(ftype.dtype), ftype.args)
+            return read
+
     def _read_values(self, field: str, ftype: FieldType, indices: Any) -> Any:
         """The decoded values at `indices` of the field's file: a list for a
         list or range of indices (a batch), one value for an int.
@@ -237,6 +249,11 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
             records = [reader[indices[0]]]
             single = True
         else:
+            if len(indices) > _FEW:
+                read = self._batch_read(field, ftype)
+                values = None if read is None else read(reader, indices)
+                if values is not None:
+                    return values
             # A batch costs a fixed ~1.5 us; a few records are cheaper one by one.
             records = (list(map(reader.__getitem__, indices)) if len(indices) <= _FEW
                        else reader.read_indices(indices))

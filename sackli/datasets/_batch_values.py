@@ -1,0 +1,64 @@
+"""Reading and decoding a batch of one field's records at once, for the
+built-in codecs where that beats decoding record by record (measured in
+benchmarks/datasets_bags.py; see docs/datasets.md, Speed):
+
+- `bytes`: the engine's batch read already returns the values (no call of
+  the identity decoder per value);
+- `int(1|2|4|8[,endian])`: one packed engine read and one conversion of the
+  whole buffer by `array` (instead of a `bytes` object and an
+  `int.from_bytes` call per value).
+
+Each returns None when its shortcut does not apply to the records read (an
+int record of another size: `bags` decodes those too), and the caller
+decodes the usual way.
+"""
+
+from __future__ import annotations
+
+import array
+import functools
+import sys
+from typing import Any, Callable, Optional
+
+from .. import _bulk
+from .._reader import Reader
+from . import _codecs
+
+__all__ = ["BatchRead", "batch_read"]
+
+# (reader, indices) -> the decoded values, or None.
+BatchRead = Callable[[Reader, list[int]], Optional[list[Any]]]
+
+# array typecode of each unsigned integer size this platform has.
+_UNSIGNED = {array.array(code).itemsize: code for code in "QLIHB"}
+
+
+def batch_read(codec: Any, args: tuple[str, ...]) -> BatchRead | None:
+    """The batch read for `codec` (an undecorated decoder of the codec table)
+    with the type's arguments, or None when it has none."""
+    if codec is _codecs.bytes_identity:
+        return _read_bytes
+    if codec is _codecs.int_decode and args:
+        endian = args[1] if len(args) > 1 else "little"
+        size = int(args[0]) if args[0].isdigit() else 0
+        if size in _UNSIGNED and endian in ("little", "big"):
+            return functools.partial(_read_unsigned, size, endian)
+    return None
+
+
+def _read_bytes(reader: Reader, indices: list[int]) -> list[bytes]:
+    return reader.read_indices(indices)
+
+
+def _read_unsigned(size: int, endian: str, reader: Reader, indices: list[int]) -> list[int] | None:
+    data, offsets = _bulk.start_read_indices(reader, indices).packed()
+    total = size * len(indices)
+    # Every record must be `size` bytes (the offsets step by exactly that).
+    if len(data) != total or (
+            memoryview(offsets).cast("B").cast("q").tolist() != list(range(0, total + 1, size))):
+        return None
+    values = array.array(_UNSIGNED[size])
+    values.frombytes(data)
+    if endian != sys.byteorder:
+        values.byteswap()
+    return values.tolist()
