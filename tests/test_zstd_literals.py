@@ -119,3 +119,12 @@ def test_packed_size_rejects_bad_input():
         zstd_packed_size(data[:10], ends, 3, False)
     with pytest.raises(TypeError, match="offsets must be a contiguous int64 buffer"):
         zstd_packed_size(data, ends.astype(np.int32), 3, False)
+
+
+def test_beam_display_names_raw_literals():
+    from sackli.beam._display import describe_compression
+
+    raw = sackli.CompressionZstd(level=1, literals="raw")
+    assert describe_compression(raw, writing=True) == "zstd level 1, raw literals"
+    assert describe_compression(raw, writing=False) == "zstd"
+    assert describe_compression(sackli.CompressionZstd(), writing=True) == "zstd level 3"

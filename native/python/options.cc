@@ -65,7 +65,7 @@ void RegisterOptions(py::module_& m) {
              return o;
            }),
            py::kw_only(), py::arg("compression_mode"), py::arg("level"),
-           py::arg("dictionary"), py::arg("raw_literals"),
+           py::arg("dictionary"), py::arg("raw_literals") = false,
            py::arg("sharding_layout"),
            py::arg("limits_placement"), py::arg("limits_storage"),
            py::arg("max_parallelism"), py::arg("access_pattern"),
@@ -85,7 +85,7 @@ void RegisterOptions(py::module_& m) {
              return o;
            }),
            py::kw_only(), py::arg("compression_mode"), py::arg("level"),
-           py::arg("dictionary"), py::arg("raw_literals"),
+           py::arg("dictionary"), py::arg("raw_literals") = false,
            py::arg("limits_placement"),
            py::arg("max_parallelism"));
 }
