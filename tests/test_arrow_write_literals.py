@@ -13,6 +13,7 @@ import pytest
 import sackli
 import sackli.arrow
 from arrow_helpers import assert_tables_equal  # registered by conftest.py
+from cli_helpers import ok
 from sackli.arrow._literals import RAW_LITERALS_MAX_SAVING, huffman_saving
 
 ROWS = 3000
@@ -147,3 +148,17 @@ def test_other_writes_keep_default_frames(tmp_path, case):
         for record in records:
             writer.write(record)
     assert _frames(paths) == _frames([str(tmp_path / "plain.bagz")])
+
+
+@pytest.mark.parametrize("flags, literals", [((), "raw"), (("--level", "3"), "huffman")])
+def test_cli_convert_chooses_unless_a_level_is_given(tmp_path, flags, literals):
+    import pyarrow.parquet as pq
+
+    table = _mixed_table()
+    pq.write_table(table, tmp_path / "t.parquet")
+    ok("convert", "t.parquet", "t@2.bagz", *flags, cwd=tmp_path)
+    paths = [str(tmp_path / f"t-0000{i}-of-00002.bagz") for i in range(2)]
+    expected = _write_with(table, str(tmp_path / "expected@2.bagz"), literals)
+    assert _frames(paths) == _frames(expected)
+    assert_tables_equal(sackli.arrow.read_table(str(tmp_path / "t@2.bagz")),
+                        pq.read_table(tmp_path / "t.parquet"))
