@@ -38,6 +38,14 @@ class ZstdDictionary {
 
 namespace {
 
+// ZSTD_c_literalCompressionMode's "store literals raw" (zstd 1.4 named it
+// ZSTD_lcm_uncompressed; both are 2).
+#if ZSTD_VERSION_NUMBER >= 10500
+constexpr int kRawLiterals = ZSTD_ps_disable;
+#else
+constexpr int kRawLiterals = ZSTD_lcm_uncompressed;
+#endif
+
 // One decompression and one compression context per thread, never freed
 // per record.
 struct ThreadContexts {
@@ -219,7 +227,7 @@ void Codec::Encode(const char* src, size_t n, std::string& out) const {
     }
     if (raw_literals_) {
       ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode,
-                             ZSTD_ps_disable);
+                             kRawLiterals);
     }
     result = ZSTD_compress2(cctx, out.data() + old, out.size() - old, src, n);
     ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
