@@ -16,7 +16,7 @@ from .._engine import zstd_packed_size
 from .._options import CompressionAutoDetect, CompressionZstd, WriterOptions
 from ._encode import Packed
 
-__all__ = ["RAW_LITERALS_MAX_SAVING", "SAMPLE_ROWS", "with_chosen_literals"]
+__all__ = ["RAW_LITERALS_MAX_SAVING", "SAMPLE_ROWS", "huffman_saving", "with_chosen_literals"]
 
 # Rows of the sample: enough to be representative, a few milliseconds.
 SAMPLE_ROWS = 1000
