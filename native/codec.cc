@@ -1,5 +1,9 @@
 #include "codec.h"
 
+// For ZSTD_c_literalCompressionMode, an experimental parameter (stable in
+// zstd since 1.5.0; set through the exported ZSTD_CCtx_setParameter, so a
+// shared libzstd works as well as the compiled-in one).
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include <algorithm>
@@ -33,6 +37,14 @@ class ZstdDictionary {
 };
 
 namespace {
+
+// ZSTD_c_literalCompressionMode's "store literals raw" (zstd 1.4 named it
+// ZSTD_lcm_uncompressed; both are 2).
+#if ZSTD_VERSION_NUMBER >= 10500
+constexpr int kRawLiterals = ZSTD_ps_disable;
+#else
+constexpr int kRawLiterals = ZSTD_lcm_uncompressed;
+#endif
 
 // One decompression and one compression context per thread, never freed
 // per record.
@@ -77,7 +89,8 @@ std::vector<Codec> Codec::ForPaths(const std::vector<std::string>& paths,
   using Mode = CompressionChoice::Mode;
   const Codec zstd = choice.mode == Mode::kNone
                          ? None()
-                         : Zstd(choice.level, choice.dictionary);
+                         : Zstd(choice.level, choice.dictionary,
+                                choice.raw_literals);
   std::vector<Codec> codecs;
   codecs.reserve(paths.size());
   for (const std::string& path : paths) {
@@ -89,7 +102,8 @@ std::vector<Codec> Codec::ForPaths(const std::vector<std::string>& paths,
   return codecs;
 }
 
-Codec Codec::Zstd(int level, const std::string& dictionary) {
+Codec Codec::Zstd(int level, const std::string& dictionary,
+                  bool raw_literals) {
   if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
     throw std::invalid_argument(
         "zstd level " + std::to_string(level) + " is outside [" +
@@ -99,6 +113,7 @@ Codec Codec::Zstd(int level, const std::string& dictionary) {
   Codec codec;
   codec.compressed_ = true;
   codec.level_ = level;
+  codec.raw_literals_ = raw_literals;
   if (!dictionary.empty()) {
     codec.dictionary_ = std::make_shared<const ZstdDictionary>(dictionary, level);
   }
@@ -210,13 +225,24 @@ void Codec::Encode(const char* src, size_t n, std::string& out) const {
   const size_t old = out.size();
   out.resize(old + ZSTD_compressBound(n));
   size_t result;
-  if (dictionary_) {
-    // With a dictionary the frame also gets a checksum: a raw-content
-    // dictionary leaves no ID in the frame, and only the checksum lets a
-    // reader given the wrong dictionary fail instead of returning wrong bytes.
+  if (dictionary_ || raw_literals_) {
+    // Parameters beyond the level need the advanced API; the context is
+    // reset after so the plain path below starts from defaults.
     ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
-    ZSTD_CCtx_refCDict(cctx, dictionary_->cdict());
-    ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+    if (dictionary_) {
+      // With a dictionary the frame also gets a checksum: a raw-content
+      // dictionary leaves no ID in the frame, and only the checksum lets a
+      // reader given the wrong dictionary fail instead of returning wrong
+      // bytes.
+      ZSTD_CCtx_refCDict(cctx, dictionary_->cdict());
+      ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+    } else {
+      ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level_);
+    }
+    if (raw_literals_) {
+      ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode,
+                             kRawLiterals);
+    }
     result = ZSTD_compress2(cctx, out.data() + old, out.size() - old, src, n);
     ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
   } else {

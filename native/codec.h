@@ -26,14 +26,20 @@ struct CompressionChoice {
   Mode mode = Mode::kAutoDetect;
   int level = 3;
   std::string dictionary;
+  // Store literals raw instead of Huffman-coding them: several times faster
+  // for small binary records, where building a Huffman table per frame costs
+  // more than it saves. Off by default (bagz's own bytes).
+  bool raw_literals = false;
 };
 
 class Codec {
  public:
   // Raw records.
   static Codec None();
-  // zstd frames; `dictionary` may be empty (no dictionary).
-  static Codec Zstd(int level, const std::string& dictionary);
+  // zstd frames; `dictionary` may be empty (no dictionary). `raw_literals`
+  // as in CompressionChoice.
+  static Codec Zstd(int level, const std::string& dictionary,
+                    bool raw_literals = false);
 
   // The codec for each of `paths` under `choice`: auto-detection looks at
   // each file's own suffix. The dictionary is digested once for all.
@@ -42,6 +48,7 @@ class Codec {
 
   bool compressed() const { return compressed_; }
   int level() const { return level_; }
+  bool raw_literals() const { return raw_literals_; }
 
   // Decoded size of the encoded record `src[0, n)`: its frame content size.
   // Returns kUnknownSize when the frame does not carry one. Throws CodecError
@@ -61,6 +68,7 @@ class Codec {
  private:
   bool compressed_ = false;
   int level_ = 0;
+  bool raw_literals_ = false;
   std::shared_ptr<const ZstdDictionary> dictionary_;
 };
 

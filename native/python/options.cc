@@ -29,11 +29,13 @@ size_t CheckedParallelism(int64_t value) {
   return static_cast<size_t>(value);
 }
 
-CompressionChoice MakeChoice(int mode, int level, py::bytes dictionary) {
+CompressionChoice MakeChoice(int mode, int level, py::bytes dictionary,
+                             bool raw_literals) {
   CompressionChoice choice;
   choice.mode = CheckedEnum<CompressionChoice::Mode>("compression_mode", mode, 3);
   choice.level = level;
   choice.dictionary = std::string(dictionary);
+  choice.raw_literals = raw_literals;
   return choice;
 }
 
@@ -44,11 +46,12 @@ void RegisterOptions(py::module_& m) {
                                 "How the engine opens a bag (from "
                                 "sackli.ReaderOptions; enum fields as ints).")
       .def(py::init([](int compression_mode, int level, py::bytes dictionary,
+                       bool raw_literals,
                        int sharding_layout, int limits_placement,
                        int limits_storage, int64_t max_parallelism,
                        int access_pattern, int cache_policy) {
              ReaderOpenOptions o;
-             o.compression = MakeChoice(compression_mode, level, dictionary);
+             o.compression = MakeChoice(compression_mode, level, dictionary, raw_literals);
              o.bag.layout = CheckedEnum<ShardingLayout>("sharding_layout",
                                                         sharding_layout, 2);
              o.bag.shard.placement = CheckedEnum<LimitsPlacement>(
@@ -62,7 +65,8 @@ void RegisterOptions(py::module_& m) {
              return o;
            }),
            py::kw_only(), py::arg("compression_mode"), py::arg("level"),
-           py::arg("dictionary"), py::arg("sharding_layout"),
+           py::arg("dictionary"), py::arg("raw_literals") = false,
+           py::arg("sharding_layout"),
            py::arg("limits_placement"), py::arg("limits_storage"),
            py::arg("max_parallelism"), py::arg("access_pattern"),
            py::arg("cache_policy"));
@@ -71,16 +75,18 @@ void RegisterOptions(py::module_& m) {
                                 "How the engine writes a bag (from "
                                 "sackli.WriterOptions; enum fields as ints).")
       .def(py::init([](int compression_mode, int level, py::bytes dictionary,
+                       bool raw_literals,
                        int limits_placement, int64_t max_parallelism) {
              WriterOpenOptions o;
-             o.compression = MakeChoice(compression_mode, level, dictionary);
+             o.compression = MakeChoice(compression_mode, level, dictionary, raw_literals);
              o.placement = CheckedEnum<LimitsPlacement>("limits_placement",
                                                         limits_placement, 2);
              o.max_parallelism = CheckedParallelism(max_parallelism);
              return o;
            }),
            py::kw_only(), py::arg("compression_mode"), py::arg("level"),
-           py::arg("dictionary"), py::arg("limits_placement"),
+           py::arg("dictionary"), py::arg("raw_literals") = false,
+           py::arg("limits_placement"),
            py::arg("max_parallelism"));
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codec.h"
 #include "errors.h"
 #include "python/buffers.h"
 #include "python/gil.h"
@@ -88,11 +89,18 @@ void WriteIterable(Writer& writer, py::iterable records) {
   if (!batch.empty()) flush_batch();
 }
 
-// Records data[offsets[k], offsets[k + 1]): one Python call for a whole
-// batch of records already laid out together.
-void WritePacked(Writer& writer, const py::buffer& data, const py::buffer& offsets) {
-  const py::buffer_info d = data.request();
-  const py::buffer_info o = offsets.request();
+// Records data[offsets[k], offsets[k + 1]) of Python buffers, viewed in
+// place: the views stay valid while this object (holding the buffers) lives.
+struct PackedRecords {
+  py::buffer_info data;
+  py::buffer_info offsets;
+  std::vector<std::string_view> views;
+};
+
+PackedRecords ViewPacked(const py::buffer& data, const py::buffer& offsets) {
+  PackedRecords packed{data.request(), offsets.request(), {}};
+  const py::buffer_info& d = packed.data;
+  const py::buffer_info& o = packed.offsets;
   if (o.ndim != 1 || o.itemsize != 8 ||
       (o.format != "q" && o.format != "l" && o.format != "Q" && o.format != "L") ||
       o.strides[0] != 8) {
@@ -101,8 +109,7 @@ void WritePacked(Writer& writer, const py::buffer& data, const py::buffer& offse
   const auto* ends = static_cast<const int64_t*>(o.ptr);
   const size_t n = o.size > 0 ? static_cast<size_t>(o.size) - 1 : 0;
   const int64_t size = static_cast<int64_t>(d.size * d.itemsize);
-  std::vector<std::string_view> views;
-  views.reserve(n);
+  packed.views.reserve(n);
   const char* base = static_cast<const char*>(d.ptr);
   for (size_t k = 0; k < n; ++k) {
     if (ends[k] < 0 || ends[k] > ends[k + 1] || ends[k + 1] > size) {
@@ -113,11 +120,36 @@ void WritePacked(Writer& writer, const py::buffer& data, const py::buffer& offse
                            "] is not a span of the data (" +
                            std::to_string(size) + " bytes)");
     }
-    views.emplace_back(base + ends[k], static_cast<size_t>(ends[k + 1] - ends[k]));
+    packed.views.emplace_back(base + ends[k],
+                              static_cast<size_t>(ends[k + 1] - ends[k]));
   }
+  return packed;
+}
+
+// Records already laid out together: one Python call for a whole batch.
+void WritePacked(Writer& writer, const py::buffer& data, const py::buffer& offsets) {
+  const PackedRecords packed = ViewPacked(data, offsets);
   // WriteMany slices a call of any size itself.
   ReleaseGil release;
-  writer.WriteMany(views);
+  writer.WriteMany(packed.views);
+}
+
+// Total bytes the packed records take as zstd frames of `level`, with
+// Huffman-coded or raw literals: lets a writer measure on a sample which
+// setting pays before it writes a whole table.
+uint64_t ZstdPackedSize(const py::buffer& data, const py::buffer& offsets,
+                        int level, bool raw_literals) {
+  const PackedRecords packed = ViewPacked(data, offsets);
+  const Codec codec = Codec::Zstd(level, "", raw_literals);
+  ReleaseGil release;
+  uint64_t total = 0;
+  std::string frame;
+  for (const std::string_view record : packed.views) {
+    frame.clear();
+    codec.Encode(record.data(), record.size(), frame);
+    total += frame.size();
+  }
+  return total;
 }
 
 // `method` of the writer with the GIL released (it may wait for the pool).
@@ -132,6 +164,10 @@ auto Released(void (Writer::*method)(Args...)) {
 }  // namespace
 
 void RegisterWriter(py::module_& m) {
+  m.def("zstd_packed_size", &ZstdPackedSize, py::arg("data"), py::arg("offsets"),
+        py::arg("level"), py::arg("raw_literals"),
+        "Total size of the packed records compressed as zstd frames of "
+        "`level` (literals raw or Huffman-coded).");
   py::class_<Writer>(m, "WriterCore")
       .def(py::init(&NewWriter), py::arg("path"), py::arg("options"),
            py::arg("stream") = py::none(), py::arg("url") = "")

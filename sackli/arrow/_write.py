@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import os
 import sys
 from typing import Any, Callable, Iterator, Mapping
@@ -17,6 +18,7 @@ from ._dataset_write import write_dataset_table
 from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder
 from ._inputs import open_table_stream
+from ._literals import with_chosen_literals
 from ._row_codec import ROW_ENCODING, default_encoding
 from ._schema_file import schema_path, write_schema_file
 
@@ -42,13 +44,17 @@ def _pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 _BAG_SUFFIXES = (".bag", ".bagz")
 
 
-def _check_bag_name(spec: str) -> None:
-    """Raises ValueError unless `spec` (a path, `name@N.ext` or `name@*.ext`)
-    names a bag, so that `write_table(t, "x.parquet")` does not write a bag
-    called x.parquet."""
+def _file_name(spec: str) -> str:
+    """The name (or `name.ext` pattern) of the files `spec` (a path,
+    `name@N.ext` or `name@*.ext`) writes."""
     sharded = split_shard_entry(strip_local_prefix(spec))
-    name = spec if sharded is None else sharded[2]
-    if not name.endswith(_BAG_SUFFIXES):
+    return spec if sharded is None else sharded[2]
+
+
+def _check_bag_name(spec: str) -> None:
+    """Raises ValueError unless `spec` names a bag, so that
+    `write_table(t, "x.parquet")` does not write a bag called x.parquet."""
+    if not _file_name(spec).endswith(_BAG_SUFFIXES):
         raise ValueError(
             f"{spec}: write_table writes bags, whose names end in .bag (raw records) or .bagz "
             "(zstd), e.g. out.bagz, out@8.bagz or out@*.bagz; to write Parquet, use "
@@ -114,7 +120,13 @@ def write_table(
         `<name>.<ext>.arrow_schema`, or `<name>-of-0000N.<ext>.arrow_schema`
         for a set of N shards.
       skip_nulls: with `column`, leave null values out instead of raising.
-      options: a `sackli.Writer.Options` for every shard.
+      options: a `sackli.Writer.Options` for every shard. When they leave
+        compression to the suffix (none given, or CompressionAutoDetect),
+        row-encoded `.bagz` shards are compressed at zstd level 3 with
+        literals chosen on the first (up to 1,000) rows: stored raw when
+        Huffman coding them would save under 3% of the size (short binary
+        rows: several times faster), Huffman-coded otherwise (text-heavy
+        rows). An explicit CompressionZstd is used as given.
       max_shard_bytes: with `out@*.ext`, the most bytes a shard should
         take (a record larger than that gets a shard alone).
       progress: show a progress bar (default: when stderr is a terminal).
@@ -168,6 +180,13 @@ def write_table(
     encoder = make_encoder(stream.schema, column, encoding, skip_nulls)
     # Nulls left out make the number of records unknown until the end.
     num_records = None if column is not None and skip_nulls else stream.num_rows
+    # (rows, records) of each piece, encoded as the loop below asks for it.
+    encoded = ((piece.num_rows, encoder.encode(piece)) for piece in _pieces(stream.batches))
+    first = next(encoded, None)
+    if column is None and encoding == ROW_ENCODING:
+        # Row-encoded records: the first rows decide how zstd stores literals.
+        options = with_chosen_literals(options, _file_name(target).endswith(".bagz"),
+                                       None if first is None else first[1])
     sink = ShardedWriter(target, options or WriterOptions(), max_shard_bytes=max_shard_bytes,
                          num_records=num_records)
     try:
@@ -176,12 +195,11 @@ def write_table(
             # One piece is written (on another thread; the engine releases
             # the GIL) while the next is encoded here.
             in_flight: concurrent.futures.Future[None] | None = None
-            for piece in _pieces(stream.batches):
-                packed = encoder.encode(piece)
+            for rows, packed in itertools.chain([first] if first is not None else [], encoded):
                 if in_flight is not None:
                     in_flight.result()
                 in_flight = writing.submit(sink.write_packed, *packed)
-                bar.update(piece.num_rows)
+                bar.update(rows)
             if in_flight is not None:
                 in_flight.result()
         paths = sink.close()

@@ -25,6 +25,8 @@ def describe_compression(compression: Any, writing: bool) -> str:
     matters only when `writing`."""
     if isinstance(compression, CompressionZstd):
         text = f"zstd level {compression.level}" if writing else "zstd"
+        if writing and compression.literals == "raw":
+            text += ", raw literals"
         if compression.dictionary:
             text += f" with a dictionary of {len(compression.dictionary)} bytes"
         return text

@@ -37,9 +37,14 @@ def _to_bag(args: argparse.Namespace) -> int:
     arrow = _arrow()
     if "," in args.src:
         raise ValueError(f"{args.src}: convert one Parquet file or folder at a time")
+    options = bag_writer_options(args.dst, args)
+    if args.level is None and not args.dictionary:
+        # No zstd flag: compression by suffix lets write_table choose how
+        # zstd stores literals (docs/arrow.md), at the same level 3.
+        del options["compression"]
     paths = arrow.write_table(
         args.src, args.dst, column=args.column, encoding=args.encoding,
-        skip_nulls=args.skip_nulls, options=sackli.Writer.Options(**bag_writer_options(args.dst, args)),
+        skip_nulls=args.skip_nulls, options=sackli.Writer.Options(**options),
         max_shard_bytes=args.max_shard_bytes)
     if args.force:
         remove_other_shard_sets(BAG, args.dst, paths)
