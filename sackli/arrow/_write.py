@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
+from .._format import has_zstd_suffix
 from .._options import WriterOptions
 from .._shard_spec import split_shard_entry, strip_local_prefix
 from .._shard_writer import ShardedWriter
@@ -185,7 +186,7 @@ def write_table(
     first = next(encoded, None)
     if column is None and encoding == ROW_ENCODING:
         # Row-encoded records: the first rows decide how zstd stores literals.
-        options = with_chosen_literals(options, _file_name(target).endswith(".bagz"),
+        options = with_chosen_literals(options, has_zstd_suffix(_file_name(target)),
                                        None if first is None else first[1])
     sink = ShardedWriter(target, options or WriterOptions(), max_shard_bytes=max_shard_bytes,
                          num_records=num_records)
