@@ -224,30 +224,28 @@ def run(table: pa.Table, repeat: int, folder: str, wide: bool, ipc: bool) -> dic
     return {"rows": rows, "table_mb": nbytes / 1e6, "results": results}
 
 
+# (ratio, workload over, workload under, measure): issue 17's goals and the
+# variants beside them.
+_RATIOS = [
+    ("row write / parquet write", "rows -> bagz (row)", "parquet write", "seconds"),
+    ("row read / parquet read", "bagz -> table (row)", "parquet read", "seconds"),
+    ("row 2-column read / parquet read", "bagz -> 2 columns (row)", "parquet read", "seconds"),
+    ("row size / json .bagz size", "rows -> bagz (row)", "rows -> bagz (json)", "stored_mb"),
+    ("row huffman write / parquet write", "rows -> bagz (row, huffman)", "parquet write", "seconds"),
+    ("row zstd -1 write / parquet write", "rows -> bagz (row, zstd -1)", "parquet write", "seconds"),
+    ("row zstd -1 size / json .bagz size", "rows -> bagz (row, zstd -1)", "rows -> bagz (json)",
+     "stored_mb"),
+    ("row .bag write / parquet write", "rows -> bag (row)", "parquet write", "seconds"),
+    ("row .bag read / parquet read", "bag -> table (row)", "parquet read", "seconds"),
+]
+
+
 def goal_ratios(report: dict[str, Any]) -> dict[str, float]:
     """Issue 17's goals as ratios: row-codec time over Parquet's, row-codec
     size over JSON .bagz's."""
     by_name = {r["workload"]: r for r in report["results"]}
-    return {
-        "row write / parquet write": (by_name["rows -> bagz (row)"]["seconds"]
-                                      / by_name["parquet write"]["seconds"]),
-        "row read / parquet read": (by_name["bagz -> table (row)"]["seconds"]
-                                    / by_name["parquet read"]["seconds"]),
-        "row 2-column read / parquet read": (by_name["bagz -> 2 columns (row)"]["seconds"]
-                                             / by_name["parquet read"]["seconds"]),
-        "row size / json .bagz size": (by_name["rows -> bagz (row)"]["stored_mb"]
-                                       / by_name["rows -> bagz (json)"]["stored_mb"]),
-        "row huffman write / parquet write": (by_name["rows -> bagz (row, huffman)"]["seconds"]
-                                              / by_name["parquet write"]["seconds"]),
-        "row zstd -1 write / parquet write": (by_name["rows -> bagz (row, zstd -1)"]["seconds"]
-                                              / by_name["parquet write"]["seconds"]),
-        "row zstd -1 size / json .bagz size": (by_name["rows -> bagz (row, zstd -1)"]["stored_mb"]
-                                               / by_name["rows -> bagz (json)"]["stored_mb"]),
-        "row .bag write / parquet write": (by_name["rows -> bag (row)"]["seconds"]
-                                           / by_name["parquet write"]["seconds"]),
-        "row .bag read / parquet read": (by_name["bag -> table (row)"]["seconds"]
-                                         / by_name["parquet read"]["seconds"]),
-    }
+    return {name: by_name[over][measure] / by_name[under][measure]
+            for name, over, under, measure in _RATIOS}
 
 
 def print_table(report: dict[str, Any]) -> None:
