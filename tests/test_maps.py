@@ -62,6 +62,30 @@ def test_items_are_read_in_batches(compress: str | None, monkeypatch) -> None:
     assert sorted(mb.values()) == sorted(value.upper() for value in data.values())
 
 
+def test_items_of_a_sliceable_map_written_during_the_scan(monkeypatch) -> None:
+    """A value written in place while items() runs (which drops the parsed
+    copy of a map fetched by ranges) does not break the next batch."""
+    from sackli.maps import _map_buffer
+    monkeypatch.setattr(_map_buffer, "_SCAN_BATCH_KEYS", 7)
+    data = {key: b"%05d" % key for key in range(30)}
+    stored = bytearray(MapBuffer(data).tobytes())
+
+    class Writable:
+        def __getitem__(self, window: slice) -> bytes:
+            return bytes(stored[window])
+
+        def __setitem__(self, window: slice, value: bytes) -> None:
+            stored[window] = value
+
+    mb = MapBuffer(Writable())
+    seen = {}
+    for key, value in mb.items():
+        seen[key] = value
+        if key == 3:
+            mb[20] = b"xxxxx"
+    assert seen == {**data, 20: b"xxxxx"}
+
+
 def test_items_name_the_damaged_value() -> None:
     data = bytearray(MapBuffer({1: b"one", 2: b"two", 3: b"three"}).tobytes())
     data[-6] ^= 1  # in the last value ("three")

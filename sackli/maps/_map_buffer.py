@@ -191,7 +191,7 @@ class MapBuffer(MapBase):
     def _values_by_ranges(self, positions: list[int]) -> dict[int, Any]:
         """{position: value} of `positions` (sorted, distinct) of a map whose
         bytes are fetched by ranges: neighbouring values in one request."""
-        core = self._core
+        core = self._core_now()  # a value written since may have dropped it
         with corruption_as_validation_error():
             extents = [core.extent(position) for position in positions]
         if any(end is None for _, end in extents):  # an object of unknown size
