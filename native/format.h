@@ -30,7 +30,8 @@ inline void StoreU64(char* p, uint64_t value) {
   std::memcpy(p, &value, sizeof(value));
 }
 
-// Little-endian u32s: zstd frame magic numbers, and sackli.maps' key counts
+// Little-endian u32s: zstd frame magic numbers, the row format's ends and
+// counts, and sackli.maps' key counts
 // and checksums.
 inline uint32_t LoadU32(const char* p) {
   uint32_t value;

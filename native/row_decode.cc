@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "errors.h"
+#include "format.h"
 #include "thread_pool.h"
 
 namespace sackli {
@@ -30,9 +31,7 @@ struct Span {
 
   uint32_t U32(uint64_t at) const {
     if (at > size || size - at < 4) Bad("an offset or count lies beyond the row");
-    uint32_t value;
-    std::memcpy(&value, data + at, 4);
-    return value;
+    return LoadU32(reinterpret_cast<const char*>(data + at));
   }
   Span Sub(uint64_t at, uint64_t length) const {
     if (at > size || length > size - at) Bad("a value lies beyond the row");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "errors.h"
+#include "format.h"
 #include "thread_pool.h"
 
 namespace sackli {
@@ -103,8 +104,7 @@ class RowWriter {
     if (value > std::numeric_limits<uint32_t>::max()) {
       ThrowInvalidArgument("row codec: a row longer than 4 GiB cannot be encoded");
     }
-    const uint32_t v = static_cast<uint32_t>(value);
-    std::memcpy(&out_[at], &v, 4);
+    StoreU32(&out_[at], static_cast<uint32_t>(value));
   }
 
   void Append(const void* data, size_t size) {
