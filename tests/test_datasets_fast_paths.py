@@ -78,6 +78,15 @@ def test_a_remembered_mask_still_checks_value_types(folder):
         reader[2, mask]
 
 
+def test_a_remembered_mask_still_checks_range_steps(folder):
+    reader = datasets.DatasetReader(folder)
+    first = reader[1, {"words": range(0, 1)}]
+    # range(0, 1) == range(0, 1, 2): the remembered plan must not answer.
+    with pytest.raises(ValueError):
+        reader[1, {"words": range(0, 1, 2)}]
+    assert reader[1, {"words": range(0, 1)}] == first
+
+
 def test_many_masks_in_turn(folder):
     reader = datasets.DatasetReader(folder)
     for stop in range(100):  # more masks than a reader remembers

@@ -87,8 +87,9 @@ class MaskPlans:
         self._where = where
         self._compile = compile
         self._all = compile(resolve_mask(None, fields, where))
-        # mask items -> (their value types, compiled plan)
-        self._plans: dict[Any, tuple[tuple[type, ...], Any]] = {}
+        # mask items -> (their value types, their ranges' steps or None,
+        # compiled plan)
+        self._plans: dict[Any, tuple[tuple[type, ...], Any, Any]] = {}
 
     def get(self, mask: Mapping[str, Any] | None) -> Any:
         """`compile` of the plan of `mask` (see resolve_mask); raises as
@@ -99,11 +100,21 @@ class MaskPlans:
             cached = self._plans.get(tuple(mask.items()))
         except (TypeError, AttributeError):  # unhashable values, or not a dict
             return self._compile(resolve_mask(mask, self._fields, self._where))
-        # The value types must match too: True == 1, but only True is a mask.
-        if cached is not None and cached[0] == tuple(map(type, mask.values())):
-            return cached[1]
+        # The value types must match too: True == 1, but only True is a mask;
+        # and so must ranges' steps: range(3, 4) == range(3, 4, 2), but only
+        # the first is a valid mask.
+        if (cached is not None and cached[0] == tuple(map(type, mask.values()))
+                and (cached[1] is None or cached[1] == _range_steps(mask))):
+            return cached[2]
         compiled = self._compile(resolve_mask(mask, self._fields, self._where))
         if len(self._plans) >= _CACHED_PLANS:
             self._plans.clear()
-        self._plans[tuple(mask.items())] = (tuple(map(type, mask.values())), compiled)
+        types = tuple(map(type, mask.values()))
+        self._plans[tuple(mask.items())] = (
+            types, _range_steps(mask) if range in types else None, compiled)
         return compiled
+
+
+def _range_steps(mask: Mapping[str, Any]) -> tuple[int, ...]:
+    """The steps of the mask's range values, in order."""
+    return tuple(value.step for value in mask.values() if type(value) is range)
