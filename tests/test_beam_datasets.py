@@ -7,6 +7,7 @@ against the test servers (tests/remote_helpers.py)."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import apache_beam as beam
 import bags
@@ -390,6 +391,22 @@ def test_a_retried_finalisation_skips_what_it_moved(tmp_path, remote, where):
     finals = list(publish_dataset(temp, shards, directory))
     assert finals == [f"{directory}/000000", f"{directory}/000001"]
     assert list(publish_dataset(temp, shards, directory)) == finals  # again: nothing to do
+    assert by_label(read_all(directory)) == points(5)
+
+
+def test_a_finalisation_retried_after_the_swap_only_cleans_up(tmp_path, monkeypatch):
+    """A local finalisation that swapped the folders but died before
+    deleting its temporary folder: the retry finds the dataset in place."""
+    directory = str(tmp_path / "ds")
+    sink = DatasetSink(directory, SPEC, None, None)
+    temp, shards = _temp_shards(sink, [3, 2])
+    real_rmtree = shutil.rmtree
+    monkeypatch.setattr(shutil, "rmtree", lambda *args, **kwargs: None)  # dies before cleaning
+    finals = list(publish_dataset(temp, shards, directory))
+    monkeypatch.setattr(shutil, "rmtree", real_rmtree)
+    assert os.path.isdir(temp)
+    assert list(publish_dataset(temp, shards, directory)) == finals
+    assert not os.path.exists(temp)
     assert by_label(read_all(directory)) == points(5)
 
 

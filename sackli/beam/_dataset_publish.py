@@ -59,6 +59,11 @@ def _publish_local(temp: str, shards: list[str], directory: str) -> None:
         if os.path.isdir(directory):
             return
         raise FileNotFoundError(f"{temp}: the temporary folder of this write is gone")
+    if (not os.path.isdir(staging) and os.path.isdir(directory)
+            and not any(os.path.isdir(shard) for shard in shards)):
+        # An earlier attempt swapped the folders but did not clean up.
+        shutil.rmtree(temp, ignore_errors=True)
+        return
     os.makedirs(staging, exist_ok=True)
     for number, shard in enumerate(shards):
         target = os.path.join(staging, _shard_name(number))
