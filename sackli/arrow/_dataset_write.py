@@ -10,14 +10,12 @@ is written whole or not at all.
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any, Mapping
 
 import pyarrow as pa
 
-from .._storage import delete_object, is_remote, list_objects
 from ..datasets import DatasetWriter, ShardedDatasetWriter
-from ..datasets._folders import SPEC_FILE, folder_path, join
+from ..datasets._folders import folder_path, join, remove_shard_folder, shard_name
 from ..datasets._spec import parse_spec
 from ._field_specs import column_values, infer_field_type
 from ._inputs import open_table_stream
@@ -57,18 +55,6 @@ def dataset_spec(schema: pa.Schema, spec: Mapping[str, str] | str) -> dict[str, 
     return fields
 
 
-def _remove_shards(folders: list[str]) -> None:
-    """Removes finished shard folders (remote: spec.json first, so readers
-    stop taking the folder for a shard at once)."""
-    for folder in folders:
-        if not is_remote(folder):
-            shutil.rmtree(folder, ignore_errors=True)
-            continue
-        delete_object(join(folder, SPEC_FILE))
-        for url, _ in list_objects(folder + "/"):
-            delete_object(url)
-
-
 def write_dataset_table(
     data: Any,
     directory: str | os.PathLike[str],
@@ -103,8 +89,9 @@ def write_dataset_table(
     except BaseException:
         writer.discard()
         if sharded:
-            _remove_shards([join(folder, f"{shard:06}") for shard in range(writer.shards)])
+            for shard in range(writer.shards):
+                remove_shard_folder(join(folder, shard_name(shard)))
         raise
     if not sharded:
         return [folder]
-    return [join(folder, f"{shard:06}") for shard in range(writer.shards)]
+    return [join(folder, shard_name(shard)) for shard in range(writer.shards)]

@@ -27,13 +27,9 @@ import shutil
 from typing import Iterator
 
 from .._storage import copy_object, delete_object, is_remote, list_objects
-from ..datasets._folders import SPEC_FILE, join
+from ..datasets._folders import SPEC_FILE, join, remove_shard_folder, shard_name
 
 __all__ = ["check_replaceable", "publish_dataset"]
-
-
-def _shard_name(number: int) -> str:
-    return f"{number:06}"
 
 
 def publish_dataset(temp: str, shards: list[str], directory: str) -> Iterator[str]:
@@ -44,7 +40,7 @@ def publish_dataset(temp: str, shards: list[str], directory: str) -> Iterator[st
     Raises FileNotFoundError when a shard is neither at its temporary place
     nor already published (it was lost).
     """
-    finals = [join(directory, _shard_name(k)) for k in range(len(shards))]
+    finals = [join(directory, shard_name(k)) for k in range(len(shards))]
     if is_remote(directory):
         _publish_remote(temp, shards, finals, directory)
     else:
@@ -66,7 +62,7 @@ def _publish_local(temp: str, shards: list[str], directory: str) -> None:
         return
     os.makedirs(staging, exist_ok=True)
     for number, shard in enumerate(shards):
-        target = os.path.join(staging, _shard_name(number))
+        target = os.path.join(staging, shard_name(number))
         if os.path.isdir(shard):
             os.rename(shard, target)
         elif not os.path.isdir(target):
@@ -81,13 +77,6 @@ def _publish_local(temp: str, shards: list[str], directory: str) -> None:
 def _objects(prefix: str) -> list[str]:
     """The URLs of the objects under the folder `prefix`."""
     return [url for url, _ in list_objects(prefix + "/")]
-
-
-def _unpublish(folder: str) -> None:
-    """Deletes a remote shard, spec.json first (so it stops being a shard)."""
-    delete_object(join(folder, SPEC_FILE))
-    for url in _objects(folder):
-        delete_object(url)
 
 
 def _entries(directory: str) -> set[str]:
@@ -131,7 +120,7 @@ def _publish_remote(temp: str, shards: list[str], finals: list[str], directory: 
             raise FileNotFoundError(
                 f"{shard}: a shard of this write is missing before finalisation")
     for shard, final, names in pending:
-        _unpublish(final)
+        remove_shard_folder(final)
         names.remove(SPEC_FILE)
         for name in names + [SPEC_FILE]:  # spec.json last: then the shard exists
             copy_object(join(shard, name), join(final, name))
@@ -142,6 +131,6 @@ def _publish_remote(temp: str, shards: list[str], finals: list[str], directory: 
     for name in _entries(directory):
         folder = join(directory, name)
         if folder not in kept and name.isdigit():
-            _unpublish(folder)
+            remove_shard_folder(folder)
     for url in _objects(temp):  # left-overs, e.g. of retried bundles
         delete_object(url)

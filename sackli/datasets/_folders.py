@@ -11,11 +11,14 @@ guarantee from a rename).
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any
 
-from .._storage import REMOTE_OPENER, RemoteObject, is_remote, list_objects, normalize, open_upload
+from .._storage import (REMOTE_OPENER, RemoteObject, delete_object, is_remote, list_objects,
+                       normalize, open_upload)
 
-__all__ = ["exists", "folder_path", "join", "list_folders", "read_bytes", "write_bytes"]
+__all__ = ["exists", "folder_path", "join", "list_folders", "read_bytes", "remove_shard_folder",
+           "shard_name", "write_bytes"]
 
 SPEC_FILE = "spec.json"
 
@@ -26,6 +29,22 @@ def folder_path(directory: Any) -> str:
     trailing slash."""
     path = normalize(os.fspath(directory))
     return path.rstrip("/") if is_remote(path) else path
+
+
+def shard_name(number: int) -> str:
+    """The name of shard folder `number` of a sharded dataset: 000000, ..."""
+    return f"{number:06}"
+
+
+def remove_shard_folder(folder: str) -> None:
+    """Deletes a shard folder; a remote one loses spec.json first, so that
+    readers stop taking it for a shard at once."""
+    if not is_remote(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    delete_object(join(folder, SPEC_FILE))
+    for url, _ in list_objects(folder + "/"):
+        delete_object(url)
 
 
 def join(directory: str, name: str) -> str:

@@ -14,7 +14,7 @@ from ._closing import ClosesOnExit, DiscardsOnError
 from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._datapoints import Datapoint, DatapointSequence, Mask
-from ._folders import folder_path, join, list_folders
+from ._folders import folder_path, join, list_folders, shard_name
 from ._spec import FieldType
 
 __all__ = ["ShardedDatasetReader", "ShardedDatasetWriter"]
@@ -82,7 +82,7 @@ class ShardedDatasetWriter(DiscardsOnError):
     def append(self, datapoint: Mapping[str, Any], flush: bool = True) -> int:
         """Appends one datapoint; returns its index among this writer's."""
         if self._writer is None:
-            folder = join(self._directory, f"{self._next_shard:06}")
+            folder = join(self._directory, shard_name(self._next_shard))
             self._writer = DatasetWriter(folder, self._spec, self._encoders, self._compression)
         writer = self._writer
         index = self._done_length + writer.append(datapoint)
