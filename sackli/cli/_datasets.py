@@ -20,6 +20,7 @@ from ..datasets._ref_columns import ShardFiles, read_field_refs
 from ..datasets._type_text import type_text
 from ._errors import error_message
 from ._reading import batch_records
+from ._verdict import FailFast, reporter, verdict
 
 __all__ = ["info", "is_dataset", "verify"]
 
@@ -117,10 +118,6 @@ def info(args: argparse.Namespace) -> int:
     return 0
 
 
-class _FailFast(Exception):
-    """Stops verification at the first problem (`--fail-fast`)."""
-
-
 def _scan_file(reader: sackli.Reader, path: str, what: str,
                report: Callable[[str], None]) -> None:
     """Decodes every record of one file, reporting each corrupt one."""
@@ -174,11 +171,7 @@ def verify(args: argparse.Namespace) -> int:
     _refuse_bag_options(args)
     problems: list[str] = []
 
-    def report(problem: str) -> None:
-        problems.append(problem)
-        print(problem, flush=True)
-        if args.fail_fast:
-            raise _FailFast
+    report = reporter(problems, args.fail_fast, [])
 
     folders = _folders(args.spec)
     datapoints = 0
@@ -191,11 +184,7 @@ def verify(args: argparse.Namespace) -> int:
         for folder, fields in zip(folders[1:], specs[1:]):
             if fields is not None and specs[0] is not None and fields != specs[0]:
                 report(f"shard {folder}: its spec.json differs from that of {folders[0]}")
-    except _FailFast:
-        print("verify: stopped at the first problem (--fail-fast)")
-        return 1
-    if problems:
-        print(f"verify: {len(problems)} problem(s) in dataset {args.spec}")
-        return 1
-    print(f"verify: OK, dataset of {datapoints} datapoints in {len(folders)} shard(s)")
-    return 0
+    except FailFast:
+        return verdict(problems, f"dataset {args.spec}", "", stopped=True)
+    return verdict(problems, f"dataset {args.spec}",
+                   f"verify: OK, dataset of {datapoints} datapoints in {len(folders)} shard(s)")

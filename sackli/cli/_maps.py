@@ -25,7 +25,7 @@ from ..maps import IntMap, MapBuffer, ValidationError
 from ._errors import BadArgument
 from ._print import FORMATTERS
 from ._progress import progress, progress_shown
-from ._verdict import verdict
+from ._verdict import FailFast, reporter, verdict
 
 _MAP_CLASSES: dict[str, type] = {".mb": MapBuffer, ".im": IntMap}
 # A verification batch holds about this many stored bytes.
@@ -161,10 +161,6 @@ def _check_values(mb: MapBuffer, index_sound: bool, report: Callable[[str], None
             bar.update(1)
 
 
-class _FailFast(Exception):
-    """Stops verification at the first problem (`--fail-fast`)."""
-
-
 def _check_map(spec: str, report: Callable[[str], None], bars: list[Any]) -> str:
     """Checks the map at `spec`, reporting each problem; returns the line
     that says it is sound (printed when nothing was reported). The progress
@@ -196,17 +192,11 @@ def verify(args: argparse.Namespace) -> int:
     problems: list[str] = []
     bars: list[Any] = []
 
-    def report(problem: str) -> None:
-        problems.append(problem)
-        for bar in bars:
-            bar.clear()
-        print(problem, flush=True)
-        if args.fail_fast:
-            raise _FailFast
+    report = reporter(problems, args.fail_fast, bars)
 
     try:
         ok_line = _check_map(args.spec, report, bars)
-    except _FailFast:
+    except FailFast:
         return verdict(problems, args.spec, "", stopped=True)
     return verdict(problems, args.spec, ok_line)
 

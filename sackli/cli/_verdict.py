@@ -1,7 +1,31 @@
-"""How `sackli verify` ends, for bags and maps alike: one line (stopped at the
-first problem, how many problems, or OK) and the exit status."""
+"""How `sackli verify` reports, for bags, maps and datasets alike: each
+problem on its own line as it is found (--fail-fast stops at the first),
+then one last line (stopped, how many problems, or OK) and the exit
+status."""
 
 from __future__ import annotations
+
+from typing import Any, Callable
+
+
+class FailFast(Exception):
+    """Stops verification at the first problem (`--fail-fast`)."""
+
+
+def reporter(problems: list[str], fail_fast: bool, bars: list[Any]) -> Callable[[str], None]:
+    """The function a verification calls with each problem: it is kept in
+    `problems` and printed (the progress bars in `bars`, which may be added
+    to later, cleared first); with `fail_fast` it then raises FailFast."""
+
+    def report(problem: str) -> None:
+        problems.append(problem)
+        for bar in bars:
+            bar.clear()
+        print(problem, flush=True)
+        if fail_fast:
+            raise FailFast
+
+    return report
 
 
 def verdict(problems: list[str], spec: str, ok_line: str, stopped: bool = False) -> int:

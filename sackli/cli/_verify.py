@@ -13,11 +13,7 @@ from . import _datasets
 from ._errors import error_message
 from ._progress import progress, progress_shown
 from ._reading import batch_records, reader_options
-from ._verdict import verdict
-
-
-class _FailFast(Exception):
-    """Stops verification at the first problem (`--fail-fast`)."""
+from ._verdict import FailFast, reporter, verdict
 
 
 @dataclasses.dataclass
@@ -82,12 +78,7 @@ def verify(args: argparse.Namespace) -> int:
     total = _total_records(paths, args) if progress_shown() else None
     bar = progress(total, "verify")
 
-    def report(problem: str) -> None:
-        problems.append(problem)
-        bar.clear()
-        print(problem, flush=True)
-        if args.fail_fast:
-            raise _FailFast
+    report = reporter(problems, args.fail_fast, [bar])
 
     interleaved = args.layout == "INTERLEAVED"
     start: int | None = 0
@@ -106,6 +97,6 @@ def verify(args: argparse.Namespace) -> int:
                 sackli.Reader(args.spec, **reader_options(args))
             except ValueError as error:  # e.g. shard sizes that do not fit INTERLEAVED
                 report(f"{args.spec}: {error}")
-    except _FailFast:
+    except FailFast:
         return verdict(problems, args.spec, "", stopped=True)
     return verdict(problems, args.spec, f"verify: OK, {records} records in {len(paths)} shard(s)")
