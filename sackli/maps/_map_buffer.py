@@ -93,10 +93,14 @@ class MapBuffer(MapBase):
         size = core.map_size if core.map_size is not None else len(self.buffer)
         return size - core.data_offset
 
-    def _finish(self, position: int, value: bytes) -> Any:
+    def _finish(self, position: int | None, value: bytes, label: Any = None) -> Any:
         # Values the engine could not decode (gzip, br, lzma), then frombytesfn.
+        # A value found by `label` is searched for again (to name its key and
+        # offset in a decoding error) only when it needs decoding here.
         core = self._core
         if decompressor(core.compression) is not None:
+            if position is None:
+                position = core.find(label)
             value = decompress(core.compression, value, self._name(), core.key_at(position),
                                core.extent(position)[0])
         return value if self.frombytesfn is None else self.frombytesfn(value)
@@ -128,7 +132,7 @@ class MapBuffer(MapBase):
             raise KeyError(f"{label} was not found.")
         if self._engine_decodes and self.frombytesfn is None:
             return value
-        return self._finish(core.find(label), value)
+        return self._finish(None, value, label)
 
     def items(self) -> Iterator[tuple[int, Any]]:
         """(key, value) pairs in index order; values are read a batch at a
@@ -178,7 +182,7 @@ class MapBuffer(MapBase):
                 return core.get_many(labels, self.check_crc, _LOOKUP_PARALLELISM, default)
         with corruption_as_validation_error():
             values = core.get_many(labels, self.check_crc, _LOOKUP_PARALLELISM)
-        return [default if value is None else self._finish(core.find(label), value)
+        return [default if value is None else self._finish(None, value, label)
                 for label, value in zip(labels, values)]
 
     def _get_many_by_ranges(self, labels: Iterable[Any], default: Any) -> list[Any]:
