@@ -32,7 +32,6 @@ import array
 import gc
 import mmap
 import os
-import random
 import shutil
 import statistics
 import tempfile
@@ -45,7 +44,7 @@ import bags.formats
 import msgpack
 
 from sackli import _bulk, datasets
-from datasets_bags import BATCH, IMAGE_BYTES, SPEC, make_datapoints
+from datasets_bags import BATCH, IMAGE_BYTES, SPEC, batch_indices, make_datapoints
 
 
 def per_batch(batches: list[Any], step: Callable[[Any], Any], repeat: int) -> float:
@@ -74,8 +73,7 @@ def main() -> None:
         folder = os.path.join(root, "ds")
         reader = datasets.DatasetReader(folder)
         theirs = bags.DatasetReader(folder, bags.formats.decoders)
-        rng = random.Random(2)
-        batches = [[rng.randrange(n) for _ in range(BATCH)] for _ in range(10)]
+        batches = batch_indices(n, 10)
         position = {field: k for k, field in enumerate(reader.spec)}
         refs = {id(b): [msgpack.unpackb(r) for r in reader._refs.read_indices(b)] for b in batches}
 

@@ -3,11 +3,9 @@
 # UndefinedBehaviorSanitizer (CMake option SACKLI_SANITIZE; docs/testing.md):
 # sackli is built (in build/asan-*, apart from the normal build) and installed
 # with the pinned test dependencies into the virtualenv .venv-asan/ (made on
-# first use; delete it for a fresh one), then pytest runs
-# tests/test_corruption.py, test_file_changes.py, test_engine_bindings.py,
-# test_reader_arrow_stream.py, test_maps_corruption.py, test_arrow_row_corruption.py,
-# test_arrow_row_oracle.py
-# (and tests/test_fuzz.py when it exists) with the
+# first use; delete it for a fresh one), then pytest runs the tests listed in
+# TESTS below (the corruption tests of every engine read path, and
+# tests/test_fuzz.py when it exists) with the
 # sanitizer runtime preloaded into Python and into every interpreter the
 # tests start. A sanitizer report aborts that process, so the test fails.
 # Extra arguments go to pytest, e.g. -k bad_limits -x.
