@@ -37,35 +37,46 @@ def _as_reader(source: Any) -> tuple[Reader, bool]:
     raise TypeError(f"source must be a sackli.Reader or a file spec, not {type(source).__name__}")
 
 
-def stored_schema(reader: Reader, decode: Any, schema: pa.Schema | None) -> pa.Schema | None:
-    """The schema rows were written with: given, or from the schema file."""
+def resolve_rows(reader: Reader, decode: Any,
+                 schema: pa.Schema | None) -> tuple[Any, pa.Schema | None]:
+    """(decode, schema) for reading `reader`'s records, the schema file
+    found and read at most once (on a bucket each costs requests).
+
+    `decode` with "auto", "arrow" and "raw" resolved: "auto" is the encoding
+    the schema file names (None, raw records, without a schema file or for
+    an encoding read_batches has no decoder for); "arrow" means Arrow rows of
+    either codec, "row" or IPC ("arrow"), as the schema file says. The
+    schema is the one given, else for rows the schema file's (None for JSON
+    rows without one: inferred from the records)."""
+    if decode == "raw":
+        return None, schema
+    first = reader.paths[0]
+    found: list[tuple[str | None, Any]] = []
+
+    def schema_file() -> tuple[str | None, Any]:
+        # (path, (schema, encoding) or None)
+        if not found:
+            path = find_schema_file(first)
+            found.append((path, read_schema_file(path) if path is not None else None))
+        return found[0]
+
+    if decode in ("auto", "arrow"):
+        contents = schema_file()[1]
+        encoding = contents[1] if contents is not None else None
+        if decode == "arrow":
+            decode = ROW_ENCODING if encoding == ROW_ENCODING else "arrow"
+        else:
+            decode = encoding if encoding in _ROW_ENCODINGS else None
     if schema is not None or decode not in _ROW_ENCODINGS:
-        return schema
-    path = find_schema_file(reader.paths[0])
+        return decode, schema
+    path, contents = schema_file()
     if path is None and decode == "json":
-        return None  # inferred from the records
-    stored, encoding = read_schema_file(path if path is not None else schema_path(reader.paths[0]))
+        return decode, None
+    stored, encoding = contents if contents is not None else read_schema_file(schema_path(first))
     if encoding != decode:
         raise ValueError(f"{path}: the rows were written with encoding={encoding!r}, "
                          f"not {decode!r}")
-    return stored
-
-
-def resolve_decode(reader: Reader, decode: Any) -> Any:
-    """`decode` with "auto", "arrow" and "raw" resolved: "auto" is the
-    encoding the schema file names (None, raw records, without a schema
-    file or for an encoding read_batches has no decoder for); "arrow" means
-    Arrow rows of either codec, "row" or IPC ("arrow"), as the schema file
-    says."""
-    if decode == "raw":
-        return None
-    if decode not in ("auto", "arrow"):
-        return decode
-    path = find_schema_file(reader.paths[0])
-    encoding = read_schema_file(path)[1] if path is not None else None
-    if decode == "arrow":
-        return ROW_ENCODING if encoding == ROW_ENCODING else "arrow"
-    return encoding if encoding in _ROW_ENCODINGS else None
+    return decode, stored
 
 
 def _default_batch_size(reader: Reader) -> int:
@@ -280,8 +291,8 @@ def read_batches(
                          "written by write_table, select with columns=")
     reader, owned = _as_reader(source)
     try:
-        decode = resolve_decode(reader, decode)
-        decoder = make_decoder(decode, stored_schema(reader, decode, schema), columns)
+        decode, schema = resolve_rows(reader, decode, schema)
+        decoder = make_decoder(decode, schema, columns)
         batches = iter(_Batches(reader, decoder, indices,
                                 batch_size or _default_batch_size(reader), index_column, owned))
     except BaseException:

@@ -59,10 +59,10 @@ def row_printer(reader: sackli.Reader, args: argparse.Namespace) -> "RowPrinter 
             return None
         raise ValueError(f"--decode {choice} needs pyarrow: pip install 'sackli[arrow]'") from None
 
-    decode = _read.resolve_decode(reader, choice)
+    decode, schema = _read.resolve_rows(reader, choice, None)
     if decode is None:
         return None
-    decoder = _decode.make_decoder(decode, _read.stored_schema(reader, decode, None), None)
+    decoder = _decode.make_decoder(decode, schema, None)
     return RowPrinter(decoder, args.format, reader.paths[0])
 
 
