@@ -9,13 +9,14 @@ folder (sackli.datasets' recognition rule: a folder holding spec.json or
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from typing import Any, Callable
 
 import sackli
 
 from .._format import has_zstd_suffix
-from ..datasets._recognise import dataset_folders, dataset_layout
+from ..datasets._recognise import dataset_folders, dataset_layout, layout_folders
 from ..datasets._ref_columns import ShardFiles, read_field_refs
 from ..datasets._type_text import type_text
 from ._errors import error_message
@@ -59,7 +60,14 @@ def _file_bytes(reader: sackli.Reader) -> int:
 def describe(spec: str) -> dict[str, Any]:
     """Everything `info` reports about a dataset, as JSON-ready values."""
     layout = dataset_layout(spec)
-    shards = [ShardFiles(folder) for folder in _folders(spec)]
+    with contextlib.ExitStack() as opened:  # shards opened so far close on any error
+        shards = [opened.enter_context(ShardFiles(folder))
+                  for folder in (layout_folders(spec, layout) if layout else [])]
+        return _facts(spec, layout, shards)
+
+
+def _facts(spec: str, layout: str | None, shards: list[ShardFiles]) -> dict[str, Any]:
+    """describe's report of the open shards."""
     fields: dict[str, dict[str, Any]] = {}
     for shard in shards:
         for field, ftype in shard.fields.items():
@@ -73,8 +81,6 @@ def describe(spec: str) -> dict[str, Any]:
             entry["bytes"] += _file_bytes(reader)
     refs_bytes = sum(_file_bytes(shard.refs) for shard in shards)
     shard_facts = [{"path": shard.directory, "datapoints": len(shard)} for shard in shards]
-    for shard in shards:
-        shard.close()
     return {
         "dataset": spec,
         "layout": "sharded" if layout == "sharded" else "one shard",

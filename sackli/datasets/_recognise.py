@@ -69,8 +69,12 @@ def dataset_folders(path: str | os.PathLike[str]) -> list[str] | None:
     Raises ValueError for misnumbered shard folders (as ShardedDatasetReader).
     """
     layout = dataset_layout(path)
-    if layout is None:
-        return None
+    return None if layout is None else layout_folders(path, layout)
+
+
+def layout_folders(path: str | os.PathLike[str], layout: Literal["shard", "sharded"]) -> list[str]:
+    """The shard folders of the dataset at `path` whose `dataset_layout`
+    is known."""
     folder = folder_path(path)
     return [folder] if layout == "shard" else shard_folders(folder)
 
