@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <utility>
 
 #include "codec.h"
@@ -37,12 +38,18 @@ std::vector<uint32_t> SortKeys(std::vector<uint64_t>& keys) {
   if (keys.size() > std::numeric_limits<uint32_t>::max()) {
     ThrowInvalidArgument("a map holds at most 2**32 - 1 keys");
   }
+  std::vector<uint32_t> order(keys.size());
+  if (std::is_sorted(keys.begin(), keys.end())) {
+    // The common case (maps built from sorted keys): the order as given,
+    // which the sort below would also give, ties included.
+    std::iota(order.begin(), order.end(), uint32_t{0});
+    return order;
+  }
   std::vector<std::pair<uint64_t, uint32_t>> pairs(keys.size());
   for (size_t k = 0; k < keys.size(); ++k) {
     pairs[k] = {keys[k], static_cast<uint32_t>(k)};
   }
   std::sort(pairs.begin(), pairs.end());
-  std::vector<uint32_t> order(keys.size());
   for (size_t k = 0; k < keys.size(); ++k) {
     keys[k] = pairs[k].first;
     order[k] = pairs[k].second;

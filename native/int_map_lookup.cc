@@ -167,7 +167,12 @@ FoundValue MapLookup::LocateAt(uint32_t position) const {
 
 std::vector<FoundValue> MapLookup::LocateRange(uint32_t first, size_t n,
                                                size_t parallelism) const {
-  if (n > 0) CheckPosition(static_cast<uint32_t>(first + n - 1));
+  // In 64 bits: first + n - 1 may not fit the u32 a position is.
+  if (n > 0 && uint64_t{first} + n > index_.size()) {
+    ThrowOutOfRange("map positions [" + std::to_string(first) + ", " +
+                    std::to_string(uint64_t{first} + n) + ") out of range for " +
+                    std::to_string(index_.size()) + " keys");
+  }
   std::vector<FoundValue> found(n);
   Guarded(source_, [&] {
     ForEachChunked(n, parallelism, [&](size_t k) {
