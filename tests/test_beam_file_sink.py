@@ -154,8 +154,8 @@ def test_records_stream_into_the_file_as_they_are_written(tmp_path, monkeypatch,
         sink.write(record)
     # Every record handed to the engine and written out, as the writer does
     # along the way for a longer file: all of it is in the stream already.
-    sink._gathered.flush()
-    sink._writer.flush()
+    sink._shard._gathered.flush()
+    sink._shard._writer.flush()
     before_flush = len(stream.getvalue())
     assert spools, "the writer keeps its limits in a temporary folder"
     local_bytes = sum(os.path.getsize(os.path.join(d, f)) for d in spools for f in os.listdir(d))

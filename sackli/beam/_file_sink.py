@@ -21,23 +21,13 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.transforms import display
 
-from .._batching import Gatherer
 from .._options import CompressionAutoDetect, CompressionNone, LimitsPlacement, WriterOptions
-from .._writer import Writer
 from ._compression import with_compression_type
 from ._display import describe_compression
-from ._shard_file import StreamUpload
+from ._shard_file import ShardFile
 from ._sink import record_encoder
 
 __all__ = ["SackliSink"]
-
-_BATCH_RECORDS = 1024
-_BATCH_BYTES = 8 << 20
-# The name the engine's writer is given: only its suffix could matter (the
-# options' compression is always definite here), and no file by that name is
-# ever written.
-_STREAM_NAME = "beam-file-sink://file.bag"
-
 
 def _stream_options(options: WriterOptions | None, compression_type: Any) -> WriterOptions:
     """The writer options of a streamed bag: TAIL limits (one stream holds
@@ -100,8 +90,7 @@ class SackliSink(fileio.FileSink, display.HasDisplayData):
         self._coder = coder
         self._options = _stream_options(options, compression_type)
         self._encode = record_encoder(coder, "SackliSink")
-        self._writer: Writer | None = None
-        self._gathered: Gatherer | None = None
+        self._shard: ShardFile | None = None
 
     def create_metadata(self, destination: str, full_file_name: str) -> fileio.FileMetadata:
         # A bag compresses records, never the whole file: Beam must not
@@ -110,27 +99,20 @@ class SackliSink(fileio.FileSink, display.HasDisplayData):
             mime_type="application/octet-stream", compression_type=CompressionTypes.UNCOMPRESSED)
 
     def open(self, fh: BinaryIO) -> None:
-        self._writer = Writer._uploading(_STREAM_NAME, self._options, lambda url: StreamUpload(fh, close=False))
-        self._gathered = Gatherer(self._writer.write_many, _BATCH_RECORDS, _BATCH_BYTES)
+        self._shard = ShardFile.into_stream(fh, self._options)
 
     def write(self, record: Any) -> None:
-        if self._gathered is None:
+        if self._shard is None:
             raise ValueError("SackliSink.write before open, or after flush finished the bag")
-        self._gathered.add(self._encode(record))
+        self._shard.write(self._encode(record))
 
     def flush(self) -> None:
         """Finishes the bag: writes the last records and the limits into the
         stream (once)."""
-        if self._writer is None:
+        if self._shard is None:
             return
-        writer, gathered = self._writer, self._gathered
-        self._writer = self._gathered = None
-        try:
-            gathered.flush()
-        except BaseException:
-            writer._discard()  # deletes the local limits; Beam drops the file
-            raise
-        writer.close()
+        shard, self._shard = self._shard, None
+        shard.close()
 
     def display_data(self) -> dict[str, Any]:
         return {

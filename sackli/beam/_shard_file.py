@@ -36,6 +36,10 @@ _MIME_TYPE = "application/octet-stream"
 # all cores: at most this many records or bytes at a time.
 _BATCH_RECORDS = 1024
 _BATCH_BYTES = 8 << 20
+# The name the writer of a shard written into a stream is given: only its
+# suffix could matter (the options' compression is definite there), and no
+# file by that name is ever written.
+_STREAM_NAME = "beam-stream://file.bag"
 
 
 def _is_local(path: str) -> bool:
@@ -102,15 +106,27 @@ class _BeamUploads:
 
 
 class ShardFile:
-    """Writes one shard at `path` (Beam's temporary name), in batches."""
+    """Writes one shard at `path` (Beam's temporary name), in batches;
+    `ShardFile.into_stream` writes one into an open Beam stream instead."""
 
     def __init__(self, path: str, options: WriterOptions) -> None:
-        self._path = path
         if _is_local(path):
-            self._writer = Writer(path, options)
+            self._start(Writer(path, options))
         else:
-            self._writer = Writer._uploading(path, options, _BeamUploads())
-        self._gathered = Gatherer(self._writer.write_many, _BATCH_RECORDS, _BATCH_BYTES)
+            self._start(Writer._uploading(path, options, _BeamUploads()))
+
+    @classmethod
+    def into_stream(cls, stream: Any, options: WriterOptions) -> "ShardFile":
+        """A shard written into `stream` (flushed, not closed, at `close`):
+        the records go through as they are written, the limits at the end."""
+        shard = cls.__new__(cls)
+        shard._start(Writer._uploading(_STREAM_NAME, options,
+                                       lambda url: StreamUpload(stream, close=False)))
+        return shard
+
+    def _start(self, writer: Writer) -> None:
+        self._writer = writer
+        self._gathered = Gatherer(writer.write_many, _BATCH_RECORDS, _BATCH_BYTES)
 
     def write(self, record: bytes) -> None:
         self._gathered.add(record)
@@ -119,6 +135,7 @@ class ShardFile:
         try:
             self._gathered.flush()
         except BaseException:
-            self._writer._discard()  # nothing of a failed shard is uploaded
+            self._writer._discard()  # nothing of a failed shard is uploaded (a stream's
+            # half-written file is left to Beam's clean-up)
             raise
         self._writer.close()
