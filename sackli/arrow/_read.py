@@ -16,6 +16,7 @@ from ._dataset_read import dataset_batches, dataset_source_folders
 from ._decode import make_decoder
 from ._row_codec import ROW_ENCODING
 from ._schema_file import find_schema_file, read_schema_file, schema_path
+from ._types import concat_batches
 
 __all__ = ["read_batches", "read_table"]
 
@@ -110,13 +111,6 @@ def _split(count: int, parts: int) -> list[tuple[int, int]]:
     return [(count * p // parts, count * (p + 1) // parts) for p in range(parts)]
 
 
-def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    if len(batches) == 1:
-        return batches[0]
-    combined = pa.Table.from_batches(batches).combine_chunks().to_batches()
-    return combined[0] if combined else batches[0]
-
-
 class _Batches:
     """Reads pieces of a reader with one piece always in flight, and decodes
     them; iterating gives RecordBatches.
@@ -173,7 +167,7 @@ class _Batches:
             return self._decoder.decode_parts(data, offsets, self._source, first)
         if len(parts) == 1:
             return [decode(parts[0])]
-        return [_concat(list(executor.map(decode, parts)))]
+        return [concat_batches(list(executor.map(decode, parts)))]
 
     def _positions(self, piece: Any) -> pa.Array:
         kind, start, what = piece

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from .._engine import RowCodec, row_codec_unsupported
-from ._types import from_storage, storage_schema, to_storage
+from ._types import concat_batches, from_storage, storage_schema, to_storage
 
 __all__ = ["ROW_ENCODING", "NativeRowDecoder", "NativeRowEncoder", "default_encoding",
            "unsupported_reason"]
@@ -97,8 +97,4 @@ class NativeRowDecoder:
 
     def decode(self, data: Any, offsets: Any, source: str, first: int) -> pa.RecordBatch:
         """As `decode_parts`, in one record batch."""
-        batches = self.decode_parts(data, offsets, source, first)
-        if len(batches) == 1:
-            return batches[0]
-        combined = pa.Table.from_batches(batches, schema=self.schema).combine_chunks()
-        return combined.to_batches()[0] if combined.num_rows else batches[0]
+        return concat_batches(self.decode_parts(data, offsets, source, first))

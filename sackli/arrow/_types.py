@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["decode_dictionaries", "restore_dictionaries", "storage_schema", "storage_type"]
+__all__ = ["concat_batches", "decode_dictionaries", "restore_dictionaries", "storage_schema",
+           "storage_type"]
 
 _VIEWS = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
 
@@ -89,3 +90,11 @@ def from_storage(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """A batch decoded in storage types, as `schema`."""
     columns = [restore_dictionaries(c, f.type) for c, f in zip(batch.columns, schema)]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def concat_batches(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    """The record batches (at least one, of one schema) as one batch."""
+    if len(batches) == 1:
+        return batches[0]
+    combined = pa.Table.from_batches(batches).combine_chunks().to_batches()
+    return combined[0] if combined else batches[0]
