@@ -22,8 +22,8 @@ __all__ = ["RAW_LITERALS_MAX_SAVING", "SAMPLE_ROWS", "huffman_saving", "with_cho
 SAMPLE_ROWS = 1000
 # Huffman literals must save at least this fraction of the raw-literal size.
 RAW_LITERALS_MAX_SAVING = 0.03
-# The level CompressionAutoDetect writes `.bagz` files with.
-_DEFAULT_LEVEL = 3
+# The level CompressionAutoDetect writes `.bagz` files with: CompressionZstd's.
+_DEFAULT_LEVEL = CompressionZstd().level
 
 
 def huffman_saving(sample: Packed, level: int = _DEFAULT_LEVEL) -> float:
@@ -51,4 +51,4 @@ def with_chosen_literals(options: WriterOptions | None, bagz_suffix: bool,
     if huffman_saving(sample) >= RAW_LITERALS_MAX_SAVING:
         return chosen
     return dataclasses.replace(
-        chosen, compression=CompressionZstd(level=_DEFAULT_LEVEL, literals="raw"))
+        chosen, compression=CompressionZstd(literals="raw"))
