@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import apache_beam as beam
 from apache_beam.io import iobase
 
-from ..datasets import encoders as builtin_encoders
+from ..datasets._dataset_writer import encoder_table
 from ..datasets._field_files import parse_compression
 from ..datasets._folders import folder_path
 from ..datasets._spec import parse_spec
@@ -146,12 +146,9 @@ class WriteToSackliDataset(beam.PTransform):
         super().__init__()
         path = _directory(directory)
         fields = parse_spec(spec)
-        table = builtin_encoders if encoders is None else encoders
-        if not isinstance(table, Mapping):
-            raise TypeError(f"encoders must be a dict, not {type(table).__name__}")
-        for field, ftype in fields.items():
-            if ftype.dtype not in table:
-                raise ValueError(f"field {field!r}: no encoder for type {ftype.dtype!r}")
+        if encoders is not None and not isinstance(encoders, Mapping):
+            raise TypeError(f"encoders must be a dict, not {type(encoders).__name__}")
+        encoder_table(fields, encoders)
         if shard_length is not None and (
                 isinstance(shard_length, bool) or not isinstance(shard_length, int)
                 or shard_length < 1):

@@ -25,15 +25,26 @@ from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, exists, folder_path, join, write_bytes
 from ._refs import pack_refs
-from ._spec import ShardFolder, parse_spec, spec_json
+from ._spec import FieldType, ShardFolder, parse_spec, spec_json
 
-__all__ = ["DatasetWriter"]
+__all__ = ["DatasetWriter", "encoder_table"]
 
 _LIMIT_BYTES = 8
 # The most a zstd frame adds to a value, beyond 3 bytes per 128 KiB block
 # (counted apart): incompressible data goes in raw blocks, after the frame
 # header (magic and at most 14 bytes), plus a checksum (4).
 _ZSTD_FRAME_BOUND = 32
+
+
+def encoder_table(fields: Mapping[str, FieldType], encoders: Mapping[str, Any] | None
+                  ) -> Mapping[str, Any]:
+    """The encoders by type name (`encoders`, or the built-in ones for None);
+    ValueError naming a field whose type none encodes."""
+    table = builtin_encoders if encoders is None else encoders
+    for field, ftype in fields.items():
+        if ftype.dtype not in table:
+            raise ValueError(f"field {field!r}: no encoder for type {ftype.dtype!r}")
+    return table
 
 
 class DatasetWriter(ShardFolder, DiscardsOnError):
@@ -74,10 +85,7 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         self._raw_spec: dict[str, Any] = dict(spec)
         if compression:
             self._raw_spec[COMPRESSION_KEY] = dict(compression)
-        encoders = builtin_encoders if encoders is None else encoders
-        for field, ftype in self._fields.items():
-            if ftype.dtype not in encoders:
-                raise ValueError(f"field {field!r}: no encoder for type {ftype.dtype!r}")
+        encoders = encoder_table(self._fields, encoders)
         self._remote = is_remote(self._directory)
         if exists(join(self._directory, SPEC_FILE) if self._remote else self._directory):
             raise FileExistsError(f"{self._directory}: already exists")
