@@ -20,7 +20,7 @@ from ..datasets._recognise import dataset_folders, dataset_layout, layout_folder
 from ..datasets._ref_columns import ShardFiles, read_field_refs
 from ..datasets._type_text import type_text
 from ._errors import error_message
-from ._reading import batch_records
+from ._reading import iter_batches
 from ._verdict import FailFast, reporter, verdict
 
 __all__ = ["info", "is_dataset", "verify"]
@@ -127,12 +127,12 @@ def info(args: argparse.Namespace) -> int:
 def _scan_file(reader: sackli.Reader, path: str, what: str,
                report: Callable[[str], None]) -> None:
     """Decodes every record of one file, reporting each corrupt one."""
-    step = batch_records(reader)
-    for start in range(0, len(reader), step):
-        skipped = sackli.SkippedRecords()
-        reader.read_range(start, min(step, len(reader) - start), skip_corrupt=skipped)
-        for record, error in skipped:
-            report(f"{what} ({path}), record {record}: {error}")
+
+    def skipped(record: sackli.SkippedRecord) -> None:
+        report(f"{what} ({path}), record {record.index}: {record.error}")
+
+    for _ in iter_batches(reader, skip_corrupt=skipped):
+        pass
 
 
 def _check_refs(shard: ShardFiles, report: Callable[[str], None]) -> None:
