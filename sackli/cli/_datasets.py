@@ -16,6 +16,7 @@ from typing import Any, Callable
 import sackli
 
 from .._format import has_zstd_suffix
+from ..datasets._bag import bags_file_bytes
 from ..datasets._recognise import dataset_folders, dataset_layout, layout_folders
 from ..datasets._ref_columns import ShardFiles, read_field_refs
 from ..datasets._type_text import type_text
@@ -25,8 +26,6 @@ from ._verdict import FailFast, reporter, verdict
 
 __all__ = ["info", "is_dataset", "verify"]
 
-# Each record of a bags file costs one u64 offset, plus one for the leading empty record.
-_OFFSET_BYTES = 8
 # Datapoints whose refs are checked at a time.
 _REFS_BATCH = 65536
 
@@ -53,10 +52,6 @@ def _folders(spec: str) -> list[str]:
     return dataset_folders(spec) or []
 
 
-def _file_bytes(reader: sackli.Reader) -> int:
-    return reader.stored_bytes + _OFFSET_BYTES * (len(reader) + 1)
-
-
 def describe(spec: str) -> dict[str, Any]:
     """Everything `info` reports about a dataset, as JSON-ready values."""
     layout = dataset_layout(spec)
@@ -78,8 +73,8 @@ def _facts(spec: str, layout: str | None, shards: list[ShardFiles]) -> dict[str,
                 "compression": "zstd" if has_zstd_suffix(shard.path(field)) else "none",
                 "records": 0, "bytes": 0})
             entry["records"] += len(reader)
-            entry["bytes"] += _file_bytes(reader)
-    refs_bytes = sum(_file_bytes(shard.refs) for shard in shards)
+            entry["bytes"] += bags_file_bytes(reader)
+    refs_bytes = sum(bags_file_bytes(shard.refs) for shard in shards)
     shard_facts = [{"path": shard.directory, "datapoints": len(shard)} for shard in shards]
     return {
         "dataset": spec,

@@ -20,7 +20,7 @@ from ._closing import ClosesOnExit, DiscardsOnError
 from ._field_encoder import all_bytes
 from .._writer import Writer
 
-__all__ = ["BagReader", "BagWriter", "open_records"]
+__all__ = ["BagReader", "BagWriter", "bags_file_bytes", "open_records"]
 
 # Each record costs one u64 of limits; the leading empty record adds one more.
 _LIMIT_BYTES = 8
@@ -176,6 +176,12 @@ class BagWriter(DiscardsOnError):
         return f"<sackli.datasets.BagWriter({self._path!r}): {self._length} records>"
 
 
+def bags_file_bytes(records: Any) -> int:
+    """The size of the `bags` file `records` (its engine Reader) reads: the
+    stored records and an offset for each, plus the leading empty record's."""
+    return records.stored_bytes + _LIMIT_BYTES * (len(records) + 1)
+
+
 class BagReader(ClosesOnExit):
     """Reads one `bags` file: `len(r)`, `r.size`, `r[i]` (bytes; negative
     indices count from the end) and `r[range]` / `r[slice]` (a list; the
@@ -194,7 +200,7 @@ class BagReader(ClosesOnExit):
     def __init__(self, path: str | os.PathLike[str], cache_index: bool = True) -> None:
         self._path = _path(path, "BagReader")
         self._records = open_records(self._path, cache_index)
-        self._size = self._records.stored_bytes + _LIMIT_BYTES * (len(self._records) + 1)
+        self._size = bags_file_bytes(self._records)
 
     @property
     def path(self) -> str:
