@@ -318,22 +318,19 @@ void Builder::ExportTo(ArrowArray* out) {
   const bool nulls = type_.kind != RowKind::kNull && null_count_ > 0;
   out->null_count = type_.kind == RowKind::kNull ? length_ : null_count_;
   exported->buffers[0] = nulls ? Address(exported->validity) : nullptr;
+  out->n_buffers = type_.buffer_count();
   switch (type_.kind) {
-    case RowKind::kNull: out->n_buffers = 0; break;
     case RowKind::kBool: case RowKind::kFixed:
-      out->n_buffers = 2;
       exported->buffers[1] = Address(exported->values);
       break;
     case RowKind::kBinary: case RowKind::kLargeBinary:
-      out->n_buffers = 3;
       exported->buffers[1] = Address(exported->offsets);
       exported->buffers[2] = Address(exported->values);
       break;
     case RowKind::kList: case RowKind::kLargeList:
-      out->n_buffers = 2;
       exported->buffers[1] = Address(exported->offsets);
       break;
-    case RowKind::kFixedList: case RowKind::kStruct: out->n_buffers = 1; break;
+    case RowKind::kNull: case RowKind::kFixedList: case RowKind::kStruct: break;
   }
   out->buffers = exported->buffers;
   if (!children_.empty()) {

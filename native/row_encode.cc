@@ -12,16 +12,6 @@
 namespace sackli {
 namespace {
 
-// Buffers each kind of array has in the C data interface.
-int64_t BufferCount(RowKind kind) {
-  switch (kind) {
-    case RowKind::kNull: return 0;
-    case RowKind::kBinary: case RowKind::kLargeBinary: return 3;
-    case RowKind::kFixedList: case RowKind::kStruct: return 1;
-    default: return 2;
-  }
-}
-
 // Checks that `array` has the buffers and children `type` needs, so that
 // encoding never reads a pointer that is not there.
 void CheckShape(const RowType& type, const ArrowArray& array) {
@@ -30,7 +20,7 @@ void CheckShape(const RowType& type, const ArrowArray& array) {
                          what + ")");
   };
   if (array.length < 0 || array.offset < 0) bad("negative length or offset");
-  if (array.n_buffers != BufferCount(type.kind)) bad("buffer count");
+  if (array.n_buffers != type.buffer_count()) bad("buffer count");
   if (array.n_buffers > 0 && array.buffers == nullptr) bad("no buffers");
   for (int64_t b = 1; b < array.n_buffers; ++b) {
     if (array.buffers[b] == nullptr && array.length > 0) bad("a missing data buffer");

@@ -61,6 +61,15 @@ struct RowType {
   uint32_t fixed_width() const {
     return kind == RowKind::kFixed ? width : kind == RowKind::kBool ? 1 : 0;
   }
+  // Buffers an array of this kind has in the Arrow C data interface.
+  int64_t buffer_count() const {
+    switch (kind) {
+      case RowKind::kNull: return 0;
+      case RowKind::kBinary: case RowKind::kLargeBinary: return 3;
+      case RowKind::kFixedList: case RowKind::kStruct: return 1;
+      default: return 2;
+    }
+  }
   // Bytes before a struct body's variable area.
   uint64_t header_bytes() const {
     return uint64_t{bitmap_bytes} + fixed_bytes + 4 * uint64_t{variable_count};
