@@ -12,4 +12,8 @@ namespace sackli {
 // the bytes before them; 0 to start). Crc32c("123456789", 9) == 0xE3069283.
 uint32_t Crc32c(const char* data, size_t n, uint32_t crc = 0);
 
+// Crc32c(data, n, crc), copying data[0, n) to out[0, n) on the way: one read
+// of the bytes where a check and a copy would read them twice.
+uint32_t Crc32cCopy(const char* data, size_t n, char* out, uint32_t crc = 0);
+
 }  // namespace sackli

@@ -254,17 +254,23 @@ ValueExtent MapIndex::Extent(uint32_t position) const {
 }
 
 size_t MapIndex::VerifyValue(uint32_t position, const char* value, size_t n,
-                             bool check_crc) const {
-  if (!header_.has_checksums()) return n;
+                             bool check_crc, char* copy_to) const {
+  if (!header_.has_checksums()) {
+    if (copy_to != nullptr) std::memcpy(copy_to, value, n);
+    return n;
+  }
   if (n < kMapChecksumBytes) {
     ThrowCorruptValue(position, Word(position),
                       std::to_string(n) +
                           " bytes, too short to hold its crc32c");
   }
   const size_t payload = n - kMapChecksumBytes;
-  if (check_crc) {
+  if (!check_crc) {
+    if (copy_to != nullptr) std::memcpy(copy_to, value, payload);
+  } else {
     const uint32_t stored = LoadU32(value + payload);
-    const uint32_t computed = Crc32c(value, payload);
+    const uint32_t computed =
+        copy_to != nullptr ? Crc32cCopy(value, payload, copy_to) : Crc32c(value, payload);
     if (stored != computed) {
       ThrowCorruptValue(position, Word(position),
                         "crc32c mismatch (stored " + std::to_string(stored) +

@@ -115,9 +115,11 @@ class MapIndex {
 
   // Checks the value bytes `value[0, n)` read from Extent(position): strips
   // and (with `check_crc`) verifies the crc32c. Returns the payload length.
-  // Throws kCorruption naming the key and the value's offset on a mismatch.
+  // With `copy_to`, the payload is also copied there (in the pass that
+  // computes the crc32c, when it is checked). Throws kCorruption naming the key and the value's offset on
+  // a mismatch.
   size_t VerifyValue(uint32_t position, const char* value, size_t n,
-                     bool check_crc) const;
+                     bool check_crc, char* copy_to = nullptr) const;
 
   // Checks the whole index: keys strictly increasing in Eytzinger order,
   // and (MapBuffer) offsets starting at the values region, non-decreasing,

@@ -1,11 +1,18 @@
 #include "int_map_lookup.h"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include "codec.h"
 #include "errors.h"
 #include "fault_guard.h"
+#include "prefetch.h"
 #include "thread_pool.h"
 
 namespace sackli {
@@ -14,23 +21,41 @@ namespace {
 // Keys per pool task: enough work to pay for the hand-off.
 constexpr size_t kKeysPerTask = 256;
 
+// Values this far ahead of the one being decoded are prefetched whole: a
+// random value is a cache (and TLB) miss, and the hardware prefetcher only
+// follows a value once several of its lines have missed.
+constexpr size_t kPrefetchAhead = 4;
+constexpr size_t kPrefetchMaxBytes = 4096;
+
 const Codec& ZstdCodec() {
   static const Codec codec = Codec::Zstd(3, "");
   return codec;
 }
 
-// Runs fn(k) for k in [0, n) in chunks on the pool.
+size_t ChunkCount(size_t n) { return (n + kKeysPerTask - 1) / kKeysPerTask; }
+
+// Runs fn(first, end) over [0, n) in chunks of kKeysPerTask on the pool.
+// Each chunk's reads of `source` are guarded on the thread that runs it: a
+// FaultScope covers its own thread only.
 template <typename Fn>
-void ForEachChunked(size_t n, size_t parallelism, const Fn& fn) {
-  const size_t tasks = (n + kKeysPerTask - 1) / kKeysPerTask;
-  if (tasks <= 1 || parallelism <= 1) {
-    for (size_t k = 0; k < n; ++k) fn(k);
+void ForEachChunk(const ByteSource& source, size_t n, size_t parallelism, const Fn& fn) {
+  const size_t chunks = ChunkCount(n);
+  auto run = [&](size_t chunk) {
+    const size_t first = chunk * kKeysPerTask;
+    Guarded(source, [&] { fn(first, std::min(n, first + kKeysPerTask)); });
+  };
+  if (chunks <= 1 || parallelism <= 1) {
+    for (size_t chunk = 0; chunk < chunks; ++chunk) run(chunk);
     return;
   }
-  ThreadPool::Shared().ParallelFor(tasks, parallelism, [&](size_t task) {
-    const size_t end = std::min(n, (task + 1) * kKeysPerTask);
-    for (size_t k = task * kKeysPerTask; k < end; ++k) fn(k);
-  });
+  ThreadPool::Shared().ParallelFor(chunks, parallelism, run);
+}
+
+// Starts loading the stored bytes of a located value.
+void PrefetchValue(const FoundValue& value) {
+  if (value.position < 0 || !value.staged.empty()) return;
+  PrefetchBytes(value.payload,  // with its crc32c
+                std::min(value.payload_size + kMapChecksumBytes, kPrefetchMaxBytes));
 }
 
 }  // namespace
@@ -119,39 +144,24 @@ void MapLookup::Check(FoundValue& value, const char* bytes,
 std::vector<FoundValue> MapLookup::Locate(const uint64_t* keys, size_t n,
                                           size_t parallelism) const {
   std::vector<FoundValue> found(n);
-  const size_t tasks = (n + kKeysPerTask - 1) / kKeysPerTask;
-  auto locate_task = [&](size_t task) {
-    const size_t first = task * kKeysPerTask;
-    const size_t count = std::min(n, first + kKeysPerTask) - first;
+  const char* mapped = source_.mapped();
+  const bool compressed = index_.header().compression != MapCompression::kNone;
+  ForEachChunk(source_, n, parallelism, [&](size_t first, size_t end) {
+    const size_t count = end - first;
     int64_t positions[kKeysPerTask];
     index_.FindMany(keys + first, count, positions);
-    const char* mapped = source_.mapped();
     for (size_t i = 0; i < count; ++i) {
       found[first + i].position = positions[i];
-      // The first bytes of each value (a zstd frame header, read by Fill)
-      // and its crc32c at the end (read by Decode), and so their pages, are
-      // on their way while the group's other values are located. Bad
-      // offsets are caught by Fill; a prefetch never faults.
-      if (mapped != nullptr && positions[i] >= 0) {
-        const auto position = static_cast<uint32_t>(positions[i]);
-        const uint64_t size = source_.size();
-        const uint64_t begin = index_.Word(position);
-        const uint64_t end = position + 1 < index_.size() ? index_.Word(position + 1) : size;
-        if (begin < end && end <= size) {
-          __builtin_prefetch(mapped + begin);
-          __builtin_prefetch(mapped + end - 1);
-        }
+      // A compressed value's frame header (read by Fill) is on its way while
+      // the chunk's other values are located. Bad offsets are caught by
+      // Fill; a prefetch never faults.
+      if (compressed && mapped != nullptr && positions[i] >= 0) {
+        const uint64_t begin = index_.Word(static_cast<uint32_t>(positions[i]));
+        if (begin < source_.size()) __builtin_prefetch(mapped + begin);
       }
     }
     for (size_t i = 0; i < count; ++i) {
       if (positions[i] >= 0) Fill(found[first + i]);
-    }
-  };
-  Guarded(source_, [&] {
-    if (tasks <= 1 || parallelism <= 1) {
-      for (size_t task = 0; task < tasks; ++task) locate_task(task);
-    } else {
-      ThreadPool::Shared().ParallelFor(tasks, parallelism, locate_task);
     }
   });
   return found;
@@ -174,11 +184,11 @@ std::vector<FoundValue> MapLookup::LocateRange(uint32_t first, size_t n,
                     std::to_string(index_.size()) + " keys");
   }
   std::vector<FoundValue> found(n);
-  Guarded(source_, [&] {
-    ForEachChunked(n, parallelism, [&](size_t k) {
-      found[k].position = first + k;
+  ForEachChunk(source_, n, parallelism, [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      found[k].position = static_cast<int64_t>(first + k);
       Fill(found[k]);
-    });
+    }
   });
   return found;
 }
@@ -187,10 +197,17 @@ void MapLookup::DecodeOne(const FoundValue& value, char* output) const {
   if (value.position < 0) return;
   // A FoundValue may have moved since Locate: staged bytes moved with it.
   const char* payload = value.staged.empty() ? value.payload : value.staged.data();
+  const bool stored_as_is =
+      value.staged_decoded || index_.header().compression != MapCompression::kZstd;
+  if (stored_as_is && value.crc_pending) {
+    // Checked and copied in one read of the value.
+    index_.VerifyValue(static_cast<uint32_t>(value.position), payload,
+                       value.payload_size + kMapChecksumBytes, true, output);
+    return;
+  }
   if (value.crc_pending) CheckCrc(value, payload);
   if (value.decoded_size == 0) return;
-  if (value.staged_decoded ||
-      index_.header().compression != MapCompression::kZstd) {
+  if (stored_as_is) {
     std::memcpy(output, payload, value.payload_size);
     return;
   }
@@ -204,12 +221,115 @@ void MapLookup::DecodeOne(const FoundValue& value, char* output) const {
   }
 }
 
+void MapLookup::DecodeRange(const std::vector<FoundValue>& found, char* const* outputs,
+                            size_t first, size_t end) const {
+  for (size_t k = first; k < std::min(end, first + kPrefetchAhead); ++k) {
+    PrefetchValue(found[k]);
+  }
+  for (size_t k = first; k < end; ++k) {
+    if (k + kPrefetchAhead < end) PrefetchValue(found[k + kPrefetchAhead]);
+    DecodeOne(found[k], outputs[k]);
+  }
+}
+
 void MapLookup::Decode(const std::vector<FoundValue>& found,
                        char* const* outputs, size_t parallelism) const {
-  Guarded(source_, [&] {
-    ForEachChunked(found.size(), parallelism,
-                   [&](size_t k) { DecodeOne(found[k], outputs[k]); });
+  ForEachChunk(source_, found.size(), parallelism, [&](size_t first, size_t end) {
+    DecodeRange(found, outputs, first, end);
   });
+}
+
+// What the decoding helpers and the publishing thread share. Held by
+// shared_ptr: a helper that starts after the work is done still touches it.
+struct PublishedDecode::Shared {
+  const MapLookup& lookup;
+  const std::vector<FoundValue>& found;
+  char* const* outputs;
+  const size_t chunks;
+  std::atomic<size_t> published{0};  // outputs[0, published) are set
+  std::atomic<size_t> next_chunk{0};
+  std::atomic<bool> stopped{false};  // an error, or the publisher gave up
+  std::mutex mutex;
+  std::condition_variable idle;
+  size_t running_helpers = 0;  // helpers that started before `closed`
+  bool closed = false;         // the publisher no longer waits for helpers
+  std::exception_ptr error;
+
+  Shared(const MapLookup& lookup, const std::vector<FoundValue>& found,
+         char* const* outputs)
+      : lookup(lookup), found(found), outputs(outputs), chunks(ChunkCount(found.size())) {}
+
+  // A pool thread's part: nothing once the publisher has closed the work
+  // (a helper that starts that late must not touch `found` or `outputs`).
+  void Help() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (closed) return;
+      ++running_helpers;
+    }
+    DecodeChunks();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (--running_helpers == 0) idle.notify_all();
+  }
+
+  // Closes the work to helpers not yet started and waits for the others.
+  void Close() {
+    std::unique_lock<std::mutex> lock(mutex);
+    closed = true;
+    idle.wait(lock, [&] { return running_helpers == 0; });
+  }
+
+  // Decodes chunks as their outputs are published, until none is left.
+  void DecodeChunks() {
+    for (;;) {
+      const size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed);
+      if (chunk >= chunks) return;
+      const size_t first = chunk * kKeysPerTask;
+      const size_t end = std::min(found.size(), first + kKeysPerTask);
+      // The publisher allocates a chunk faster than a helper decodes one:
+      // a wait is short, and only at the start.
+      while (published.load(std::memory_order_acquire) < end) {
+        if (stopped.load(std::memory_order_relaxed)) return;
+        std::this_thread::yield();
+      }
+      if (stopped.load(std::memory_order_relaxed)) return;
+      try {
+        Guarded(lookup.source(), [&] { lookup.DecodeRange(found, outputs, first, end); });
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error) error = std::current_exception();
+        stopped.store(true, std::memory_order_relaxed);
+      }
+    }
+  }
+};
+
+PublishedDecode::PublishedDecode(const MapLookup& lookup, const std::vector<FoundValue>& found,
+                                 char* const* outputs, size_t parallelism)
+    : shared_(std::make_shared<Shared>(lookup, found, outputs)) {
+  const size_t helpers = std::min(shared_->chunks, std::max<size_t>(parallelism, 1)) - 1;
+  for (size_t h = 0; h < helpers; ++h) {
+    ThreadPool::Shared().Submit([shared = shared_] { shared->Help(); }, helpers);
+  }
+}
+
+PublishedDecode::~PublishedDecode() {
+  if (finished_) return;
+  // The outputs are about to be freed: no helper may write to them after.
+  shared_->stopped.store(true, std::memory_order_relaxed);
+  shared_->Close();
+}
+
+void PublishedDecode::Publish(size_t count) {
+  shared_->published.store(count, std::memory_order_release);
+}
+
+void PublishedDecode::Finish() {
+  Publish(shared_->found.size());
+  shared_->DecodeChunks();
+  shared_->Close();
+  finished_ = true;
+  if (shared_->error) std::rethrow_exception(shared_->error);
 }
 
 }  // namespace sackli

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,12 @@ class MapLookup {
   void Decode(const std::vector<FoundValue>& found, char* const* outputs,
               size_t parallelism) const;
   void DecodeOne(const FoundValue& value, char* output) const;
+  // Step 2 for found[first, end) on this thread (reads of the source not
+  // guarded here: the caller holds a FaultScope).
+  void DecodeRange(const std::vector<FoundValue>& found, char* const* outputs,
+                   size_t first, size_t end) const;
+
+  const ByteSource& source() const { return source_; }
 
  private:
   void CheckPosition(uint32_t position) const;  // kOutOfRange
@@ -77,6 +84,37 @@ class MapLookup {
   const MapIndex& index_;
   const ByteSource& source_;
   bool check_crc_;
+};
+
+// Step 2 started while the outputs are still being allocated: the caller
+// sets outputs in order and publishes how many are set; pool threads decode
+// each chunk of values once its outputs are all published. So the
+// allocation (which the bindings do holding the GIL) and the decoding
+// overlap. Example:
+//   PublishedDecode decode(lookup, found, outputs.data(), parallelism);
+//   for (k ...) { outputs[k] = Allocate(...); if (k % 256 == 255) decode.Publish(k + 1); }
+//   decode.Finish();  // decodes what is left here; rethrows the first error
+// Destroyed without Finish (the allocation failed), it stops the helpers
+// and waits for them, so the outputs may then be freed.
+class PublishedDecode {
+ public:
+  PublishedDecode(const MapLookup& lookup, const std::vector<FoundValue>& found,
+                  char* const* outputs, size_t parallelism);
+  ~PublishedDecode();
+  PublishedDecode(const PublishedDecode&) = delete;
+  PublishedDecode& operator=(const PublishedDecode&) = delete;
+
+  // outputs[0, count) are set (count never decreases).
+  void Publish(size_t count);
+  // Publishes every output, decodes on this thread too, waits for the
+  // helpers and rethrows the first error.
+  void Finish();
+
+ private:
+  struct Shared;
+
+  std::shared_ptr<Shared> shared_;
+  bool finished_ = false;
 };
 
 }  // namespace sackli

@@ -183,3 +183,45 @@ def test_reads_in_a_forked_child_are_guarded_too(tmp_path, run_python):
         report(lambda: status)
     """)
     assert result.outcome() == {"ok": "0"}
+
+
+MAP_KEYS = 4000
+# name -> (compression, expression read after the truncation); `m` is the map,
+# `gone` a key whose value now lies past the end of the file.
+MAP_PATHS = {
+    "mb[key]": (None, "m[gone]"),
+    "get_many on pool threads": (None, f"m.get_many(range({MAP_KEYS}))"),
+    "get_many zstd": ("zstd", f"m.get_many(range({MAP_KEYS}))"),
+    "items()": (None, "list(m.items())"),
+    "values() zstd": ("zstd", "list(m.values())"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAP_PATHS))
+def test_map_truncated_under_an_open_reader_raises(tmp_path, run_python, name):
+    """A mapped MapBuffer whose file shrinks: ValidationError (a
+    CorruptionError) naming the file, never SIGBUS, also where the engine's
+    pool threads read the values."""
+    compress, expression = MAP_PATHS[name]
+    path = tmp_path / "data.mb"
+    result = run_python(f"""
+        import os, sackli, sackli.maps
+        data = {{k: (b"%06d" % k) * 200 for k in range({MAP_KEYS})}}
+        sackli.maps.write({str(path)!r}, data.items(), compress={compress!r})
+        m = sackli.maps.MapBuffer({str(path)!r})
+        assert m.get_many(range({MAP_KEYS})) == list(data.values())
+        # At a page boundary: the pages after it are gone (a read of them
+        # faults), none is left half zeros.
+        end = os.path.getsize({str(path)!r}) // 2 // 4096 * 4096
+        core = m._core_now()
+        gone = next(k for k in data if core.extent(core.find(k))[0] >= end)
+        os.truncate({str(path)!r}, end)
+        report(lambda: {expression})
+        report(lambda: m[gone])  # the file stays changed for this map
+    """)
+    assert result.returncode == 0, result.stderr
+    first, later = (json.loads(line) for line in result.stdout.splitlines()[-2:])
+    for outcome in (first, later):
+        assert outcome.get("error") == "ValidationError", outcome
+        assert str(path) in outcome["message"]
+        assert "changed while this reader had it open" in outcome["message"]

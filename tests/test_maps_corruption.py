@@ -103,6 +103,26 @@ def test_crc_mismatch_names_key_and_offset() -> None:
     assert mb[10] == b"hello"
 
 
+@pytest.mark.parametrize("compress", [None, "zstd"])
+@pytest.mark.parametrize("damaged", [0, 1, 1500, 2999])
+def test_crc_mismatch_in_a_large_batch(compress: str | None, damaged: int) -> None:
+    """A damaged value anywhere in a batch that several threads check while
+    others are still being allocated: the error names its key; the map stays
+    usable."""
+    data = {k: b"%05d" % k * 50 for k in range(3000)}
+    buffer = bytearray(MapBuffer(data, compress=compress).tobytes())
+    mb = MapBuffer(bytes(buffer))
+    position = mb.find_index_position(damaged)
+    begin = struct.unpack_from("<Q", buffer, HEADER + ENTRY * position + 8)[0]
+    buffer[begin + 3] ^= 0x40
+    mb = MapBuffer(bytes(buffer))
+    for _ in range(3):
+        with pytest.raises(ValidationError, match=rf"value of key {damaged}: crc32c mismatch"):
+            mb.get_many(range(3000))
+    rest = [k for k in range(3000) if k != damaged]
+    assert mb.get_many(rest) == [data[k] for k in rest]
+
+
 @pytest.mark.parametrize("compress", ["gzip", "br", "zstd", "lzma"])
 def test_value_that_does_not_decompress(compress: str) -> None:
     data = built(compress)

@@ -1,6 +1,9 @@
 #include "python/buffers.h"
 #include "python/register.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <string>
 
 namespace py = pybind11;
@@ -12,6 +15,20 @@ PyObject* NewBytes(uint64_t size) {
       PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
   if (bytes == nullptr) throw py::error_already_set();
   return bytes;
+}
+
+void KeepHeapForBatches(uint64_t total) {
+  // Below this, trimming and faulting the memory back costs little.
+  constexpr uint64_t kSmallestBatch = 1 << 20;
+  constexpr uint64_t kLargestBlock = 16 << 20;
+  static std::atomic<uint64_t> largest_block_freed{0};
+  if (total < kSmallestBatch) return;
+  const uint64_t block = std::min(total, kLargestBlock);
+  if (block <= largest_block_freed.load(std::memory_order_relaxed)) return;
+  largest_block_freed.store(block, std::memory_order_relaxed);
+  // volatile: a compiler may drop a malloc whose block is only freed.
+  void* volatile memory = std::malloc(static_cast<size_t>(block));
+  std::free(memory);
 }
 
 BorrowedBytes::BorrowedBytes(PyObject* object) {

@@ -7,7 +7,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +38,9 @@ constexpr uint64_t kUnknownSize = std::numeric_limits<uint64_t>::max();
 // switching threads would cost more than the work (as single reads do).
 constexpr uint64_t kReleaseGilDecodeBytes = 16 * 1024;
 constexpr uint64_t kReleaseGilCopyBytes = 1024 * 1024;
+// A batch allocates its bytes objects in groups of this many, each handed to
+// the decoding threads at once.
+constexpr size_t kValuesPerPublish = 256;
 
 MapKind KindArgument(const std::string& kind) {
   if (kind == "mapbuffer") return MapKind::kMapBuffer;
@@ -65,13 +70,24 @@ MapCompression CompressionArgument(const std::string& name) {
 
 // An `int` as uint64, or nullopt outside uint64.
 std::optional<uint64_t> IntAsUint64(PyObject* number) {
-  const unsigned long long value = PyLong_AsUnsignedLongLong(number);
-  if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+  // The signed conversion walks the digits itself; the unsigned one goes
+  // through a generic byte-array routine, several times slower. So keys
+  // below 2**63 (most) take the first, the rest the second.
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
+  if (overflow == 0) {
+    if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+    if (value < 0) return std::nullopt;
+    return static_cast<uint64_t>(value);
+  }
+  if (overflow < 0) return std::nullopt;
+  const unsigned long long big = PyLong_AsUnsignedLongLong(number);
+  if (big == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw py::error_already_set();
     PyErr_Clear();
     return std::nullopt;
   }
-  return static_cast<uint64_t>(value);
+  return static_cast<uint64_t>(big);
 }
 
 // A key as uint64, or nullopt for integers no map can hold (negative, too
@@ -82,6 +98,86 @@ std::optional<uint64_t> KeyArgument(py::handle key) {
   py::object number = py::reinterpret_steal<py::object>(PyNumber_Index(key.ptr()));
   if (!number) throw py::error_already_set();
   return IntAsUint64(number.ptr());
+}
+
+// The keys of a batched lookup: `valid[j]` is the key at `slot[j]`; the
+// other slots (of `count`) hold integers no map can hold.
+struct KeyBatch {
+  std::vector<uint64_t> valid;
+  std::vector<size_t> slot;
+  size_t count = 0;
+
+  void Add(std::optional<uint64_t> key) {
+    if (key) {
+      valid.push_back(*key);
+      slot.push_back(count);
+    }
+    ++count;
+  }
+};
+
+template <typename T>
+void AddBufferKeys(const py::buffer_info& info, KeyBatch& batch) {
+  const auto* data = static_cast<const char*>(info.ptr);
+  for (py::ssize_t k = 0; k < info.size; ++k) {
+    T value;
+    std::memcpy(&value, data + k * info.strides[0], sizeof(T));
+    if constexpr (std::is_signed_v<T>) {
+      batch.Add(value < 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(value)));
+    } else {
+      batch.Add(static_cast<uint64_t>(value));
+    }
+  }
+}
+
+// The keys of a one-dimensional buffer of native integers (a numpy array,
+// array.array); false, adding nothing, for other objects.
+bool TryBufferKeys(PyObject* object, KeyBatch& batch) {
+  if (!PyObject_CheckBuffer(object) || PyBytes_Check(object) || PyByteArray_Check(object)) {
+    return false;
+  }
+  py::buffer_info info = py::reinterpret_borrow<py::buffer>(object).request();
+  const char kind = info.format.empty() ? '?' : info.format.back();
+  // A byte-order prefix other than native ('@', '=', '<' on the little-endian
+  // machines we build for) goes item by item, as do formats of other sizes.
+  const bool native = info.format.size() == 1 ||
+                      (info.format.size() == 2 && std::strchr("@=<", info.format[0]) != nullptr);
+  if (info.ndim != 1 || !native || info.size == 0) return false;
+  const bool is_signed = std::strchr("bhilq", kind) != nullptr;
+  if (!is_signed && std::strchr("BHILQ", kind) == nullptr) return false;  // e.g. floats
+  batch.valid.reserve(static_cast<size_t>(info.size));
+  batch.slot.reserve(static_cast<size_t>(info.size));
+  // By item size: a prefixed 'l' is 4 bytes, a native one 8.
+  switch (info.itemsize) {
+    case 1: is_signed ? AddBufferKeys<int8_t>(info, batch) : AddBufferKeys<uint8_t>(info, batch); return true;
+    case 2: is_signed ? AddBufferKeys<int16_t>(info, batch) : AddBufferKeys<uint16_t>(info, batch); return true;
+    case 4: is_signed ? AddBufferKeys<int32_t>(info, batch) : AddBufferKeys<uint32_t>(info, batch); return true;
+    case 8: is_signed ? AddBufferKeys<int64_t>(info, batch) : AddBufferKeys<uint64_t>(info, batch); return true;
+    default: return false;
+  }
+}
+
+// The keys of `keys`: an integer buffer, a list or tuple, or any iterable.
+KeyBatch ReadKeys(py::handle keys) {
+  KeyBatch batch;
+  PyObject* object = keys.ptr();
+  if (TryBufferKeys(object, batch)) return batch;
+  if (PyList_CheckExact(object) || PyTuple_CheckExact(object)) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(object);
+    PyObject** items = PySequence_Fast_ITEMS(object);
+    batch.valid.reserve(static_cast<size_t>(n));
+    batch.slot.reserve(static_cast<size_t>(n));
+    // The int objects of a list are scattered over the heap: each is a
+    // cache miss unless it is on its way well before it is read.
+    constexpr Py_ssize_t kAhead = 16;
+    for (Py_ssize_t k = 0; k < n; ++k) {
+      if (k + kAhead < n) __builtin_prefetch(items[k + kAhead]);
+      batch.Add(KeyArgument(items[k]));
+    }
+    return batch;
+  }
+  for (py::handle key : keys) batch.Add(KeyArgument(key));
+  return batch;
 }
 
 class MapCore {
@@ -174,31 +270,22 @@ class MapCore {
   }
 
   // Values of `keys` in order, None for absent keys.
-  py::list GetMany(py::iterable keys, bool check_crc, size_t parallelism,
+  py::list GetMany(py::handle keys, bool check_crc, size_t parallelism,
                    py::object default_value) const {
     RequireValues();
-    std::vector<uint64_t> valid;
-    std::vector<size_t> slot;  // valid[j] answers keys[slot[j]]
-    size_t n = 0;
-    for (py::handle key : keys) {
-      const std::optional<uint64_t> k = KeyArgument(key);
-      if (k) {
-        valid.push_back(*k);
-        slot.push_back(n);
-      }
-      ++n;
-    }
+    const KeyBatch keys_read = ReadKeys(keys);
     MapLookup lookup(*index_, *source_, check_crc);
     std::vector<FoundValue> found;
     {
       ReleaseGil release;
-      found = lookup.Locate(valid.data(), valid.size(), parallelism);
+      found = lookup.Locate(keys_read.valid.data(), keys_read.valid.size(), parallelism);
     }
     py::list values = Materialise(lookup, found, parallelism, default_value);
-    if (valid.size() == n) return values;  // every key a uint64: the usual case
+    const size_t n = keys_read.count;
+    if (keys_read.valid.size() == n) return values;  // every key a uint64: the usual case
     py::list out(n);
     for (size_t k = 0; k < n; ++k) out[k] = default_value;
-    for (size_t j = 0; j < valid.size(); ++j) out[slot[j]] = values[j];
+    for (size_t j = 0; j < keys_read.valid.size(); ++j) out[keys_read.slot[j]] = values[j];
     return out;
   }
 
@@ -303,23 +390,42 @@ class MapCore {
   // stands for keys not found.
   py::list Materialise(const MapLookup& lookup, const std::vector<FoundValue>& found,
                        size_t parallelism, py::handle absent = py::none()) const {
-    py::list values(found.size());
-    std::vector<char*> outputs(found.size(), nullptr);
-    const bool zstd = index_->header().compression == MapCompression::kZstd;
-    uint64_t total = 0;
-    for (size_t k = 0; k < found.size(); ++k) {
-      total += found[k].decoded_size;
-      if (found[k].position < 0) {
-        values[k] = absent;
-        continue;
+    const size_t n = found.size();
+    py::list values(n);
+    std::vector<char*> outputs(n, nullptr);
+    // Sets values[k] (and outputs[k]) for k in [first, end).
+    auto allocate = [&](size_t first, size_t end) {
+      for (size_t k = first; k < end; ++k) {
+        PyObject* value;
+        if (found[k].position < 0) {
+          value = absent.inc_ref().ptr();
+        } else {
+          value = NewBytes(found[k].decoded_size);
+          outputs[k] = BytesData(value);
+        }
+        PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), value);
       }
-      py::object bytes = py::reinterpret_steal<py::object>(NewBytes(found[k].decoded_size));
-      outputs[k] = BytesData(bytes.ptr());
-      values[k] = bytes;
+    };
+    uint64_t total = 0;
+    for (const FoundValue& value : found) total += value.decoded_size;
+    KeepHeapForBatches(total);
+    if (n > kValuesPerPublish && parallelism > 1) {
+      // The pool decodes each group of values while this thread allocates
+      // the bytes of the next ones (holding the GIL, as it must).
+      PublishedDecode decode(lookup, found, outputs.data(), parallelism);
+      for (size_t first = 0; first < n; first += kValuesPerPublish) {
+        const size_t end = std::min(n, first + kValuesPerPublish);
+        allocate(first, end);
+        decode.Publish(end);
+      }
+      ReleaseGil release;
+      decode.Finish();
+      return values;
     }
+    allocate(0, n);
+    const bool zstd = index_->header().compression == MapCompression::kZstd;
     const bool large = total >= (zstd ? kReleaseGilDecodeBytes : kReleaseGilCopyBytes);
-    WithoutGilIf(found.size() > 1 || large,
-                 [&] { lookup.Decode(found, outputs.data(), parallelism); });
+    WithoutGilIf(n > 1 || large, [&] { lookup.Decode(found, outputs.data(), parallelism); });
     return values;
   }
 

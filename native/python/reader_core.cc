@@ -38,6 +38,7 @@ py::list ReadToList(const Reader& reader, const std::vector<uint64_t>& globals) 
         globals,
         [list](const size_t* positions, const ReadPlan& plan, char** dst) {
           AcquireGil gil;
+          KeepHeapForBatches(plan.total_decoded_bytes());
           for (size_t k = 0; k < plan.size(); ++k) {
             if (plan.FirstPosition(k) != k) continue;  // shared below
             PyObject* bytes = NewBytes(plan.decoded_size(k));
@@ -64,6 +65,7 @@ class PendingRecords {
           objects_ = py::list(plan.size());
           in_place_ = true;
           first_ = FirstPositions(plan);
+          KeepHeapForBatches(plan.total_decoded_bytes());
           for (size_t k = 0; k < plan.size(); ++k) {
             if (plan.FirstPosition(k) != k) continue;  // shared at result()
             PyObject* bytes = NewBytes(plan.decoded_size(k));

@@ -52,6 +52,45 @@ TEST(MapCrc32c, KnownValues) {
   EXPECT_EQ(Crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
 }
 
+// CRC-32C one bit at a time: the definition the fast paths must match.
+uint32_t BitwiseCrc32c(const std::string& data, uint32_t crc = 0) {
+  crc = ~crc;
+  for (unsigned char byte : data) {
+    crc ^= byte;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ ((crc & 1u) ? 0x82F63B78u : 0u);
+  }
+  return ~crc;
+}
+
+TEST(MapCrc32c, EveryLengthAndAlignmentMatchesTheDefinition) {
+  // Lengths around each block size of the three-stream path (3 x 128, 512,
+  // 4096), at every alignment, continuing from a non-zero CRC.
+  std::string bytes(3 * 4096 * 2 + 64, '\0');
+  uint32_t seed = 12345;
+  for (char& c : bytes) {
+    seed = seed * 1103515245u + 12345u;
+    c = static_cast<char>(seed >> 16);
+  }
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 1100; ++n) lengths.push_back(n);
+  for (size_t block : {1536, 12288}) {
+    for (size_t n = block - 9; n <= block + 9; ++n) lengths.push_back(n);
+  }
+  lengths.push_back(2 * 12288 + 17);
+  for (size_t n : lengths) {
+    for (size_t align : {0, 1, 3, 7}) {
+      const std::string data = bytes.substr(align, n);
+      const uint32_t expected = BitwiseCrc32c(data, 0xDEADBEEFu);
+      ASSERT_EQ(Crc32c(data.data(), n, 0xDEADBEEFu), expected) << n << " " << align;
+      std::string copy(n + 2, 'x');
+      ASSERT_EQ(Crc32cCopy(data.data(), n, copy.data() + 1, 0xDEADBEEFu), expected) << n;
+      ASSERT_EQ(copy.substr(1, n), data) << n;
+      ASSERT_EQ(copy.front(), 'x');
+      ASSERT_EQ(copy.back(), 'x');
+    }
+  }
+}
+
 TEST(MapEytzinger, OrderIsBreadthFirstOfTheSortedTree) {
   EXPECT_EQ(EytzingerOrder(0), std::vector<uint32_t>{});
   EXPECT_EQ(EytzingerOrder(1), std::vector<uint32_t>({0}));
@@ -201,6 +240,76 @@ TEST(MapLookupTest, CrcMismatchNamesKeyAndOffset) {
   EXPECT_NE(message.find("crc32c"), std::string::npos) << message;
   // Unchecked, the damaged value is returned as stored.
   EXPECT_EQ(lookup_and_decode(false), "Hello");
+}
+
+// A map of `n` keys (i * 7) to values of i % 300 bytes, and its lookup.
+struct LookupFixture {
+  explicit LookupFixture(size_t n, MapCompression compression) {
+    for (uint64_t i = 0; i < n; ++i) {
+      keys.push_back(i * 7);
+      values.push_back(std::string(i % 300, static_cast<char>('a' + i % 26)));
+    }
+    map = Build(keys, values, compression);
+  }
+  std::vector<uint64_t> keys;
+  std::vector<std::string> values;
+  std::string map;
+};
+
+TEST(MapLookupTest, PublishedDecodeOverlapsAllocationAndDecoding) {
+  for (MapCompression compression : {MapCompression::kNone, MapCompression::kZstd}) {
+    const LookupFixture fixture(5000, compression);
+    const MapIndex index = IndexOf(fixture.map);
+    MemorySource source(fixture.map.data(), fixture.map.size(), "m.mb");
+    const MapLookup lookup(index, source, true);
+    const std::vector<FoundValue> found =
+        lookup.Locate(fixture.keys.data(), fixture.keys.size(), 4);
+    std::vector<std::string> out(found.size());
+    std::vector<char*> outputs(found.size(), nullptr);
+    {
+      PublishedDecode decode(lookup, found, outputs.data(), 4);
+      // Published in groups that do not line up with the decoding chunks.
+      for (size_t k = 0; k < found.size(); ++k) {
+        out[k].resize(found[k].decoded_size);
+        outputs[k] = out[k].data();
+        if (k % 100 == 99) decode.Publish(k + 1);
+      }
+      decode.Finish();
+    }
+    for (size_t k = 0; k < found.size(); ++k) ASSERT_EQ(out[k], fixture.values[k]) << k;
+  }
+}
+
+TEST(MapLookupTest, PublishedDecodeRethrowsAndCanBeAbandoned) {
+  LookupFixture fixture(3000, MapCompression::kNone);
+  {
+    const MapIndex intact = IndexOf(fixture.map);
+    const int64_t position = intact.Find(2500 * 7);
+    ASSERT_GE(position, 0);
+    fixture.map[intact.Word(static_cast<uint32_t>(position))] ^= 1;
+  }
+  const MapIndex index = IndexOf(fixture.map);
+  MemorySource source(fixture.map.data(), fixture.map.size(), "m.mb");
+  const MapLookup lookup(index, source, true);
+  const std::vector<FoundValue> found =
+      lookup.Locate(fixture.keys.data(), fixture.keys.size(), 4);
+  std::vector<std::string> out(found.size());
+  std::vector<char*> outputs(found.size(), nullptr);
+  for (size_t k = 0; k < found.size(); ++k) {
+    out[k].resize(found[k].decoded_size);
+    outputs[k] = out[k].data();
+  }
+  const std::string message = CorruptionMessage([&] {
+    PublishedDecode decode(lookup, found, outputs.data(), 4);
+    decode.Finish();
+  });
+  EXPECT_NE(message.find("key 17500"), std::string::npos) << message;
+  // Abandoned half-way (the caller's allocation failed): the helpers stop
+  // before the outputs go, and nothing is rethrown.
+  for (int round = 0; round < 20; ++round) {
+    PublishedDecode decode(lookup, found, outputs.data(), 4);
+    decode.Publish(1024);
+  }
 }
 
 TEST(MapBuildTest, IntMapLayout) {
