@@ -9,10 +9,17 @@
 
 #include "errors.h"
 #include "fault_guard.h"
+#include "prefetch.h"
+#include "stable_order.h"
 #include "thread_pool.h"
 
 namespace sackli {
 namespace {
+
+// Records decoded this far ahead have the first bytes of their stored form
+// fetched (see PrefetchStored).
+constexpr size_t kPrefetchAheadEntries = 2;
+constexpr uint64_t kPrefetchHeadBytes = 512;
 
 // Records of an unmapped source closer than this are read in one request.
 constexpr uint64_t kCoalesceGapBytes = 64 * 1024;
@@ -136,16 +143,38 @@ void ReadPlan::LocateAndSort(const uint64_t* indices, size_t n,
       repeats = repeats || (p.shard == loc.shard && p.local == loc.local);
     }
   }
-  order.resize(n);
-  std::iota(order.begin(), order.end(), 0);
-  if (!sorted) {
-    // Ties by position: the first of a group of repeats has the lowest.
-    std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
-      const Entry& x = entries_[a];
-      const Entry& y = entries_[b];
-      if (x.shard != y.shard) return x.shard < y.shard;
-      return x.local != y.local ? x.local < y.local : a < b;
-    });
+  if (sorted) {
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0);
+  } else {
+    // By (shard, local), ties by position: the first of a group of repeats
+    // has the lowest. Keys pack the shard above the bits of the largest local.
+    uint64_t largest_local = 0;
+    uint32_t largest_shard = 0;
+    for (const Entry& e : entries_) {
+      largest_local = std::max(largest_local, e.local);
+      largest_shard = std::max(largest_shard, e.shard);
+    }
+    int local_bits = 0;
+    while (local_bits < 64 && (largest_local >> local_bits) != 0) ++local_bits;
+    int shard_bits = 0;
+    while (shard_bits < 32 && (largest_shard >> shard_bits) != 0) ++shard_bits;
+    if (local_bits + shard_bits <= 64) {
+      std::vector<uint64_t> keys(n);
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t shard = entries_[i].shard;
+        keys[i] = (local_bits == 64 ? 0 : shard << local_bits) | entries_[i].local;
+      }
+      StableOrder(keys, order);
+    } else {  // more bits than a key holds: compare the entries
+      order.resize(n);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+        const Entry& x = entries_[a];
+        const Entry& y = entries_[b];
+        return x.shard != y.shard ? x.shard < y.shard : x.local < y.local;
+      });
+    }
     repeats = true;  // not known yet: looked for below
   }
   if (!repeats) return;
@@ -337,6 +366,15 @@ void ReadPlan::SumDecodedSizes() {
   for (size_t k = 0; k < positions_; ++k) total_decoded_bytes_ += decoded_size(k);
 }
 
+void ReadPlan::PrefetchStored(size_t i) const {
+  const Entry& e = entries_[i];
+  // The head of the record: a record read at random is a cache and TLB miss,
+  // and the hardware prefetcher follows it once a few lines have missed.
+  if (e.stored != nullptr) {
+    PrefetchBytes(e.stored, static_cast<size_t>(std::min<uint64_t>(e.end - e.begin, kPrefetchHeadBytes)));
+  }
+}
+
 void ReadPlan::DecodeEntry(size_t i, char* dst) const {
   const Entry& e = entries_[i];
   if (e.unsized >= 0) {
@@ -363,7 +401,10 @@ void ReadPlan::Fill(char* const* dst) const {
                                  ? bag_->options().max_parallelism
                                  : 1;
   if (parallelism == 1) {
-    for (size_t i = 0; i < n; ++i) DecodeEntry(i, dst[PositionOfEntry(i)]);
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kPrefetchAheadEntries < n) PrefetchStored(i + kPrefetchAheadEntries);
+      DecodeEntry(i, dst[PositionOfEntry(i)]);
+    }
     CopyRepeats(dst);
     return;
   }
@@ -385,7 +426,9 @@ void ReadPlan::Fill(char* const* dst) const {
   ThreadPool::Shared().ParallelFor(
       block_starts.size() - 1, parallelism, [&](size_t b) {
         try {
-          for (size_t i = block_starts[b]; i < block_starts[b + 1]; ++i) {
+          const size_t end = block_starts[b + 1];
+          for (size_t i = block_starts[b]; i < end; ++i) {
+            if (i + kPrefetchAheadEntries < end) PrefetchStored(i + kPrefetchAheadEntries);
             DecodeEntry(i, dst[PositionOfEntry(i)]);
           }
         } catch (...) {

@@ -97,6 +97,7 @@ class ReadPlan {
     uint64_t decoded_size = 0;
     int64_t unsized = -1;  // index into unsized_ for frames without a size
   };
+  void PrefetchStored(size_t i) const;
   size_t EntryOf(size_t k) const { return entry_of_.empty() ? k : entry_of_[k]; }
   size_t PositionOfEntry(size_t e) const {
     return first_position_.empty() ? e : first_position_[e];

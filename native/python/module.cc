@@ -60,6 +60,7 @@ PYBIND11_MODULE(_engine, m) {
   RegisterFastPaths(m);
   RegisterIntMap(m);
   RegisterRowCodec(m);
+  RegisterDatapoints(m);
   RegisterFormat(m);
   RegisterMisc(m);
 }

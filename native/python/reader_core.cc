@@ -52,75 +52,6 @@ py::list ReadToList(const Reader& reader, const std::vector<uint64_t>& globals) 
   return out;
 }
 
-// Records read ahead for an iterator (see ReadAhead), handed over as a list
-// of `bytes` by result(). Mapped bags decode straight into the `bytes`
-// allocated at the start (one copy, and memory the consumer freed from an
-// earlier batch is reused); others decode into one buffer, copied into
-// `bytes` at result().
-class PendingRecords {
- public:
-  PendingRecords(const Reader& reader, std::vector<uint64_t> globals) {
-    ahead_ = ReadAhead::Start(
-        reader, std::move(globals), [this](const ReadPlan& plan, char** dst) {
-          objects_ = py::list(plan.size());
-          in_place_ = true;
-          first_ = FirstPositions(plan);
-          KeepHeapForBatches(plan.total_decoded_bytes());
-          for (size_t k = 0; k < plan.size(); ++k) {
-            if (plan.FirstPosition(k) != k) continue;  // shared at result()
-            PyObject* bytes = NewBytes(plan.decoded_size(k));
-            PyList_SET_ITEM(objects_.ptr(), static_cast<Py_ssize_t>(k), bytes);
-            dst[k] = BytesData(bytes);
-          }
-        });
-  }
-  PendingRecords(PendingRecords&& other) noexcept
-      : ahead_(std::move(other.ahead_)),
-        objects_(std::move(other.objects_)),
-        first_(std::move(other.first_)),
-        in_place_(std::exchange(other.in_place_, false)) {}
-  PendingRecords(const PendingRecords&) = delete;
-
-  // The pool writes into objects_ until the fill ends: wait before they go.
-  ~PendingRecords() {
-    if (in_place_) WaitUninterrupted(ahead_);
-  }
-
-  py::list Result() {
-    WaitNoticingSignals(ahead_);
-    ahead_.RethrowIfFailed();
-    if (const DecodedRecords* records = ahead_.buffered()) return CopyOut(*records);
-    if (!objects_) ThrowInvalidArgument("result() was already taken");
-    py::list objects = std::move(objects_);
-    ShareRepeats(objects.ptr(), first_);
-    return objects;
-  }
-
- private:
-  static py::list CopyOut(const DecodedRecords& records) {
-    const size_t n = records.offsets.empty() ? 0 : records.offsets.size() - 1;
-    py::list out(n);
-    for (size_t k = 0; k < n; ++k) {
-      if (!records.first_position.empty() && records.first_position[k] != k) {
-        continue;  // shared below
-      }
-      const uint64_t begin = records.offsets[k];
-      PyObject* bytes = PyBytes_FromStringAndSize(
-          records.data.data() + begin,
-          static_cast<Py_ssize_t>(records.offsets[k + 1] - begin));
-      if (bytes == nullptr) throw py::error_already_set();
-      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), bytes);
-    }
-    ShareRepeats(out.ptr(), records.first_position);
-    return out;
-  }
-
-  ReadAhead ahead_;
-  py::list objects_;              // mapped bags: the records, being filled
-  std::vector<uint32_t> first_;   // mapped bags: repeats (empty: none)
-  bool in_place_ = false;
-};
-
 // A batch read running in the background into one buffer.
 class PendingBatch {
  public:
@@ -180,6 +111,61 @@ void RegisterBag(py::module_& m) {
 }
 
 }  // namespace
+
+PendingRecords::PendingRecords(const Reader& reader, std::vector<uint64_t> globals) {
+  ahead_ = ReadAhead::Start(
+      reader, std::move(globals), [this](const ReadPlan& plan, char** dst) {
+        objects_ = py::list(plan.size());
+        in_place_ = true;
+        first_ = FirstPositions(plan);
+        KeepHeapForBatches(plan.total_decoded_bytes());
+        for (size_t k = 0; k < plan.size(); ++k) {
+          if (plan.FirstPosition(k) != k) continue;  // shared at result()
+          PyObject* bytes = NewBytes(plan.decoded_size(k));
+          PyList_SET_ITEM(objects_.ptr(), static_cast<Py_ssize_t>(k), bytes);
+          dst[k] = BytesData(bytes);
+        }
+      });
+}
+
+PendingRecords::PendingRecords(PendingRecords&& other) noexcept
+    : ahead_(std::move(other.ahead_)),
+      objects_(std::move(other.objects_)),
+      first_(std::move(other.first_)),
+      in_place_(std::exchange(other.in_place_, false)) {}
+
+PendingRecords::~PendingRecords() {
+  if (in_place_) WaitUninterrupted(ahead_);
+}
+
+py::list PendingRecords::Result() {
+  WaitNoticingSignals(ahead_);
+  ahead_.RethrowIfFailed();
+  if (const DecodedRecords* records = ahead_.buffered()) return CopyOut(*records);
+  if (!objects_) ThrowInvalidArgument("result() was already taken");
+  py::list objects = std::move(objects_);
+  ShareRepeats(objects.ptr(), first_);
+  return objects;
+}
+
+py::list PendingRecords::CopyOut(const DecodedRecords& records) {
+  const size_t n = records.offsets.empty() ? 0 : records.offsets.size() - 1;
+  py::list out(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (!records.first_position.empty() && records.first_position[k] != k) {
+      continue;  // shared below
+    }
+    const uint64_t begin = records.offsets[k];
+    PyObject* bytes = PyBytes_FromStringAndSize(
+        records.data.data() + begin,
+        static_cast<Py_ssize_t>(records.offsets[k + 1] - begin));
+    if (bytes == nullptr) throw py::error_already_set();
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), bytes);
+  }
+  ShareRepeats(out.ptr(), records.first_position);
+  return out;
+}
+
 
 py::bytes ReadRecord(const Reader& reader, int64_t index) {
   StoredRecord record;

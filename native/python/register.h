@@ -23,5 +23,6 @@ void RegisterArrowStream(pybind11::module_& m);  // arrow_stream.cc (after reade
 void RegisterFastPaths(pybind11::module_& m);  // fast_paths.cc (after reader, index)
 void RegisterIntMap(pybind11::module_& m);     // int_map.cc: sackli.maps' core
 void RegisterRowCodec(pybind11::module_& m);   // row_codec.cc: sackli.arrow's rows
+void RegisterDatapoints(pybind11::module_& m);  // datapoints.cc: sackli.datasets' batches
 
 }  // namespace sackli::python

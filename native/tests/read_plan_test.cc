@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <algorithm>
 #include <numeric>
+#include <random>
 
 #include "errors.h"
+#include "stable_order.h"
 #include "test_bags.h"
 
 namespace sackli {
@@ -342,6 +345,29 @@ TEST(VisitRecords, VisitsTheViewInOrderAndStops) {
       },
       nullptr);
   EXPECT_EQ(visited, (std::vector<uint64_t>{10, 11, 12}));
+}
+
+}  // namespace
+}  // namespace sackli
+
+namespace sackli {
+namespace {
+
+TEST(StableOrderTest, MatchesAStableComparisonSort) {
+  std::mt19937_64 random(7);
+  for (size_t n : {0, 1, 2, 100, 511, 512, 513, 5000, 70000}) {
+    for (uint64_t range : {uint64_t{3}, uint64_t{1000}, uint64_t{1} << 40, ~uint64_t{0}}) {
+      std::vector<uint64_t> keys(n);
+      for (uint64_t& key : keys) key = range == ~uint64_t{0} ? random() : random() % range;
+      std::vector<uint32_t> expected(n);
+      std::iota(expected.begin(), expected.end(), 0);
+      std::stable_sort(expected.begin(), expected.end(),
+                       [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+      std::vector<uint32_t> order;
+      StableOrder(keys, order);
+      ASSERT_EQ(order, expected) << n << " keys below " << range;
+    }
+  }
 }
 
 }  // namespace

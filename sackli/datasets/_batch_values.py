@@ -24,7 +24,7 @@ from .. import _bulk
 from .._reader import Reader
 from . import _codecs
 
-__all__ = ["BatchRead", "batch_read"]
+__all__ = ["BatchRead", "NATIVE_BYTES", "batch_read", "native_kind"]
 
 # (reader, indices) -> the decoded values, or None.
 BatchRead = Callable[[Reader, list[int]], Optional[list[Any]]]
@@ -43,6 +43,29 @@ def batch_read(codec: Any, args: tuple[str, ...]) -> BatchRead | None:
         size = int(args[0]) if args[0].isdigit() else 0
         if size in _UNSIGNED and endian in ("little", "big"):
             return functools.partial(_read_unsigned, size, endian)
+    return None
+
+
+# The value kinds of _engine.read_datapoints: (kind, int size, big-endian).
+NATIVE_BYTES = (0, 0, False)
+_NATIVE_UTF8 = (1, 0, False)
+_NATIVE_UNSIGNED = 2
+
+
+def native_kind(codec: Any, args: tuple[str, ...]) -> tuple[int, int, bool] | None:
+    """How _engine.read_datapoints makes the values of a field whose codec
+    (an undecorated decoder of the codec table) is `codec`: the record as
+    bytes, UTF-8 as str or an unsigned int (those codecs' results); None when
+    the values are the codec's to make (from the records as bytes)."""
+    if codec is _codecs.bytes_identity:
+        return NATIVE_BYTES
+    if codec is _codecs.utf8_decode:
+        return _NATIVE_UTF8
+    if codec is _codecs.int_decode and args:
+        endian = args[1] if len(args) > 1 else "little"
+        size = int(args[0]) if args[0].isdigit() else 0
+        if 1 <= size <= 8 and endian in ("little", "big"):
+            return (_NATIVE_UNSIGNED, size, endian == "big")
     return None
 
 

@@ -1,9 +1,12 @@
 """`DatasetReader`: reads one dataset folder (a shard) written by `bags`
 0.5.1 or sackli.datasets.
 
-A batch of datapoints costs one engine batch read of refs.bag and one per
-requested field (list items of all datapoints gathered into one batch), each
-parallel with the GIL released; only the decoders run per value in Python.
+A batch of datapoints is one engine call (_engine.read_datapoints): it reads
+refs.bag and every requested field (list items of all datapoints gathered
+into one batch per field) on the pool, and makes the bytes, str and int
+values of the built-in codecs itself; other decoders then run per value in
+Python. Batches it does not take (refs or values out of the ordinary) go
+field by field in Python, which names what is wrong.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ import os
 from itertools import chain
 from typing import Any, Mapping
 
+from .. import _engine
 from .._engine import CorruptionError
 from .._reader import Reader
 from ._bag import open_records
-from ._batch_values import BatchRead, batch_read
+from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
 from ._closing import ClosesOnExit
 from ._datapoints import Datapoint, DatapointSequence, Mask
@@ -89,6 +93,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._rows = range(len(self._refs))
         # Readers never change length: cache it (len() on a Reader costs a call).
         self._lengths = {field: len(reader) for field, reader in self._readers.items()}
+        self._refs_are_lists = [ftype.is_list for ftype in self._fields.values()]
         self._decoders_by_field: dict[str, Any] = {}
         self._batch_reads: dict[str, BatchRead | None] = {}
         self._plans = MaskPlans(self._fields, self._directory, self._compile)
@@ -176,6 +181,10 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         datapoints: list[Datapoint] = [{} for _ in rows]
         if not rows or not plan:
             return datapoints
+        if len(rows) > _FEW:
+            read = self._read_rows_in_the_engine(rows, plan)
+            if read is not None:
+                return read
         refs = self._read_refs(rows)
         for position, field, ftype, selection in plan:
             field_refs = [datapoint_refs[position] for datapoint_refs in refs]
@@ -183,6 +192,37 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
                 self._read_lists(rows, field, ftype, field_refs, selection, datapoints)
             else:
                 self._read_scalars(rows, field, ftype, field_refs, datapoints)
+        return datapoints
+
+    def _read_rows_in_the_engine(self, rows: list[int], plan: Plan) -> list[Datapoint] | None:
+        """The datapoints at `rows` from one _engine.read_datapoints call,
+        the fields of other codecs decoded here; None when the batch must go
+        field by field (something in it is out of the ordinary)."""
+        fields, decode_here = [], []
+        for position, field, ftype, selection in plan:
+            first, last = (0, None) if selection is True else selection  # type: ignore[misc]
+            kind = native_kind(self._decoders.get(ftype.dtype), ftype.args)
+            if kind is None:
+                # Raises here, as _read_values would, when the type has no decoder.
+                decode_here.append((field, ftype.is_list, self._decoder(field, ftype)))
+                kind = NATIVE_BYTES
+            fields.append((field, position, ftype.is_list, self._readers[field]._core, *kind,
+                           first, last))
+        datapoints = _engine.read_datapoints(self._refs._core, rows, fields, self._refs_are_lists)
+        if datapoints is None:
+            return None
+        try:
+            for field, is_list, decode in decode_here:
+                if is_list:
+                    for datapoint in datapoints:
+                        datapoint[field] = list(map(decode, datapoint[field]))
+                else:
+                    for datapoint in datapoints:
+                        datapoint[field] = decode(datapoint[field])
+        except ImportError:
+            raise
+        except Exception:  # a value that does not decode: the slower way names it
+            return None
         return datapoints
 
     def _read_refs(self, rows: list[int]) -> list[list[Any]]:

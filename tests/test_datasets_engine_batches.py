@@ -1,0 +1,178 @@
+"""Batches of datapoints built by the engine (_engine.read_datapoints): the
+same datapoints as reading each one alone, for every built-in codec, masks
+and repeats; and every batch the engine does not take (bad refs, values that
+do not decode) still raises the error that names the problem."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import msgpack
+import numpy as np
+import pytest
+
+import sackli
+import sackli._engine
+from sackli import datasets
+
+from datasets_helpers import assert_same_datapoint
+
+SPEC = {
+    "bytes": "bytes", "text": "utf8", "u1": "int(1)", "u2be": "int(2,big)", "u8": "int(8)",
+    "words": "utf8[]", "blobs": "bytes[]", "numbers": "int(4)[]", "meta": "msgpack",
+    "vector": "array(float32,3)", "tags": "msgpack[]",
+}
+N = 300
+
+
+def datapoint(i: int) -> dict:
+    rng = random.Random(i)
+    return {
+        "bytes": rng.randbytes(rng.randrange(0, 200)),
+        "text": "".join(rng.choice("aé漢🙂 ") for _ in range(rng.randrange(0, 12))),
+        "u1": i % 256, "u2be": (i * 37) % 65536, "u8": rng.randrange(1 << 64),
+        "words": [f"w{i}-{j}" for j in range(rng.randrange(0, 6))],
+        "blobs": [rng.randbytes(rng.randrange(0, 9)) for _ in range(rng.randrange(0, 4))],
+        "numbers": [rng.randrange(1 << 32) for _ in range(rng.randrange(0, 5))],
+        "meta": {"i": i, "odd": bool(i % 2)},
+        "vector": np.full(3, i, np.float32),
+        "tags": [[i, "t"]] * rng.randrange(0, 3),
+    }
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("engine-batches") / "ds")
+    with datasets.DatasetWriter(path, SPEC) as writer:
+        for i in range(N):
+            writer.append(datapoint(i))
+    return path
+
+
+@pytest.fixture
+def engine_calls(monkeypatch) -> list:
+    """Each call of _engine.read_datapoints and its result."""
+    calls = []
+    real = sackli._engine.read_datapoints
+
+    def counted(*args):
+        result = real(*args)
+        calls.append(result)
+        return result
+    monkeypatch.setattr(sackli._engine, "read_datapoints", counted)
+    return calls
+
+
+MASKS = [
+    None, {"text": True}, {"words": range(1, 3)}, {"words": slice(2, None), "u8": True},
+    {"blobs": range(0, 1), "numbers": True, "meta": True}, {"tags": range(5, 9)},
+    {"vector": True, "u1": True, "u2be": True, "bytes": True},
+]
+
+
+@pytest.mark.parametrize("mask", MASKS, ids=str)
+def test_engine_batches_match_single_datapoints(folder, engine_calls, mask) -> None:
+    reader = datasets.DatasetReader(folder)
+    rng = random.Random(5)
+    rows = [rng.randrange(N) for _ in range(200)] + [7, 7, -1, -N]
+    batch = reader.read_indices(rows, mask)
+    assert engine_calls and engine_calls[-1] is not None  # the engine built it
+    assert len(batch) == len(rows)
+    for row, got in zip(rows, batch):
+        assert_same_datapoint(got, reader[row] if mask is None else reader[row, mask])
+    # Repeated rows are separate dicts with separate lists.
+    first, second = batch[200], batch[201]
+    assert first is not second
+    if "words" in first:
+        assert first["words"] == second["words"] and first["words"] is not second["words"]
+
+
+def test_engine_batches_match_bags(folder, engine_calls) -> None:
+    bags = pytest.importorskip("bags")
+    import bags.formats
+    theirs = bags.DatasetReader(folder, bags.formats.decoders)
+    ours = datasets.DatasetReader(folder)
+    rows = list(range(0, N, 3))
+    batch = ours.read_indices(rows)
+    assert engine_calls[-1] is not None
+    for row, got in zip(rows, batch):
+        assert_same_datapoint(got, theirs[row])
+
+
+def _rewrite(folder: str, tmp_path, field: str, records: dict[int, bytes]) -> str:
+    """A copy of the dataset whose bags file `field` has `records` replaced."""
+    copy = str(tmp_path / "copy")
+    os.makedirs(copy)
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name), "rb") as src, \
+                open(os.path.join(copy, name), "wb") as dst:
+            dst.write(src.read())
+    path = os.path.join(copy, f"{field}.bag")
+    old = datasets.BagReader(path)
+    values = [records.get(i, old[i]) for i in range(len(old))]
+    old.close()
+    os.remove(path)
+    with datasets.BagWriter(path) as writer:
+        for value in values:
+            writer.append(value)
+    return copy
+
+
+def test_refs_the_engine_does_not_take_raise_as_before(folder, tmp_path, engine_calls) -> None:
+    refs = datasets.BagReader(os.path.join(folder, "refs.bag"))
+    good = msgpack.unpackb(refs[40])
+    refs.close()
+    bad = list(good)
+    bad[0] = -3  # a negative record index for `blobs` (sorted field order)
+    copy = _rewrite(folder, tmp_path, "refs", {40: msgpack.packb(bad)})
+    reader = datasets.DatasetReader(copy)
+    with pytest.raises(sackli.CorruptionError, match="datapoint 40"):
+        reader.read_indices(range(30, 60))
+    assert engine_calls[-1] is None  # the engine declined; the slower way raised
+    assert len(reader.read_indices(range(0, 30))) == 30
+
+
+def test_a_ref_past_its_field_raises_naming_the_field(folder, tmp_path, engine_calls) -> None:
+    refs = datasets.BagReader(os.path.join(folder, "refs.bag"))
+    good = msgpack.unpackb(refs[12])
+    fields = sorted(SPEC)
+    refs.close()
+    bad = list(good)
+    bad[fields.index("text")] = N + 5
+    copy = _rewrite(folder, tmp_path, "refs", {12: msgpack.packb(bad)})
+    with pytest.raises(sackli.CorruptionError, match="text"):
+        datasets.DatasetReader(copy).read_indices(range(0, 40))
+    assert engine_calls[-1] is None
+
+
+def test_text_that_is_not_utf8_raises_naming_the_record(folder, tmp_path, engine_calls) -> None:
+    copy = _rewrite(folder, tmp_path, "text", {9: b"\xff\xfe"})
+    with pytest.raises(ValueError, match="record 9 of field 'text'"):
+        datasets.DatasetReader(copy).read_indices(range(0, 40))
+    assert engine_calls[-1] is None
+
+
+def test_an_int_of_another_size_decodes_as_bags_does(folder, tmp_path, engine_calls) -> None:
+    copy = _rewrite(folder, tmp_path, "u1", {3: b"\x01\x02"})
+    batch = datasets.DatasetReader(copy).read_indices(range(0, 40), {"u1": True})
+    assert engine_calls[-1] is None
+    assert batch[3] == {"u1": 0x0201}  # int.from_bytes, little-endian
+    assert batch[4] == {"u1": 4}
+
+
+def test_a_decoder_that_fails_raises_naming_the_record(folder, tmp_path) -> None:
+    copy = _rewrite(folder, tmp_path, "meta", {20: b"\xc1"})  # never valid msgpack
+    with pytest.raises(ValueError, match="record 20 of field 'meta'"):
+        datasets.DatasetReader(copy).read_indices(range(0, 40))
+
+
+def test_custom_decoders_run_on_engine_batches(folder, engine_calls) -> None:
+    decoders = dict(datasets.decoders)
+    decoders["utf8"] = lambda buffer: buffer.decode("utf-8").upper()
+    reader = datasets.DatasetReader(folder, decoders=decoders)
+    batch = reader.read_indices(range(0, 50), {"text": True, "words": True})
+    assert engine_calls[-1] is not None
+    assert [d["text"] for d in batch] == [datapoint(i)["text"].upper() for i in range(50)]
+    assert [d["words"] for d in batch] == [[w.upper() for w in datapoint(i)["words"]]
+                                           for i in range(50)]
