@@ -14,9 +14,11 @@
 // errors (a damaged or changed file) are raised as for any read.
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataset_refs.h"
@@ -24,7 +26,11 @@
 #include "python/gil.h"
 #include "python/indices.h"
 #include "python/reader_core.h"
+#include "errors.h"
 #include "python/register.h"
+#include "fault_guard.h"
+#include "prefetch.h"
+#include "read_plan.h"
 #include "reader.h"
 
 namespace py = pybind11;
@@ -53,9 +59,12 @@ struct FieldPlan {
   std::optional<uint64_t> last;
 
   // This batch: the records to read, and where each datapoint's items are
-  // (list fields: datapoint k's items are values[begin[k], begin[k + 1])).
+  // (list fields: datapoint k's items are values[begin[k], begin[k + 1]),
+  // the view indices [run_start[k], run_start[k] + run_length[k])).
   std::vector<uint64_t> globals;
   std::vector<size_t> begin;
+  std::vector<uint64_t> run_start;
+  std::vector<uint64_t> run_length;
 };
 
 FieldPlan FieldArgument(py::handle spec) {
@@ -89,8 +98,11 @@ bool PlanRecords(const std::vector<DatasetRef>& refs, size_t refs_per_row, size_
                  std::vector<FieldPlan>& fields) {
   for (FieldPlan& field : fields) {
     const uint64_t length = field.reader->size();
-    field.globals.reserve(rows);
-    if (field.is_list) field.begin.reserve(rows + 1);
+    if (!field.is_list) field.globals.reserve(rows);
+    if (field.is_list) {
+      field.run_start.reserve(rows);
+      field.run_length.reserve(rows);
+    }
     for (size_t k = 0; k < rows; ++k) {
       const DatasetRef& ref = refs[k * refs_per_row + field.position];
       if (!field.is_list) {
@@ -101,45 +113,208 @@ bool PlanRecords(const std::vector<DatasetRef>& refs, size_t refs_per_row, size_
       if (ref.start > length || ref.length > length - ref.start) return false;
       uint64_t stop = ref.start + ref.length;
       if (field.last && *field.last < ref.length) stop = ref.start + *field.last;
-      field.begin.push_back(field.globals.size());
-      for (uint64_t i = ref.start + field.first; i < stop; ++i) {
-        field.globals.push_back(field.reader->GlobalIndex(static_cast<int64_t>(i)));
-      }
+      const uint64_t start = ref.start + field.first;
+      field.run_start.push_back(start);
+      field.run_length.push_back(start < stop ? stop - start : 0);
     }
-    if (field.is_list) field.begin.push_back(field.globals.size());
   }
   return true;
 }
 
-// The values of packed records as `str` or `int` objects (a new list), or
-// None when one does not decode as the field's kind.
-py::object PackedValues(const FieldPlan& field, const DecodedRecords& records) {
-  const size_t n = records.offsets.size() - 1;
-  py::list values(n);
-  const char* data = records.data.data();
-  for (size_t k = 0; k < n; ++k) {
-    const char* record = data + records.offsets[k];
-    const size_t size = static_cast<size_t>(records.offsets[k + 1] - records.offsets[k]);
-    PyObject* value;
-    if (field.kind == ValueKind::kUtf8) {
-      value = PyUnicode_DecodeUTF8(record, static_cast<Py_ssize_t>(size), nullptr);
+// A list field's records as globals, and where each datapoint's are, for a
+// packed read.
+void PlanListGlobals(FieldPlan& field) {
+  field.begin.assign(1, 0);
+  for (size_t k = 0; k < field.run_start.size(); ++k) {
+    for (uint64_t i = 0; i < field.run_length[k]; ++i) {
+      field.globals.push_back(
+          field.reader->GlobalIndex(static_cast<int64_t>(field.run_start[k] + i)));
+    }
+    field.begin.push_back(field.globals.size());
+  }
+}
+
+// The value of record[0, size) as the field's kind makes it (a new
+// reference), or nullptr when it does not decode as that kind (no Python
+// error set: the slower way names the record).
+PyObject* MakeValue(const FieldPlan& field, const char* record, size_t size) {
+  switch (field.kind) {
+    case ValueKind::kBytes: {
+      PyObject* value = PyBytes_FromStringAndSize(record, static_cast<Py_ssize_t>(size));
+      if (value == nullptr) throw py::error_already_set();
+      return value;
+    }
+    case ValueKind::kUtf8: {
+      PyObject* value = PyUnicode_DecodeUTF8(record, static_cast<Py_ssize_t>(size), nullptr);
       if (value == nullptr) {
-        PyErr_Clear();  // the slower way names the record
-        return py::none();
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) throw py::error_already_set();
+        PyErr_Clear();
       }
-    } else {
-      if (size != field.int_size) return py::none();  // as `bags` reads it: the slower way
+      return value;
+    }
+    case ValueKind::kUnsigned: {
+      if (size != field.int_size) return nullptr;  // `bags` decodes it: the slower way
       uint64_t number = 0;
       for (size_t i = 0; i < size; ++i) {
         const auto byte = static_cast<unsigned char>(record[field.big_endian ? i : size - 1 - i]);
         number = (number << 8) | byte;
       }
-      value = PyLong_FromUnsignedLongLong(number);
+      PyObject* value = PyLong_FromUnsignedLongLong(number);
       if (value == nullptr) throw py::error_already_set();
+      return value;
     }
+  }
+  return nullptr;
+}
+
+// Values of `field` for each datapoint (a list of n values, or of n lists
+// for a list field) from its records packed in `records`; None when one
+// does not decode as the field's kind.
+py::object PackedValues(const FieldPlan& field, const DecodedRecords& records, size_t n) {
+  const char* data = records.data.data();
+  auto make = [&](size_t k) {
+    return MakeValue(field, data + records.offsets[k],
+                     static_cast<size_t>(records.offsets[k + 1] - records.offsets[k]));
+  };
+  py::list values(n);
+  for (size_t k = 0; k < n; ++k) {
+    PyObject* value;
+    if (field.is_list) {
+      const size_t first = field.begin[k];
+      value = PyList_New(static_cast<Py_ssize_t>(field.begin[k + 1] - first));
+      if (value == nullptr) throw py::error_already_set();
+      PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), value);  // owned by values now
+      for (size_t i = first; i < field.begin[k + 1]; ++i) {
+        PyObject* item = make(i);
+        if (item == nullptr) return py::none();
+        PyList_SET_ITEM(value, static_cast<Py_ssize_t>(i - first), item);
+      }
+      continue;
+    }
+    value = make(k);
+    if (value == nullptr) return py::none();
     PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), value);
   }
   return values;
+}
+
+// Whether `reader`'s records can be read where they lie: a mapped bag
+// that stores them uncompressed, seen through a view of step 1.
+bool ReadableInPlace(const Reader& reader) {
+  const Bag& bag = *reader.bag();
+  return reader.view().step == 1 && bag.all_mapped() && !bag.any_compressed();
+}
+
+// fn() with the reads of every shard of `bag` guarded (scopes nest).
+template <typename Fn>
+void GuardedBag(const Bag& bag, const Fn& fn, size_t shard = 0) {
+  if (shard == bag.num_shards()) {
+    fn();
+    return;
+  }
+  Guarded(bag.shard(shard).records(), [&] { GuardedBag(bag, fn, shard + 1); });
+}
+
+// A record where it lies in its mapping.
+struct InPlace {
+  const char* data;
+  uint64_t size;
+};
+
+// The records of view indices [start, start + length) where they lie (one
+// piece: MappedRun), appended to `records`, each one's head prefetched: the
+// records of a batch are scattered over the file, and each is a cache and
+// TLB miss that the visits that follow then do not wait for. False when the
+// run is not in one mapped piece.
+bool LocateInPlace(const Bag& bag, uint64_t first, uint64_t length,
+                   std::vector<uint64_t>& offsets, std::vector<InPlace>& records) {
+  const char* data = nullptr;
+  if (!MappedRun(bag, first, length, &data, offsets)) return false;
+  PrefetchBytes(data, static_cast<size_t>(std::min<uint64_t>(offsets[length], kCacheLineBytes)));
+  for (uint64_t i = 0; i < length; ++i) {
+    records.push_back({data + offsets[i], offsets[i + 1] - offsets[i]});
+  }
+  return true;
+}
+
+// Calls visit(k, record, size) for the record of each of `globals`, in
+// order, where it lies in the mapping (the reads guarded), until visit
+// returns false. False, visiting nothing, unless ReadableInPlace(reader).
+template <typename Visit>
+bool ForEachMappedRecord(const Reader& reader, const std::vector<uint64_t>& globals,
+                         const Visit& visit) {
+  if (!ReadableInPlace(reader)) return false;
+  const Bag& bag = *reader.bag();
+  std::vector<uint64_t> offsets;
+  std::vector<InPlace> records;
+  records.reserve(globals.size());
+  for (uint64_t global : globals) {
+    if (!LocateInPlace(bag, global, 1, offsets, records)) {
+      ThrowOutOfRange("record " + std::to_string(global) + " is not in the bag");
+    }
+  }
+  GuardedBag(bag, [&] {
+    for (size_t k = 0; k < records.size(); ++k) {
+      if (!visit(k, records[k].data, static_cast<size_t>(records[k].size))) break;
+    }
+  });
+  return true;
+}
+
+// A scalar field's values straight from its mapping (see ReadableInPlace);
+// nullopt when it cannot be read in place, None when a value does not
+// decode as the field's kind.
+std::optional<py::object> MappedScalarValues(const FieldPlan& field, size_t n) {
+  py::list values(n);
+  bool decoded = true;
+  const bool in_place = ForEachMappedRecord(
+      *field.reader, field.globals, [&](size_t k, const char* record, size_t size) {
+        PyObject* value = MakeValue(field, record, size);
+        decoded = value != nullptr;
+        if (decoded) PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), value);
+        return decoded;
+      });
+  if (!in_place) return std::nullopt;
+  if (!decoded) return py::object(py::none());
+  return py::object(std::move(values));
+}
+
+// A list field's values straight from its memory mapping (records stored
+// uncompressed in a mapped bag): each datapoint's run of records lies in
+// one piece, so nothing is planned, sorted or copied before the values are
+// made. nullopt when the bag is not such a bag (then the field is read
+// packed); None when a value does not decode as the field's kind.
+std::optional<py::object> MappedListValues(const FieldPlan& field, size_t n) {
+  const Reader& reader = *field.reader;
+  const Bag& bag = *reader.bag();
+  if (!ReadableInPlace(reader)) return std::nullopt;
+  std::vector<uint64_t> offsets;
+  std::vector<InPlace> records;
+  for (size_t k = 0; k < n; ++k) {
+    const uint64_t length = field.run_length[k];
+    if (length != 0 && !LocateInPlace(bag, reader.view().Global(field.run_start[k]), length,
+                                      offsets, records)) {
+      return std::nullopt;  // a run across shards
+    }
+  }
+  py::list values(n);
+  bool decoded = true;
+  GuardedBag(bag, [&] {
+    size_t at = 0;
+    for (size_t k = 0; k < n && decoded; ++k) {
+      const uint64_t length = field.run_length[k];
+      PyObject* list = PyList_New(static_cast<Py_ssize_t>(length));
+      if (list == nullptr) throw py::error_already_set();
+      PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), list);  // owned by values now
+      for (uint64_t i = 0; i < length && decoded; ++i, ++at) {
+        PyObject* item = MakeValue(field, records[at].data, static_cast<size_t>(records[at].size));
+        decoded = item != nullptr;
+        if (decoded) PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+      }
+    }
+  });
+  if (!decoded) return py::object(py::none());
+  return py::object(std::move(values));
 }
 
 // read_datapoints(refs, rows, fields, refs_are_lists) -> list of dicts, or
@@ -163,38 +338,68 @@ py::object ReadDatapoints(const Reader& refs_reader, py::handle rows, py::list f
   }
   std::vector<uint64_t> ref_globals = ResolveIndices(refs_reader.view(), rows);
   const size_t n = ref_globals.size();
-  std::shared_ptr<PendingRead> refs_read = refs_reader.StartRead(std::move(ref_globals));
-  WaitNoticingSignals(*refs_read);
   std::vector<DatasetRef> refs(n * refs_per_row);
   bool planned = true;
+  auto parse = [&](size_t k, const char* record, size_t size) {
+    planned = ParseDatasetRefs(record, size, is_list, refs.data() + k * refs_per_row);
+  };
+  // Parsed where they lie when refs.bag is mapped, else read packed first.
+  bool in_place;
   {
+    ReleaseGil release;
+    in_place = ForEachMappedRecord(refs_reader, ref_globals,
+                                   [&](size_t k, const char* record, size_t size) {
+                                     parse(k, record, size);
+                                     return planned;
+                                   });
+  }
+  if (!in_place) {
+    std::shared_ptr<PendingRead> refs_read = refs_reader.StartRead(std::move(ref_globals));
+    WaitNoticingSignals(*refs_read);
     ReleaseGil release;
     const DecodedRecords& records = refs_read->Result();
     for (size_t k = 0; k < n && planned; ++k) {
       const uint64_t begin = records.offsets[k];
-      planned = ParseDatasetRefs(records.data.data() + begin,
-                                 static_cast<size_t>(records.offsets[k + 1] - begin), is_list,
-                                 refs.data() + k * refs_per_row);
+      parse(k, records.data.data() + begin,
+            static_cast<size_t>(records.offsets[k + 1] - begin));
     }
-    planned = planned && PlanRecords(refs, refs_per_row, n, fields);
+  }
+  if (planned) {
+    ReleaseGil release;
+    planned = PlanRecords(refs, refs_per_row, n, fields);
   }
   if (!planned) return py::none();
-  // Every field's read starts now; the pool runs them while the values of
-  // the packed ones are made below, in order.
+  // Every field's read starts now; the pool runs them while this thread
+  // makes the values of the others, in order: list fields straight from
+  // their mapping, then the packed ones.
   std::vector<std::optional<PendingRecords>> as_bytes(fields.size());
   std::vector<std::shared_ptr<PendingRead>> packed(fields.size());
+  std::vector<py::object> values(fields.size());
   for (size_t f = 0; f < fields.size(); ++f) {
+    if (fields[f].is_list) continue;
     if (fields[f].kind == ValueKind::kBytes) {
+      // Copies of large values: on the pool, in parallel.
       as_bytes[f].emplace(*fields[f].reader, fields[f].globals);
-    } else {
+    } else if (!ReadableInPlace(*fields[f].reader)) {
       packed[f] = StartPacked(fields[f]);
     }
   }
-  std::vector<py::object> values(fields.size());
+  for (size_t f = 0; f < fields.size(); ++f) {
+    if (as_bytes[f] || packed[f]) continue;
+    std::optional<py::object> mapped = fields[f].is_list ? MappedListValues(fields[f], n)
+                                                         : MappedScalarValues(fields[f], n);
+    if (mapped) {
+      values[f] = std::move(*mapped);
+      if (values[f].is_none()) return py::none();
+    } else {
+      if (fields[f].is_list) PlanListGlobals(fields[f]);
+      packed[f] = StartPacked(fields[f]);
+    }
+  }
   for (size_t f = 0; f < fields.size(); ++f) {
     if (!packed[f]) continue;
     WaitNoticingSignals(*packed[f]);
-    values[f] = PackedValues(fields[f], packed[f]->Result());
+    values[f] = PackedValues(fields[f], packed[f]->Result(), n);
     if (values[f].is_none()) return py::none();
   }
   for (size_t f = 0; f < fields.size(); ++f) {
@@ -202,23 +407,15 @@ py::object ReadDatapoints(const Reader& refs_reader, py::handle rows, py::list f
   }
   py::list datapoints(n);
   for (size_t k = 0; k < n; ++k) {
-    py::dict datapoint;
+    PyObject* datapoint = PyDict_New();
+    if (datapoint == nullptr) throw py::error_already_set();
+    PyList_SET_ITEM(datapoints.ptr(), static_cast<Py_ssize_t>(k), datapoint);
     for (size_t f = 0; f < fields.size(); ++f) {
-      PyObject* list = values[f].ptr();
-      PyObject* value;
-      if (fields[f].is_list) {
-        value = PyList_GetSlice(list, static_cast<Py_ssize_t>(fields[f].begin[k]),
-                                static_cast<Py_ssize_t>(fields[f].begin[k + 1]));
-        if (value == nullptr) throw py::error_already_set();
-      } else {
-        value = PyList_GET_ITEM(list, static_cast<Py_ssize_t>(k));
-        Py_INCREF(value);
+      PyObject* value = PyList_GET_ITEM(values[f].ptr(), static_cast<Py_ssize_t>(k));
+      if (PyDict_SetItem(datapoint, fields[f].name.ptr(), value) != 0) {
+        throw py::error_already_set();
       }
-      const int status = PyDict_SetItem(datapoint.ptr(), fields[f].name.ptr(), value);
-      Py_DECREF(value);
-      if (status != 0) throw py::error_already_set();
     }
-    PyList_SET_ITEM(datapoints.ptr(), static_cast<Py_ssize_t>(k), datapoint.release().ptr());
   }
   return datapoints;
 }
