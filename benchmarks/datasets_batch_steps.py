@@ -18,11 +18,11 @@ Steps (medians over `--repeat` rounds of 10 batches, per batch):
 The engine steps allocate one Python object per record; whether the heap
 reuses the memory freed by the previous batch or asks the kernel for fresh
 pages (glibc returns a freed heap top to the kernel) moves them by 2-4x.
-Run it both ways to see that:
+sackli raises glibc's thresholds before large batches (docs/datasets.md,
+"Memory"); run it with that off to see the difference:
 
     python benchmarks/datasets_batch_steps.py
-    MALLOC_TRIM_THRESHOLD_=268435456 MALLOC_MMAP_THRESHOLD_=268435456 \\
-        python benchmarks/datasets_batch_steps.py
+    SACKLI_KEEP_BATCH_MEMORY=0 python benchmarks/datasets_batch_steps.py
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def main() -> None:
         bags_loop = per_batch(batches, lambda b: [theirs[i] for i in b], max(3, args.repeat // 2))
         words = sum(map(len, word_refs.values())) / len(batches)
         print(f"{n:,} datapoints; batches of {BATCH:,} ({words:,.0f} words each); "
-              f"MALLOC_TRIM_THRESHOLD_={os.environ.get('MALLOC_TRIM_THRESHOLD_', 'unset')}; "
+              f"SACKLI_KEEP_BATCH_MEMORY={os.environ.get('SACKLI_KEEP_BATCH_MEMORY', 'unset')}; "
               f"medians of {args.repeat}, ms per batch")
         for label, ms in results.items():
             print(f"{label:<40} {ms:8.3f}")

@@ -22,7 +22,12 @@ void KeepHeapForBatches(uint64_t total) {
   constexpr uint64_t kSmallestBatch = 1 << 20;
   constexpr uint64_t kLargestBlock = 16 << 20;
   static std::atomic<uint64_t> largest_block_freed{0};
-  if (total < kSmallestBatch) return;
+  // SACKLI_KEEP_BATCH_MEMORY=0 leaves glibc's thresholds as they are.
+  static const bool enabled = [] {
+    const char* setting = std::getenv("SACKLI_KEEP_BATCH_MEMORY");
+    return setting == nullptr || std::string(setting) != "0";
+  }();
+  if (!enabled || total < kSmallestBatch) return;
   const uint64_t block = std::min(total, kLargestBlock);
   if (block <= largest_block_freed.load(std::memory_order_relaxed)) return;
   largest_block_freed.store(block, std::memory_order_relaxed);

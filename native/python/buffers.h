@@ -29,6 +29,8 @@ PyObject* NewBytes(uint64_t size);
 // This puts a process in it once, with a block of the batch's size (at most
 // 16 MiB, so the trim threshold stays at most 32 MiB). Elsewhere than glibc,
 // or when the thresholds are high enough already, it costs one malloc/free.
+// The environment variable SACKLI_KEEP_BATCH_MEMORY=0 (read once) turns it
+// off.
 void KeepHeapForBatches(uint64_t total);
 
 // The writable storage of a `bytes` made by NewBytes.
