@@ -256,27 +256,47 @@ struct LookupFixture {
   std::string map;
 };
 
+// Every key of `map` located, with an output string per value.
+struct Located {
+  Located(const std::string& map, const std::vector<uint64_t>& keys)
+      : index(IndexOf(map)),
+        source(map.data(), map.size(), "m.mb"),
+        lookup(index, source, true),
+        found(lookup.Locate(keys.data(), keys.size(), 4)),
+        out(found.size()),
+        outputs(found.size(), nullptr) {}
+
+  // The output of value k, at its size.
+  void Allocate(size_t k) {
+    out[k].resize(found[k].decoded_size);
+    outputs[k] = out[k].data();
+  }
+
+  const MapIndex index;
+  MemorySource source;
+  const MapLookup lookup;
+  const std::vector<FoundValue> found;
+  std::vector<std::string> out;
+  std::vector<char*> outputs;
+};
+
 TEST(MapLookupTest, PublishedDecodeOverlapsAllocationAndDecoding) {
   for (MapCompression compression : {MapCompression::kNone, MapCompression::kZstd}) {
     const LookupFixture fixture(5000, compression);
-    const MapIndex index = IndexOf(fixture.map);
-    MemorySource source(fixture.map.data(), fixture.map.size(), "m.mb");
-    const MapLookup lookup(index, source, true);
-    const std::vector<FoundValue> found =
-        lookup.Locate(fixture.keys.data(), fixture.keys.size(), 4);
-    std::vector<std::string> out(found.size());
-    std::vector<char*> outputs(found.size(), nullptr);
+    Located located(fixture.map, fixture.keys);
+    const std::vector<FoundValue>& found = located.found;
     {
-      PublishedDecode decode(lookup, found, outputs.data(), 4);
+      PublishedDecode decode(located.lookup, found, located.outputs.data(), 4);
       // Published in groups that do not line up with the decoding chunks.
       for (size_t k = 0; k < found.size(); ++k) {
-        out[k].resize(found[k].decoded_size);
-        outputs[k] = out[k].data();
+        located.Allocate(k);
         if (k % 100 == 99) decode.Publish(k + 1);
       }
       decode.Finish();
     }
-    for (size_t k = 0; k < found.size(); ++k) ASSERT_EQ(out[k], fixture.values[k]) << k;
+    for (size_t k = 0; k < found.size(); ++k) {
+      ASSERT_EQ(located.out[k], fixture.values[k]) << k;
+    }
   }
 }
 
@@ -288,26 +308,17 @@ TEST(MapLookupTest, PublishedDecodeRethrowsAndCanBeAbandoned) {
     ASSERT_GE(position, 0);
     fixture.map[intact.Word(static_cast<uint32_t>(position))] ^= 1;
   }
-  const MapIndex index = IndexOf(fixture.map);
-  MemorySource source(fixture.map.data(), fixture.map.size(), "m.mb");
-  const MapLookup lookup(index, source, true);
-  const std::vector<FoundValue> found =
-      lookup.Locate(fixture.keys.data(), fixture.keys.size(), 4);
-  std::vector<std::string> out(found.size());
-  std::vector<char*> outputs(found.size(), nullptr);
-  for (size_t k = 0; k < found.size(); ++k) {
-    out[k].resize(found[k].decoded_size);
-    outputs[k] = out[k].data();
-  }
+  Located located(fixture.map, fixture.keys);
+  for (size_t k = 0; k < located.found.size(); ++k) located.Allocate(k);
   const std::string message = CorruptionMessage([&] {
-    PublishedDecode decode(lookup, found, outputs.data(), 4);
+    PublishedDecode decode(located.lookup, located.found, located.outputs.data(), 4);
     decode.Finish();
   });
   EXPECT_NE(message.find("key 17500"), std::string::npos) << message;
   // Abandoned half-way (the caller's allocation failed): the helpers stop
   // before the outputs go, and nothing is rethrown.
   for (int round = 0; round < 20; ++round) {
-    PublishedDecode decode(lookup, found, outputs.data(), 4);
+    PublishedDecode decode(located.lookup, located.found, located.outputs.data(), 4);
     decode.Publish(1024);
   }
 }
