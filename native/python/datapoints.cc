@@ -38,6 +38,10 @@ namespace py = pybind11;
 namespace sackli::python {
 namespace {
 
+// Up to this many datapoints, `bytes` values are copied on this thread too:
+// handing a few copies to the pool costs more than making them.
+constexpr size_t kFewRowsInPlace = 16;
+
 // How a field's records become values.
 enum class ValueKind {
   kBytes = 0,     // the record as `bytes` (also: decoded by the caller)
@@ -377,10 +381,11 @@ py::object ReadDatapoints(const Reader& refs_reader, py::handle rows, py::list f
   std::vector<py::object> values(fields.size());
   for (size_t f = 0; f < fields.size(); ++f) {
     if (fields[f].is_list) continue;
-    if (fields[f].kind == ValueKind::kBytes) {
-      // Copies of large values: on the pool, in parallel.
+    const bool in_place = ReadableInPlace(*fields[f].reader);
+    if (fields[f].kind == ValueKind::kBytes && !(in_place && n <= kFewRowsInPlace)) {
+      // Copies of many large values: on the pool, in parallel.
       as_bytes[f].emplace(*fields[f].reader, fields[f].globals);
-    } else if (!ReadableInPlace(*fields[f].reader)) {
+    } else if (!in_place) {
       packed[f] = StartPacked(fields[f]);
     }
   }

@@ -33,6 +33,9 @@ from ._spec import FieldType, ShardFolder, parse_spec
 __all__ = ["DatasetReader", "read_spec"]
 
 _LIMIT_BYTES = 8
+# The fields of a plan as _engine.read_datapoints takes them, and the
+# (field, is_list, decoder) of those decoded in Python after it.
+EngineFields = tuple[list[tuple[Any, ...]], list[tuple[str, bool, Any]]]
 # Up to this many records are read one engine call each, more in one batch.
 _FEW = 16
 
@@ -118,11 +121,16 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         readers = [self._refs, *self._readers.values()]
         return sum(r.stored_bytes + _LIMIT_BYTES * (len(r) + 1) for r in readers)
 
-    def _compile(self, plan: Plan) -> tuple[Plan, list[tuple[Any, ...]]]:
-        """A mask's plan, and the steps `_read_row` takes for it: per field
-        to read, everything bound (reader, length, decoder, list part), so
-        that the loop over fields looks nothing up."""
+    def _compile(self, plan: Plan) -> tuple[Plan, list[tuple[Any, ...]], EngineFields | None]:
+        """A mask's plan; the steps `_read_row` takes for it (per field to
+        read, everything bound: reader, length, decoder, list part, so that
+        the loop over fields looks nothing up); and the fields as
+        _engine.read_datapoints takes them for batches, with the decoders
+        that run in Python after it (None when a field has no decoder: the
+        field-by-field way raises, naming it, when the field is read)."""
         steps = []
+        engine_fields: list[tuple[Any, ...]] = []
+        decode_here: list[tuple[str, bool, Any]] = []
         for position, field, ftype, selection in plan:
             first, last = (0, None) if selection is True else selection  # type: ignore[misc]
             try:
@@ -131,12 +139,20 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
                 decode = None  # _read_values raises when the field is read
             steps.append((position, field, ftype, ftype.is_list, first, last,
                           self._readers[field].__getitem__, self._lengths[field], decode))
-        return plan, steps
+            kind = native_kind(self._decoders.get(ftype.dtype), ftype.args)
+            if kind is None:
+                decode_here.append((field, ftype.is_list, decode))
+                kind = NATIVE_BYTES
+            engine_fields.append((field, position, ftype.is_list, self._readers[field]._core,
+                                  *kind, first, last))
+        usable = all(decode is not None for _, _, decode in decode_here)
+        return plan, steps, (engine_fields, decode_here) if usable else None
 
     def _read_row(self, row: int, mask: Mask | None) -> Datapoint:
-        # One datapoint: single-record engine reads (a batch costs a fixed
-        # ~1.5 us to plan), in one flat loop over precompiled steps: at
-        # ~2 us per `r[i, {"label": True}]`, every lookup counts.
+        # One datapoint: single-record engine reads (a batch call, even of
+        # one row, costs more: ~1.4 us for a label against ~0.8 here), in one
+        # flat loop over precompiled steps: at ~3 us per
+        # `r[i, {"label": True}]`, every lookup counts.
         steps = self._plans.get(mask)[1]
         if not steps:
             return {}
@@ -177,12 +193,12 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         return datapoint
 
     def _read_rows(self, rows: list[int], mask: Mask | None) -> list[Datapoint]:
-        plan = self._plans.get(mask)[0]
+        plan, _, engine = self._plans.get(mask)
         datapoints: list[Datapoint] = [{} for _ in rows]
         if not rows or not plan:
             return datapoints
-        if len(rows) > _FEW:
-            read = self._read_rows_in_the_engine(rows, plan)
+        if engine is not None:
+            read = self._engine_datapoints(rows, engine)
             if read is not None:
                 return read
         refs = self._read_refs(rows)
@@ -194,23 +210,14 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
                 self._read_scalars(rows, field, ftype, field_refs, datapoints)
         return datapoints
 
-    def _read_rows_in_the_engine(self, rows: list[int], plan: Plan) -> list[Datapoint] | None:
+    def _engine_datapoints(self, rows: Any, engine: EngineFields) -> list[Datapoint] | None:
         """The datapoints at `rows` from one _engine.read_datapoints call,
-        the fields of other codecs decoded here; None when the batch must go
-        field by field (something in it is out of the ordinary)."""
-        fields, decode_here = [], []
-        for position, field, ftype, selection in plan:
-            first, last = (0, None) if selection is True else selection  # type: ignore[misc]
-            kind = native_kind(self._decoders.get(ftype.dtype), ftype.args)
-            if kind is None:
-                # Raises here, as _read_values would, when the type has no decoder.
-                decode_here.append((field, ftype.is_list, self._decoder(field, ftype)))
-                kind = NATIVE_BYTES
-            fields.append((field, position, ftype.is_list, self._readers[field]._core, *kind,
-                           first, last))
+        the fields of other codecs decoded here; None when they must be read
+        field by field (something in them is out of the ordinary)."""
+        fields, decode_here = engine
         datapoints = _engine.read_datapoints(self._refs._core, rows, fields, self._refs_are_lists)
-        if datapoints is None:
-            return None
+        if datapoints is None or not decode_here:
+            return datapoints
         try:
             for field, is_list, decode in decode_here:
                 if is_list:
