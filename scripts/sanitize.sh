@@ -41,11 +41,13 @@ fi
 
 # Plus the read paths that lend engine memory out: repeated indices (shared
 # and copied records) and the Arrow C stream's buffers and release callbacks;
-# sackli.maps' parser and lookups on damaged maps; and the Arrow row codec on
-# hostile rows.
+# sackli.maps' parser and lookups on damaged maps; the Arrow row codec on
+# hostile rows; and dataset batches (refs parsed and values made in C++) on
+# damaged datasets.
 TESTS=(tests/test_corruption.py tests/test_file_changes.py tests/test_engine_bindings.py
        tests/test_reader_arrow_stream.py tests/test_maps_corruption.py
-       tests/test_arrow_row_corruption.py tests/test_arrow_row_oracle.py)
+       tests/test_arrow_row_corruption.py tests/test_arrow_row_oracle.py
+       tests/test_datasets_engine_batches.py)
 [ -f tests/test_fuzz.py ] && TESTS+=(tests/test_fuzz.py)
 echo "== running ${TESTS[*]} under ASan + UBSan ($LIBASAN)"
 # detect_leaks=0: CPython frees little at exit, by design. handle_sigbus=0:
