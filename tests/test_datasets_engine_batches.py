@@ -238,3 +238,23 @@ def test_random_damage_never_crashes_a_batch(folder, tmp_path, engine_calls, tar
                 pytest.fail(f"trial {trial}: row {row} reads in a batch but not field by field")
             assert_same_datapoint(got, alone)
         reader.close()
+
+
+def test_engine_refs_columns_match_the_per_record_parse(folder) -> None:
+    """The refs as columns (sackli.arrow's dataset tables, sackli verify):
+    the engine's bulk parse gives what msgpack record by record gives."""
+    from sackli import _bulk
+    from sackli.datasets import _ref_columns
+    with _ref_columns.ShardFiles(folder) as shard:
+        rows = [5, 0, 299, 17, 17, 120]
+        fields = ["words", "u8", "tags", "bytes"]
+        bulk = _ref_columns.read_field_refs(shard, rows, fields)
+        data, offsets = _bulk.start_read_indices(shard.refs, rows).packed()
+        wanted = [(f, sorted(SPEC).index(f), SPEC[f].endswith("[]")) for f in fields]
+        one_by_one = _ref_columns._parse_records(shard, rows, data, offsets, wanted)
+    for field in fields:
+        assert list(bulk[field].starts) == list(one_by_one[field].starts), field
+        if bulk[field].lengths is None:
+            assert one_by_one[field].lengths is None
+        else:
+            assert list(bulk[field].lengths) == list(one_by_one[field].lengths), field

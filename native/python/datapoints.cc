@@ -13,11 +13,14 @@
 // caller then reads the batch the slower way, which names the problem. Engine
 // errors (a damaged or changed file) are raised as for any read.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -425,6 +428,60 @@ py::object ReadDatapoints(const Reader& refs_reader, py::handle rows, py::list f
   return datapoints;
 }
 
+// parse_dataset_refs(data, offsets, refs_are_lists, positions): the refs
+// of packed refs.bag records (record k is data[offsets[k], offsets[k + 1]),
+// offsets int64) as columns, for the refs at `positions`: a list of
+// (starts, lengths) int64 buffers (lengths None for a scalar field), or None
+// when a record is not what `bags` writes or a ref is 2**62 or more (the
+// caller's per-record path then names the record).
+py::object ParseRefsColumns(py::handle data, py::handle offsets, py::list refs_are_lists,
+                            std::vector<size_t> positions) {
+  std::vector<bool> is_list;
+  for (py::handle item : refs_are_lists) is_list.push_back(item.cast<bool>());
+  for (size_t position : positions) {
+    if (position >= is_list.size()) ThrowInvalidArgument("a ref position past the record");
+  }
+  BorrowedBytes bytes(data.ptr());
+  BorrowedBytes ends(offsets.ptr());
+  const size_t bounds = ends.view().size() / sizeof(int64_t);
+  const size_t n = bounds == 0 ? 0 : bounds - 1;
+  std::vector<int64_t> at(bounds);
+  if (bounds > 0) std::memcpy(at.data(), ends.view().data(), bounds * sizeof(int64_t));
+  constexpr uint64_t kLargestRef = uint64_t{1} << 62;  // int64 with room for start + length
+  std::vector<std::vector<int64_t>> starts(positions.size(), std::vector<int64_t>(n));
+  std::vector<std::vector<int64_t>> lengths(positions.size(), std::vector<int64_t>(n));
+  bool parsed = true;
+  {
+    ReleaseGil release;
+    std::vector<DatasetRef> refs(is_list.size());
+    const std::string_view view = bytes.view();
+    for (size_t k = 0; k < n && parsed; ++k) {
+      const int64_t begin = at[k];
+      const int64_t end = at[k + 1];
+      parsed = 0 <= begin && begin <= end && static_cast<uint64_t>(end) <= view.size() &&
+               ParseDatasetRefs(view.data() + begin, static_cast<size_t>(end - begin), is_list,
+                                refs.data());
+      for (size_t i = 0; i < positions.size() && parsed; ++i) {
+        const DatasetRef& ref = refs[positions[i]];
+        parsed = ref.start < kLargestRef && ref.length < kLargestRef;
+        starts[i][k] = static_cast<int64_t>(ref.start);
+        lengths[i][k] = static_cast<int64_t>(ref.length);
+      }
+    }
+  }
+  if (!parsed) return py::none();
+  auto as_bytes = [](const std::vector<int64_t>& column) {
+    return py::bytes(reinterpret_cast<const char*>(column.data()), column.size() * sizeof(int64_t));
+  };
+  py::list columns;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    columns.append(py::make_tuple(as_bytes(starts[i]),
+                                  is_list[positions[i]] ? py::object(as_bytes(lengths[i]))
+                                                        : py::object(py::none())));
+  }
+  return columns;
+}
+
 }  // namespace
 
 void RegisterDatapoints(py::module_& m) {
@@ -432,6 +489,10 @@ void RegisterDatapoints(py::module_& m) {
         py::arg("fields"), py::arg("refs_are_lists"),
         "A batch of datasets' datapoints as dicts, or None when the batch must "
         "go the slower way (see native/python/datapoints.cc).");
+  m.def("parse_dataset_refs", &ParseRefsColumns, py::arg("data"), py::arg("offsets"),
+        py::arg("refs_are_lists"), py::arg("positions"),
+        "Packed refs.bag records as (starts, lengths) int64 columns for the refs "
+        "at `positions`, or None when a record is not what bags writes.");
 }
 
 }  // namespace sackli::python

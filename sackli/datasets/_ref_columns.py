@@ -2,11 +2,12 @@
 values are (checked against the field's file).
 
 Column readers (`sackli.arrow`'s dataset tables) and `sackli verify` read
-refs.bag a run at a time. The refs of a run are parsed in bulk with numpy
-when the records are what `bags` writes (msgpack arrays of unsigned ints and
-`[]` / `[start, length]` lists), checking that every record ends exactly
-where its ref list does; anything else, and machines without numpy, take
-the per-record msgpack path, which also finds the bad record for the error.
+refs.bag a run at a time. The refs of a run are parsed in bulk by the engine
+(_engine.parse_dataset_refs, the parser of dataset batches) when the records
+are what `bags` writes (msgpack arrays of unsigned ints and `[]` /
+`[start, length]` lists, each record ending exactly where its ref list
+does); anything else, and machines without numpy, take the per-record
+msgpack path, which also finds the bad record for the error.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-from .. import _bulk
+from .. import _bulk, _engine
 from .._engine import CorruptionError
 from .._reader import Reader
 from ._bag import open_records
@@ -118,9 +119,14 @@ def read_field_refs(shard: ShardFiles, rows: Any, fields: Sequence[str]) -> dict
     np = _numpy()
     if np is not None and len(rows):
         kinds = [ftype.is_list for ftype in shard.fields.values()]
-        parsed = _parse_bulk(np, data, offsets, kinds, wanted)
-        if parsed is not None:
-            for refs in parsed.values():
+        columns = _engine.parse_dataset_refs(data, offsets, kinds,
+                                             [position for _, position, _ in wanted])
+        if columns is not None:
+            parsed = {}
+            for (field, _, _), (starts, lengths) in zip(wanted, columns):
+                parsed[field] = refs = FieldRefs(
+                    field, np.frombuffer(starts, np.int64),
+                    None if lengths is None else np.frombuffer(lengths, np.int64))
                 _check_bounds(np, shard, rows, refs)
             return parsed
     return _parse_records(shard, rows, data, offsets, wanted)
@@ -188,68 +194,3 @@ def _check_bounds(np: Any, shard: ShardFiles, rows: Any, refs: FieldRefs) -> Non
         if refs.lengths is not None:
             ref = [ref, int(refs.lengths[k])]
         raise _bad_ref(shard, int(rows[k]), refs.field, ref)
-
-
-# --- The bulk path (numpy) -----------------------------------------------------
-
-# msgpack tags: positive fixint below 0x80; uint8/16/32/64 and their sizes.
-_UINT_SIZES = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}
-_FIXARRAY = 0x90
-_MAX_FIXARRAY = 15
-_UINT_BYTES = 8
-
-
-def _parse_uint(np: Any, data: Any, at: Any, ends: Any) -> tuple[Any, Any, Any]:
-    """(values, positions after them, ok) of the msgpack unsigned ints at
-    positions `at`."""
-    last = len(data) - 1
-    tag = data[np.minimum(at, last)]
-    size = np.full(len(at), -1, np.int64)
-    size[tag < 0x80] = 0
-    for code, nbytes in _UINT_SIZES.items():
-        size[tag == code] = nbytes
-    value = np.where(tag < 0x80, tag, 0).astype(np.uint64)
-    for k in range(_UINT_BYTES):
-        more = size > k
-        byte = data[np.minimum(at + 1 + k, last)].astype(np.uint64)
-        value = np.where(more, (value << np.uint64(8)) | byte, value)
-    after = at + 1 + np.maximum(size, 0)
-    ok = (at < ends) & (size >= 0) & (after <= ends) & (value < np.uint64(1 << 62))
-    return value.astype(np.int64), after, ok
-
-
-def _parse_bulk(
-    np: Any, data: Any, offsets: Any, kinds: list[bool], wanted: list[tuple[str, int, bool]]
-) -> dict[str, FieldRefs] | None:
-    """The refs parsed with vector operations (`kinds`: whether each field
-    is a list), or None when a record is not in the plain shape (the
-    per-record path then decides)."""
-    raw = np.frombuffer(data, np.uint8)
-    bounds = np.frombuffer(offsets, np.int64)
-    if len(kinds) > _MAX_FIXARRAY or len(raw) == 0:
-        return None
-    at, ends = bounds[:-1].copy(), bounds[1:]
-    last = len(raw) - 1
-    ok = (at < ends) & (raw[np.minimum(at, last)] == _FIXARRAY | len(kinds))
-    at += 1
-    columns: dict[int, FieldRefs] = {}
-    for position, is_list in enumerate(kinds):
-        if is_list:
-            tag = raw[np.minimum(at, last)]
-            is_pair = tag == _FIXARRAY | 2
-            ok &= is_pair | (tag == _FIXARRAY)
-            start, after, good_start = _parse_uint(np, raw, at + 1, ends)
-            length, after, good_length = _parse_uint(np, raw, after, ends)
-            ok &= ~is_pair | (good_start & good_length)
-            starts, lengths = np.where(is_pair, start, 0), np.where(is_pair, length, 0)
-            at = np.where(is_pair, after, at + 1)
-        else:
-            starts, at, good = _parse_uint(np, raw, at, ends)
-            ok &= good
-            lengths = None
-        columns[position] = FieldRefs("", starts, lengths)
-    ok &= at == ends
-    if not bool(ok.all()):
-        return None
-    return {field: dataclasses.replace(columns[position], field=field)
-            for field, position, _ in wanted}
