@@ -1,12 +1,16 @@
 // `_engine.read_datapoints`: a batch of sackli.datasets datapoints (dicts of
-// field values) built in one call, for DatasetReader.read_indices.
+// field values) built in one call, for DatasetReader.read_indices; and
+// `_engine.parse_dataset_refs`, the same refs parser for column readers.
 //
-// The refs of the batch are read in one engine batch and parsed here
-// (dataset_refs.h); each field's records are then read in one engine batch,
-// all fields at once on the pool: `bytes` fields straight into their `bytes`
-// objects, the others packed, while this thread turns the packed ones into
-// `str` or `int` objects. Fields whose decoder is not one of those come back
-// as `bytes` for the caller to decode.
+// The refs of the batch are parsed in C++ (dataset_refs.h). Then, for a bag
+// that is memory-mapped and stores its records uncompressed (every local
+// `bags` file), the records are read where they lie: all of the batch's are
+// located first, each one's head prefetched, then made into `bytes`, `str`
+// or `int` objects (lists of them for list fields) on this thread. `bytes`
+// scalars of larger batches (images) are copied by the pool straight into
+// their `bytes`, in parallel with that. Other bags (compressed, remote) are
+// read by the engine's batch reads. Fields whose decoder is not one of the
+// built-in bytes/utf8/int ones come back as `bytes` for the caller.
 //
 // Anything unusual (refs that are not what `bags` writes, a ref outside its
 // field's bag, a value that does not decode as its kind) returns None: the
@@ -25,14 +29,14 @@
 #include <vector>
 
 #include "dataset_refs.h"
+#include "errors.h"
+#include "fault_guard.h"
+#include "prefetch.h"
 #include "python/buffers.h"
 #include "python/gil.h"
 #include "python/indices.h"
 #include "python/reader_core.h"
-#include "errors.h"
 #include "python/register.h"
-#include "fault_guard.h"
-#include "prefetch.h"
 #include "read_plan.h"
 #include "reader.h"
 
