@@ -218,3 +218,15 @@ def test_shard_indices_refuses_bad_arguments(kwargs, message) -> None:
         sackli.shard_indices(**arguments)
     with pytest.raises(TypeError):
         sackli.shard_indices(10.0)
+
+
+def test_integer_arrays_in_a_foreign_byte_order_are_read_by_value(tmp_path):
+    """A big-endian or 4-byte index array means the indices it holds (once
+    misread as native 8-byte integers)."""
+    np = pytest.importorskip("numpy")
+    path = tmp_path / "a.bag"
+    with sackli.Writer(path) as writer:
+        writer.write_many(b"%d" % i for i in range(10))
+    reader = sackli.Reader(path)
+    assert reader.read_indices(np.array([3, 1], dtype=">i8")) == [b"3", b"1"]
+    assert reader.read_indices(np.array([2, 9], dtype="<i4")) == [b"2", b"9"]

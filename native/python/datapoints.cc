@@ -69,13 +69,12 @@ struct FieldPlan {
   uint64_t first = 0;
   std::optional<uint64_t> last;
 
-  // This batch: the records to read, and where each datapoint's items are
-  // (list fields: datapoint k's items are values[begin[k], begin[k + 1]),
-  // the view indices [run_start[k], run_start[k] + run_length[k])).
-  std::vector<uint64_t> globals;
-  std::vector<size_t> begin;
+  // This batch: datapoint k's records are the view indices [run_start[k],
+  // run_start[k] + run_length[k]) (one record for a scalar field); globals,
+  // all of them in order, for the reads that take global indices.
   std::vector<uint64_t> run_start;
   std::vector<uint64_t> run_length;
+  std::vector<uint64_t> globals;
 };
 
 FieldPlan FieldArgument(py::handle spec) {
@@ -97,28 +96,21 @@ FieldPlan FieldArgument(py::handle spec) {
   return field;
 }
 
-// The records `globals` of `reader`, packed, read on the pool.
-std::shared_ptr<PendingRead> StartPacked(const FieldPlan& field) {
-  return field.reader->StartRead(field.globals);
-}
-
-// Which records each field needs for datapoints with refs `refs` (row-major,
+// Each datapoint's run of records in each field, from refs `refs` (row-major,
 // one ref per field of the refs record); false when a ref lies outside its
 // field's bag.
-bool PlanRecords(const std::vector<DatasetRef>& refs, size_t refs_per_row, size_t rows,
-                 std::vector<FieldPlan>& fields) {
+bool PlanRuns(const std::vector<DatasetRef>& refs, size_t refs_per_row, size_t rows,
+              std::vector<FieldPlan>& fields) {
   for (FieldPlan& field : fields) {
     const uint64_t length = field.reader->size();
-    if (!field.is_list) field.globals.reserve(rows);
-    if (field.is_list) {
-      field.run_start.reserve(rows);
-      field.run_length.reserve(rows);
-    }
+    field.run_start.reserve(rows);
+    field.run_length.reserve(rows);
     for (size_t k = 0; k < rows; ++k) {
       const DatasetRef& ref = refs[k * refs_per_row + field.position];
       if (!field.is_list) {
         if (ref.start >= length) return false;
-        field.globals.push_back(field.reader->GlobalIndex(static_cast<int64_t>(ref.start)));
+        field.run_start.push_back(ref.start);
+        field.run_length.push_back(1);
         continue;
       }
       if (ref.start > length || ref.length > length - ref.start) return false;
@@ -132,16 +124,13 @@ bool PlanRecords(const std::vector<DatasetRef>& refs, size_t refs_per_row, size_
   return true;
 }
 
-// A list field's records as globals, and where each datapoint's are, for a
-// packed read.
-void PlanListGlobals(FieldPlan& field) {
-  field.begin.assign(1, 0);
+// field.globals: the field's records as global indices, run after run.
+void PlanGlobals(FieldPlan& field) {
   for (size_t k = 0; k < field.run_start.size(); ++k) {
     for (uint64_t i = 0; i < field.run_length[k]; ++i) {
       field.globals.push_back(
           field.reader->GlobalIndex(static_cast<int64_t>(field.run_start[k] + i)));
     }
-    field.begin.push_back(field.globals.size());
   }
 }
 
@@ -178,37 +167,6 @@ PyObject* MakeValue(const FieldPlan& field, const char* record, size_t size) {
   return nullptr;
 }
 
-// Values of `field` for each datapoint (a list of n values, or of n lists
-// for a list field) from its records packed in `records`; None when one
-// does not decode as the field's kind.
-py::object PackedValues(const FieldPlan& field, const DecodedRecords& records, size_t n) {
-  const char* data = records.data.data();
-  auto make = [&](size_t k) {
-    return MakeValue(field, data + records.offsets[k],
-                     static_cast<size_t>(records.offsets[k + 1] - records.offsets[k]));
-  };
-  py::list values(n);
-  for (size_t k = 0; k < n; ++k) {
-    PyObject* value;
-    if (field.is_list) {
-      const size_t first = field.begin[k];
-      value = PyList_New(static_cast<Py_ssize_t>(field.begin[k + 1] - first));
-      if (value == nullptr) throw py::error_already_set();
-      PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), value);  // owned by values now
-      for (size_t i = first; i < field.begin[k + 1]; ++i) {
-        PyObject* item = make(i);
-        if (item == nullptr) return py::none();
-        PyList_SET_ITEM(value, static_cast<Py_ssize_t>(i - first), item);
-      }
-      continue;
-    }
-    value = make(k);
-    if (value == nullptr) return py::none();
-    PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), value);
-  }
-  return values;
-}
-
 // Whether `reader`'s records can be read where they lie: a mapped bag
 // that stores them uncompressed, seen through a view of step 1.
 bool ReadableInPlace(const Reader& reader) {
@@ -216,7 +174,8 @@ bool ReadableInPlace(const Reader& reader) {
   return reader.view().step == 1 && bag.all_mapped() && !bag.any_compressed();
 }
 
-// fn() with the reads of every shard of `bag` guarded (scopes nest).
+// fn() with the reads of every shard of `bag` guarded (scopes nest; a no-op
+// for unmapped shards).
 template <typename Fn>
 void GuardedBag(const Bag& bag, const Fn& fn, size_t shard = 0) {
   if (shard == bag.num_shards()) {
@@ -226,106 +185,89 @@ void GuardedBag(const Bag& bag, const Fn& fn, size_t shard = 0) {
   Guarded(bag.shard(shard).records(), [&] { GuardedBag(bag, fn, shard + 1); });
 }
 
-// A record where it lies in its mapping.
-struct InPlace {
+// A record's bytes: where it lies in its mapping, or in a packed read.
+struct RecordBytes {
   const char* data;
   uint64_t size;
 };
 
-// The records of view indices [start, start + length) where they lie (one
-// piece: MappedRun), appended to `records`, each one's head prefetched: the
-// records of a batch are scattered over the file, and each is a cache and
-// TLB miss that the visits that follow then do not wait for. False when the
-// run is not in one mapped piece.
-bool LocateInPlace(const Bag& bag, uint64_t first, uint64_t length,
-                   std::vector<uint64_t>& offsets, std::vector<InPlace>& records) {
-  const char* data = nullptr;
-  if (!MappedRun(bag, first, length, &data, offsets)) return false;
-  PrefetchBytes(data, static_cast<size_t>(std::min<uint64_t>(offsets[length], kCacheLineBytes)));
-  for (uint64_t i = 0; i < length; ++i) {
-    records.push_back({data + offsets[i], offsets[i + 1] - offsets[i]});
+// The records of packed reads, in order.
+std::vector<RecordBytes> RecordsOf(const DecodedRecords& packed) {
+  std::vector<RecordBytes> records;
+  records.reserve(packed.offsets.size());
+  for (size_t k = 0; k + 1 < packed.offsets.size(); ++k) {
+    records.push_back({packed.data.data() + packed.offsets[k],
+                       packed.offsets[k + 1] - packed.offsets[k]});
   }
-  return true;
+  return records;
 }
 
-// Calls visit(k, record, size) for the record of each of `globals`, in
-// order, where it lies in the mapping (the reads guarded), until visit
-// returns false. False, visiting nothing, unless ReadableInPlace(reader).
-template <typename Visit>
-bool ForEachMappedRecord(const Reader& reader, const std::vector<uint64_t>& globals,
-                         const Visit& visit) {
-  if (!ReadableInPlace(reader)) return false;
-  const Bag& bag = *reader.bag();
-  std::vector<uint64_t> offsets;
-  std::vector<InPlace> records;
-  records.reserve(globals.size());
-  for (uint64_t global : globals) {
-    if (!LocateInPlace(bag, global, 1, offsets, records)) {
-      ThrowOutOfRange("record " + std::to_string(global) + " is not in the bag");
-    }
-  }
-  GuardedBag(bag, [&] {
-    for (size_t k = 0; k < records.size(); ++k) {
-      if (!visit(k, records[k].data, static_cast<size_t>(records[k].size))) break;
-    }
-  });
-  return true;
-}
-
-// A scalar field's values straight from its mapping (see ReadableInPlace);
-// nullopt when it cannot be read in place, None when a value does not
-// decode as the field's kind.
-std::optional<py::object> MappedScalarValues(const FieldPlan& field, size_t n) {
-  py::list values(n);
-  bool decoded = true;
-  const bool in_place = ForEachMappedRecord(
-      *field.reader, field.globals, [&](size_t k, const char* record, size_t size) {
-        PyObject* value = MakeValue(field, record, size);
-        decoded = value != nullptr;
-        if (decoded) PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), value);
-        return decoded;
-      });
-  if (!in_place) return std::nullopt;
-  if (!decoded) return py::object(py::none());
-  return py::object(std::move(values));
-}
-
-// A list field's values straight from its memory mapping (records stored
-// uncompressed in a mapped bag): each datapoint's run of records lies in
-// one piece, so nothing is planned, sorted or copied before the values are
-// made. nullopt when the bag is not such a bag (then the field is read
-// packed); None when a value does not decode as the field's kind.
-std::optional<py::object> MappedListValues(const FieldPlan& field, size_t n) {
-  const Reader& reader = *field.reader;
-  const Bag& bag = *reader.bag();
+// The records of `runs` runs of `reader`, run(k) giving run k's (first global
+// index, length), where they lie in the mapping, in order; each run's head
+// is prefetched: the runs of a batch are scattered over the file, and each
+// is a cache and TLB miss that the reads after this do not wait for.
+// nullopt unless ReadableInPlace(reader) and every run lies in one piece.
+template <typename Run>
+std::optional<std::vector<RecordBytes>> RecordsInPlace(const Reader& reader, size_t runs,
+                                                       const Run& run) {
   if (!ReadableInPlace(reader)) return std::nullopt;
+  const Bag& bag = *reader.bag();
   std::vector<uint64_t> offsets;
-  std::vector<InPlace> records;
-  for (size_t k = 0; k < n; ++k) {
-    const uint64_t length = field.run_length[k];
-    if (length != 0 && !LocateInPlace(bag, reader.view().Global(field.run_start[k]), length,
-                                      offsets, records)) {
-      return std::nullopt;  // a run across shards
+  std::vector<RecordBytes> records;
+  records.reserve(runs);
+  for (size_t k = 0; k < runs; ++k) {
+    const auto [first, length] = run(k);
+    if (length == 0) continue;
+    const char* data = nullptr;
+    if (!MappedRun(bag, first, length, &data, offsets)) return std::nullopt;  // across shards
+    PrefetchBytes(data, static_cast<size_t>(std::min<uint64_t>(offsets[length], kCacheLineBytes)));
+    for (uint64_t i = 0; i < length; ++i) {
+      records.push_back({data + offsets[i], offsets[i + 1] - offsets[i]});
     }
   }
+  return records;
+}
+
+// RecordsInPlace of a field's runs.
+std::optional<std::vector<RecordBytes>> FieldRecordsInPlace(const FieldPlan& field) {
+  const View& view = field.reader->view();
+  return RecordsInPlace(*field.reader, field.run_start.size(), [&](size_t k) {
+    return std::pair(view.Global(field.run_start[k]), field.run_length[k]);
+  });
+}
+
+// The values of `field` for each datapoint from its records (run after
+// run): a list of n values, or of n lists for a list field; None when one
+// does not decode as the field's kind. The reads are guarded: the records
+// may lie in the field's mapping.
+py::object MakeValues(const FieldPlan& field, const std::vector<RecordBytes>& records, size_t n) {
   py::list values(n);
   bool decoded = true;
-  GuardedBag(bag, [&] {
+  GuardedBag(*field.reader->bag(), [&] {
     size_t at = 0;
+    auto make = [&]() {
+      const RecordBytes& record = records[at++];
+      PyObject* value = MakeValue(field, record.data, static_cast<size_t>(record.size));
+      decoded = value != nullptr;
+      return value;
+    };
     for (size_t k = 0; k < n && decoded; ++k) {
+      if (!field.is_list) {
+        PyObject* value = make();
+        if (decoded) PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), value);
+        continue;
+      }
       const uint64_t length = field.run_length[k];
       PyObject* list = PyList_New(static_cast<Py_ssize_t>(length));
       if (list == nullptr) throw py::error_already_set();
       PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), list);  // owned by values now
-      for (uint64_t i = 0; i < length && decoded; ++i, ++at) {
-        PyObject* item = MakeValue(field, records[at].data, static_cast<size_t>(records[at].size));
-        decoded = item != nullptr;
+      for (uint64_t i = 0; i < length && decoded; ++i) {
+        PyObject* item = make();
         if (decoded) PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
       }
     }
   });
-  if (!decoded) return py::object(py::none());
-  return py::object(std::move(values));
+  return decoded ? py::object(std::move(values)) : py::object(py::none());
 }
 
 // read_datapoints(refs, rows, fields, refs_are_lists) -> list of dicts, or
@@ -349,69 +291,69 @@ py::object ReadDatapoints(const Reader& refs_reader, py::handle rows, py::list f
   }
   std::vector<uint64_t> ref_globals = ResolveIndices(refs_reader.view(), rows);
   const size_t n = ref_globals.size();
-  std::vector<DatasetRef> refs(n * refs_per_row);
-  bool planned = true;
-  auto parse = [&](size_t k, const char* record, size_t size) {
-    planned = ParseDatasetRefs(record, size, is_list, refs.data() + k * refs_per_row);
-  };
   // Parsed where they lie when refs.bag is mapped, else read packed first.
-  bool in_place;
+  std::optional<std::vector<RecordBytes>> ref_records;
   {
     ReleaseGil release;
-    in_place = ForEachMappedRecord(refs_reader, ref_globals,
-                                   [&](size_t k, const char* record, size_t size) {
-                                     parse(k, record, size);
-                                     return planned;
-                                   });
+    ref_records = RecordsInPlace(refs_reader, n, [&](size_t k) {
+      return std::pair(ref_globals[k], uint64_t{1});
+    });
   }
-  if (!in_place) {
-    std::shared_ptr<PendingRead> refs_read = refs_reader.StartRead(std::move(ref_globals));
+  std::shared_ptr<PendingRead> refs_read;  // owns the packed records
+  if (!ref_records) {
+    refs_read = refs_reader.StartRead(std::move(ref_globals));
     WaitNoticingSignals(*refs_read);
-    ReleaseGil release;
-    const DecodedRecords& records = refs_read->Result();
-    for (size_t k = 0; k < n && planned; ++k) {
-      const uint64_t begin = records.offsets[k];
-      parse(k, records.data.data() + begin,
-            static_cast<size_t>(records.offsets[k + 1] - begin));
-    }
+    ref_records = RecordsOf(refs_read->Result());
   }
-  if (planned) {
+  std::vector<DatasetRef> refs(n * refs_per_row);
+  bool planned = true;
+  {
     ReleaseGil release;
-    planned = PlanRecords(refs, refs_per_row, n, fields);
+    GuardedBag(*refs_reader.bag(), [&] {
+      for (size_t k = 0; k < n && planned; ++k) {
+        const RecordBytes& record = (*ref_records)[k];
+        planned = ParseDatasetRefs(record.data, static_cast<size_t>(record.size), is_list,
+                                   refs.data() + k * refs_per_row);
+      }
+    });
+    planned = planned && PlanRuns(refs, refs_per_row, n, fields);
   }
   if (!planned) return py::none();
-  // Every field's read starts now; the pool runs them while this thread
-  // makes the values of the others, in order: list fields straight from
-  // their mapping, then the packed ones.
+  // The pool's reads start first: `bytes` scalars of larger batches (copied
+  // in parallel, straight into their `bytes`) and bags that cannot be read
+  // in place. Meanwhile this thread makes the values of the others from
+  // their mapping, then those of the packed reads.
   std::vector<std::optional<PendingRecords>> as_bytes(fields.size());
   std::vector<std::shared_ptr<PendingRead>> packed(fields.size());
   std::vector<py::object> values(fields.size());
+  auto start_packed = [&](size_t f) {
+    PlanGlobals(fields[f]);
+    packed[f] = fields[f].reader->StartRead(fields[f].globals);
+  };
   for (size_t f = 0; f < fields.size(); ++f) {
-    if (fields[f].is_list) continue;
     const bool in_place = ReadableInPlace(*fields[f].reader);
-    if (fields[f].kind == ValueKind::kBytes && !(in_place && n <= kFewRowsInPlace)) {
-      // Copies of many large values: on the pool, in parallel.
+    if (!fields[f].is_list && fields[f].kind == ValueKind::kBytes &&
+        !(in_place && n <= kFewRowsInPlace)) {
+      PlanGlobals(fields[f]);
       as_bytes[f].emplace(*fields[f].reader, fields[f].globals);
     } else if (!in_place) {
-      packed[f] = StartPacked(fields[f]);
+      start_packed(f);
     }
   }
   for (size_t f = 0; f < fields.size(); ++f) {
     if (as_bytes[f] || packed[f]) continue;
-    std::optional<py::object> mapped = fields[f].is_list ? MappedListValues(fields[f], n)
-                                                         : MappedScalarValues(fields[f], n);
-    if (mapped) {
-      values[f] = std::move(*mapped);
-      if (values[f].is_none()) return py::none();
-    } else {
-      if (fields[f].is_list) PlanListGlobals(fields[f]);
-      packed[f] = StartPacked(fields[f]);
+    std::optional<std::vector<RecordBytes>> records = FieldRecordsInPlace(fields[f]);
+    if (!records) {  // a run across shards
+      start_packed(f);
+      continue;
     }
+    values[f] = MakeValues(fields[f], *records, n);
+    if (values[f].is_none()) return py::none();
   }
   for (size_t f = 0; f < fields.size(); ++f) {
     if (!packed[f]) continue;
     WaitNoticingSignals(*packed[f]);
-    values[f] = PackedValues(fields[f], packed[f]->Result(), n);
+    values[f] = MakeValues(fields[f], RecordsOf(packed[f]->Result()), n);
     if (values[f].is_none()) return py::none();
   }
   for (size_t f = 0; f < fields.size(); ++f) {

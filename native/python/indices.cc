@@ -37,55 +37,33 @@ uint64_t GlobalAt(const View& view, int64_t index, size_t k) {
   return view.Global(j);
 }
 
-template <typename T>
-void AppendBufferIndices(const View& view, const py::buffer_info& info,
-                         std::vector<uint64_t>& globals) {
-  const auto* data = static_cast<const char*>(info.ptr);
-  const size_t n = static_cast<size_t>(info.size);
-  globals.reserve(n);
-  for (size_t k = 0; k < n; ++k) {
-    T value;
-    std::memcpy(&value, data + k * static_cast<size_t>(info.strides[0]), sizeof(T));
-    if constexpr (std::is_unsigned_v<T>) {
-      if (value > static_cast<T>(INT64_MAX)) {
-        ThrowOutOfRange("indices[" + std::to_string(k) + "] = " +
-                        std::to_string(value) + " out of range for a reader of " +
-                        std::to_string(view.length) + " records");
+// The global indices of a buffer of integers; false, adding nothing, when
+// `object` is not a buffer or holds integers in a foreign byte order (read
+// item by item then).
+bool TryBufferIndices(const View& view, PyObject* object,
+                      std::vector<uint64_t>& globals) {
+  std::string format;
+  py::ssize_t ndim = 0;
+  const IntegerBuffer found = ForEachBufferInteger(object, [&](size_t k, auto value) {
+    if constexpr (std::is_unsigned_v<decltype(value)>) {
+      if (value > static_cast<decltype(value)>(INT64_MAX)) {
+        ThrowOutOfRange("indices[" + std::to_string(k) + "] = " + std::to_string(value) +
+                        " out of range for a reader of " + std::to_string(view.length) +
+                        " records");
       }
     }
     globals.push_back(GlobalAt(view, static_cast<int64_t>(value), k));
+  }, &format, &ndim);
+  switch (found) {
+    case IntegerBuffer::kIntegers: return true;
+    case IntegerBuffer::kNotABuffer:
+    case IntegerBuffer::kForeignOrder: return false;
+    case IntegerBuffer::kOtherShape:
+      ThrowInvalidArgument("indices must be one-dimensional, not " + std::to_string(ndim) +
+                           "-dimensional");
+    case IntegerBuffer::kOtherItems: break;
   }
-}
-
-bool TryBufferIndices(const View& view, PyObject* object,
-                      std::vector<uint64_t>& globals) {
-  if (!PyObject_CheckBuffer(object) || PyBytes_Check(object) ||
-      PyByteArray_Check(object)) {
-    return false;
-  }
-  py::buffer buffer = py::reinterpret_borrow<py::buffer>(object);
-  py::buffer_info info = buffer.request();
-  if (info.ndim != 1) {
-    ThrowInvalidArgument("indices must be one-dimensional, not " +
-                         std::to_string(info.ndim) + "-dimensional");
-  }
-  const std::string& f = info.format;
-  const char kind = f.empty() ? '?' : f.back();
-  switch (kind) {
-    case 'b': AppendBufferIndices<int8_t>(view, info, globals); return true;
-    case 'B': AppendBufferIndices<uint8_t>(view, info, globals); return true;
-    case 'h': AppendBufferIndices<int16_t>(view, info, globals); return true;
-    case 'H': AppendBufferIndices<uint16_t>(view, info, globals); return true;
-    case 'i': AppendBufferIndices<int32_t>(view, info, globals); return true;
-    case 'I': AppendBufferIndices<uint32_t>(view, info, globals); return true;
-    case 'l':
-    case 'q': AppendBufferIndices<int64_t>(view, info, globals); return true;
-    case 'L':
-    case 'Q': AppendBufferIndices<uint64_t>(view, info, globals); return true;
-    default:
-      throw py::type_error("indices must be integers, not an array of format '" +
-                           f + "'");
-  }
+  throw py::type_error("indices must be integers, not an array of format '" + format + "'");
 }
 
 }  // namespace

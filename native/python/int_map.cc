@@ -24,6 +24,7 @@
 #include "memory_source.h"
 #include "python/buffers.h"
 #include "python/gil.h"
+#include "python/indices.h"
 #include "python/register.h"
 #include "thread_pool.h"
 
@@ -116,52 +117,21 @@ struct KeyBatch {
   }
 };
 
-template <typename T>
-void AddBufferKeys(const py::buffer_info& info, KeyBatch& batch) {
-  const auto* data = static_cast<const char*>(info.ptr);
-  for (py::ssize_t k = 0; k < info.size; ++k) {
-    T value;
-    std::memcpy(&value, data + k * info.strides[0], sizeof(T));
-    if constexpr (std::is_signed_v<T>) {
-      batch.Add(value < 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(value)));
-    } else {
-      batch.Add(static_cast<uint64_t>(value));
-    }
-  }
-}
-
-// The keys of a one-dimensional buffer of native integers (a numpy array,
-// array.array); false, adding nothing, for other objects.
-bool TryBufferKeys(PyObject* object, KeyBatch& batch) {
-  if (!PyObject_CheckBuffer(object) || PyBytes_Check(object) || PyByteArray_Check(object)) {
-    return false;
-  }
-  py::buffer_info info = py::reinterpret_borrow<py::buffer>(object).request();
-  const char kind = info.format.empty() ? '?' : info.format.back();
-  // A byte-order prefix other than native ('@', '=', '<' on the little-endian
-  // machines we build for) goes item by item, as do formats of other sizes.
-  const bool native = info.format.size() == 1 ||
-                      (info.format.size() == 2 && std::strchr("@=<", info.format[0]) != nullptr);
-  if (info.ndim != 1 || !native || info.size == 0) return false;
-  const bool is_signed = std::strchr("bhilq", kind) != nullptr;
-  if (!is_signed && std::strchr("BHILQ", kind) == nullptr) return false;  // e.g. floats
-  batch.valid.reserve(static_cast<size_t>(info.size));
-  batch.slot.reserve(static_cast<size_t>(info.size));
-  // By item size: a prefixed 'l' is 4 bytes, a native one 8.
-  switch (info.itemsize) {
-    case 1: is_signed ? AddBufferKeys<int8_t>(info, batch) : AddBufferKeys<uint8_t>(info, batch); return true;
-    case 2: is_signed ? AddBufferKeys<int16_t>(info, batch) : AddBufferKeys<uint16_t>(info, batch); return true;
-    case 4: is_signed ? AddBufferKeys<int32_t>(info, batch) : AddBufferKeys<uint32_t>(info, batch); return true;
-    case 8: is_signed ? AddBufferKeys<int64_t>(info, batch) : AddBufferKeys<uint64_t>(info, batch); return true;
-    default: return false;
-  }
-}
-
 // The keys of `keys`: an integer buffer, a list or tuple, or any iterable.
 KeyBatch ReadKeys(py::handle keys) {
   KeyBatch batch;
   PyObject* object = keys.ptr();
-  if (TryBufferKeys(object, batch)) return batch;
+  // Integer arrays without a Python object per key; negative keys are absent.
+  // Other buffers (floats, foreign byte orders, 2-D) go item by item below,
+  // which raises for what is not an integer.
+  const IntegerBuffer found = ForEachBufferInteger(object, [&](size_t, auto value) {
+    if constexpr (std::is_signed_v<decltype(value)>) {
+      batch.Add(value < 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(value)));
+    } else {
+      batch.Add(static_cast<uint64_t>(value));
+    }
+  });
+  if (found == IntegerBuffer::kIntegers) return batch;
   if (PyList_CheckExact(object) || PyTuple_CheckExact(object)) {
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(object);
     PyObject** items = PySequence_Fast_ITEMS(object);

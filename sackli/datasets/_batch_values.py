@@ -38,12 +38,20 @@ def batch_read(codec: Any, args: tuple[str, ...]) -> BatchRead | None:
     with the type's arguments, or None when it has none."""
     if codec is _codecs.bytes_identity:
         return _read_bytes
-    if codec is _codecs.int_decode and args:
-        endian = args[1] if len(args) > 1 else "little"
-        size = int(args[0]) if args[0].isdigit() else 0
-        if size in _UNSIGNED and endian in ("little", "big"):
-            return functools.partial(_read_unsigned, size, endian)
+    unsigned = _unsigned_type(codec, args)
+    if unsigned is not None and unsigned[0] in _UNSIGNED:
+        return functools.partial(_read_unsigned, *unsigned)
     return None
+
+
+def _unsigned_type(codec: Any, args: tuple[str, ...]) -> tuple[int, str] | None:
+    """(size, endian) of an `int(size[,endian])` field with a size of 1 to 8
+    bytes, or None."""
+    if codec is not _codecs.int_decode or not args:
+        return None
+    endian = args[1] if len(args) > 1 else "little"
+    size = int(args[0]) if args[0].isdigit() else 0
+    return (size, endian) if 1 <= size <= 8 and endian in ("little", "big") else None
 
 
 # The value kinds of _engine.read_datapoints: (kind, int size, big-endian).
@@ -61,11 +69,9 @@ def native_kind(codec: Any, args: tuple[str, ...]) -> tuple[int, int, bool] | No
         return NATIVE_BYTES
     if codec is _codecs.utf8_decode:
         return _NATIVE_UTF8
-    if codec is _codecs.int_decode and args:
-        endian = args[1] if len(args) > 1 else "little"
-        size = int(args[0]) if args[0].isdigit() else 0
-        if 1 <= size <= 8 and endian in ("little", "big"):
-            return (_NATIVE_UNSIGNED, size, endian == "big")
+    unsigned = _unsigned_type(codec, args)
+    if unsigned is not None:
+        return (_NATIVE_UNSIGNED, unsigned[0], unsigned[1] == "big")
     return None
 
 
