@@ -258,3 +258,43 @@ def test_engine_refs_columns_match_the_per_record_parse(folder) -> None:
             assert one_by_one[field].lengths is None
         else:
             assert list(bulk[field].lengths) == list(one_by_one[field].lengths), field
+
+
+LIST_MASKS = [None, {"words": True}, {"words": range(1, 3)}, {"numbers": slice(1, None), "u8": True},
+              {"tags": True, "blobs": range(0, 2)}]
+
+
+@pytest.mark.parametrize("mask", LIST_MASKS, ids=str)
+def test_a_single_datapoint_with_a_list_field_is_one_engine_call(folder, engine_calls,
+                                                                 mask) -> None:
+    reader = datasets.DatasetReader(folder)
+    rows = [0, 17, N - 1, -2]
+    read = [reader[row] if mask is None else reader[row, mask] for row in rows]
+    assert len(engine_calls) == len(rows) and None not in engine_calls
+    expected = field_by_field(reader, engine_calls, lambda: [
+        reader[row] if mask is None else reader[row, mask] for row in rows])
+    for got, reference in zip(read, expected):
+        assert_same_datapoint(got, reference)
+
+
+def test_a_single_datapoint_of_scalars_is_read_record_by_record(folder, engine_calls) -> None:
+    reader = datasets.DatasetReader(folder)
+    assert reader[5, {"u8": True, "text": True}] == {
+        "u8": datapoint(5)["u8"], "text": datapoint(5)["text"]}
+    assert engine_calls == []
+
+
+def test_a_list_item_that_is_not_utf8_raises_for_a_single_datapoint(folder, tmp_path,
+                                                                     engine_calls) -> None:
+    refs = datasets.BagReader(os.path.join(folder, "refs.bag"))
+    position = sorted(SPEC).index("words")
+    words_refs = [msgpack.unpackb(refs[i])[position] for i in range(N)]  # [] or [start, count]
+    row = next(i for i, ref in enumerate(words_refs) if ref and ref[1] > 0)
+    record = words_refs[row][0]
+    refs.close()
+    copy = _rewrite(folder, tmp_path, "words", {record: b"\xff\xfe"})
+    reader = datasets.DatasetReader(copy)
+    with pytest.raises(ValueError, match=f"record {record} of field 'words'"):
+        reader[row, {"words": True}]
+    assert engine_calls[-1] is None  # the engine declined; the slower way raised
+    assert reader[row, {"u8": True}] == {"u8": datapoint(row)["u8"]}

@@ -85,6 +85,11 @@ def test_a_remembered_mask_still_checks_range_steps(folder):
     with pytest.raises(ValueError):
         reader[1, {"words": range(0, 1, 2)}]
     assert reader[1, {"words": range(0, 1)}] == first
+    mask = {"words": range(0, 1)}
+    assert reader[1, mask] == first
+    mask["words"] = range(0, 1, 2)  # the same dict, its value equal but not the same
+    with pytest.raises(ValueError):
+        reader[1, mask]
 
 
 def test_many_masks_in_turn(folder):

@@ -121,13 +121,16 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         readers = [self._refs, *self._readers.values()]
         return sum(r.stored_bytes + _LIMIT_BYTES * (len(r) + 1) for r in readers)
 
-    def _compile(self, plan: Plan) -> tuple[Plan, list[tuple[Any, ...]], EngineFields | None]:
+    def _compile(
+        self, plan: Plan
+    ) -> tuple[Plan, list[tuple[Any, ...]], EngineFields | None, bool]:
         """A mask's plan; the steps `_read_row` takes for it (per field to
         read, everything bound: reader, length, decoder, list part, so that
-        the loop over fields looks nothing up); and the fields as
-        _engine.read_datapoints takes them for batches, with the decoders
-        that run in Python after it (None when a field has no decoder: the
-        field-by-field way raises, naming it, when the field is read)."""
+        the loop over fields looks nothing up); the fields as
+        _engine.read_datapoints takes them, with the decoders that run in
+        Python after it (None when a field has no decoder: the
+        field-by-field way raises, naming it, when the field is read); and
+        whether a single datapoint is read by the engine too."""
         steps = []
         engine_fields: list[tuple[Any, ...]] = []
         decode_here: list[tuple[str, bool, Any]] = []
@@ -145,15 +148,24 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
                 kind = NATIVE_BYTES
             engine_fields.append((field, position, ftype.is_list, self._readers[field]._core,
                                   *kind, first, last))
-        usable = all(decode is not None for _, _, decode in decode_here)
-        return plan, steps, (engine_fields, decode_here) if usable else None
+        engine = (engine_fields, decode_here) if all(
+            decode is not None for _, _, decode in decode_here) else None
+        # One engine call for one datapoint costs more than a record read
+        # (~0.8 us against ~0.1-0.3), but less than a loop over a list's
+        # items: the engine reads single datapoints that have a list field.
+        rows_by_engine = engine is not None and any(ftype.is_list for _, _, ftype, _ in plan)
+        return plan, steps, engine, rows_by_engine
 
     def _read_row(self, row: int, mask: Mask | None) -> Datapoint:
-        # One datapoint: single-record engine reads (a batch call, even of
-        # one row, costs more: ~1.4 us for a label against ~0.8 here), in one
-        # flat loop over precompiled steps: at ~3 us per
-        # `r[i, {"label": True}]`, every lookup counts.
-        steps = self._plans.get(mask)[1]
+        # One datapoint. With a list field: one engine call (as a batch of
+        # one). Scalars only: single-record engine reads in one flat loop
+        # over precompiled steps; at ~2 us per `r[i, {"label": True}]`,
+        # every lookup counts.
+        _, steps, engine, rows_by_engine = self._plans.get(mask)
+        if rows_by_engine:
+            read = self._engine_datapoints((row,), engine)
+            if read is not None:
+                return read[0]
         if not steps:
             return {}
         try:
@@ -193,7 +205,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         return datapoint
 
     def _read_rows(self, rows: list[int], mask: Mask | None) -> list[Datapoint]:
-        plan, _, engine = self._plans.get(mask)
+        plan, _, engine, _ = self._plans.get(mask)
         datapoints: list[Datapoint] = [{} for _ in rows]
         if not rows or not plan:
             return datapoints

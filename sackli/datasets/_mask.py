@@ -8,6 +8,7 @@ reads every field whole.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Mapping, Union
 
 from ._spec import FieldType
@@ -87,9 +88,9 @@ class MaskPlans:
         self._where = where
         self._compile = compile
         self._all = compile(resolve_mask(None, fields, where))
-        # mask items -> (their value types, their ranges' steps or None,
-        # compiled plan)
-        self._plans: dict[Any, tuple[tuple[type, ...], Any, Any]] = {}
+        # mask items -> (their values, the values' types, their ranges'
+        # steps or None, compiled plan)
+        self._plans: dict[Any, tuple[tuple[Any, ...], tuple[type, ...], Any, Any]] = {}
 
     def get(self, mask: Mapping[str, Any] | None) -> Any:
         """`compile` of the plan of `mask` (see resolve_mask); raises as
@@ -100,18 +101,24 @@ class MaskPlans:
             cached = self._plans.get(tuple(mask.items()))
         except (TypeError, AttributeError):  # unhashable values, or not a dict
             return self._compile(resolve_mask(mask, self._fields, self._where))
-        # The value types must match too: True == 1, but only True is a mask;
-        # and so must ranges' steps: range(3, 4) == range(3, 4, 2), but only
-        # the first is a valid mask.
-        if (cached is not None and cached[0] == tuple(map(type, mask.values()))
-                and (cached[1] is None or cached[1] == _range_steps(mask))):
-            return cached[2]
+        if cached is not None:
+            values, types, steps, compiled = cached
+            # Equal masks are not always the same mask: True == 1, but only
+            # True is a mask; range(3, 4) == range(3, 4, 2), but only the
+            # first is valid. The very values cached are (a loop reading with
+            # one mask: the first test, the cheap one); others must match in
+            # type and in their ranges' steps.
+            if all(map(operator.is_, values, mask.values())) or (
+                    types == tuple(map(type, mask.values()))
+                    and (steps is None or steps == _range_steps(mask))):
+                return compiled
         compiled = self._compile(resolve_mask(mask, self._fields, self._where))
         if len(self._plans) >= _CACHED_PLANS:
             self._plans.clear()
-        types = tuple(map(type, mask.values()))
+        values = tuple(mask.values())
+        types = tuple(map(type, values))
         self._plans[tuple(mask.items())] = (
-            types, _range_steps(mask) if range in types else None, compiled)
+            values, types, _range_steps(mask) if range in types else None, compiled)
         return compiled
 
 
