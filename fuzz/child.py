@@ -27,6 +27,7 @@ import time
 import traceback
 import zlib
 
+from . import map_paths
 from .oracle import OracleError, expand_spec, limits_path_for, open_bag
 from .paths import PATHS, Combo, Context, Judge
 
@@ -55,7 +56,9 @@ def _available(module: str | None) -> bool:
 
 
 class Evaluator:
-    """Evaluates the pairs of one mutant (the oracle is computed once)."""
+    """Evaluates the pairs of one bag mutant (the oracle is computed once)."""
+
+    open_path = "open"  # the path that every other path needs to agree first
 
     def __init__(self, task: dict) -> None:
         self.task = task
@@ -81,6 +84,9 @@ class Evaluator:
         self.remote_entries = _entries(meta, prefix) if prefix else []
         self.remote_files = [f.replace(folder, prefix, 1) for f in self.local_files] if prefix else []
         self.remote_paths = [p.replace(folder, prefix, 1) for p in self.local_paths] if prefix else []
+
+    def oracle_for(self, combo_key: str):
+        return self.remote_oracle if combo_key.startswith("remote/") else self.oracle
 
     def _oracle(self, remote: bool):
         try:
@@ -131,21 +137,61 @@ class Evaluator:
         return result
 
 
+class MapEvaluator:
+    """Evaluates the pairs of one map mutant (see map_paths)."""
+
+    open_path = "map_open"
+
+    def __init__(self, task: dict) -> None:
+        self.task = task
+        # Read by slices, a map's size is unknown: some damage cannot show.
+        self.oracles = {known: map_paths.open_oracle(task["dir"], task["meta"], known)
+                        for known in (True, False)}
+        self.oracle = self.oracles[True]
+
+    def oracle_for(self, combo_key: str):
+        return self.oracles[map_paths.size_known(combo_key)]
+
+    def pair(self, combo_key: str, path: str) -> dict:
+        started = time.perf_counter()
+        result = {"combo": combo_key, "path": path}
+        oracle = self.oracle_for(combo_key)
+        if path != self.open_path and isinstance(oracle, OracleError):
+            result.update({"class": "not_run", "why": "the oracle does not open it", "calls": 0})
+            return result
+        seed = zlib.crc32(f"{self.task.get('seed', 0)}/{combo_key}/{path}".encode())
+        try:
+            judge = map_paths.evaluate_pair(self.task["dir"], self.task["meta"], oracle,
+                                            combo_key, path, seed)
+        except Exception as error:  # noqa: BLE001 - a path that could not finish
+            judge = Judge([])
+            judge.fail("mismatch", f"{path} (uncaught)", f"uncaught {type(error).__name__}",
+                       None, f"{error!r}"[:300])
+            judge.failures[-1]["traceback"] = traceback.format_exc(limit=6)[-2000:]
+        result.update({"class": judge.cls, "calls": judge.calls, "counts": judge.counts,
+                       "failures": judge.failures,
+                       "seconds": round(time.perf_counter() - started, 4)})
+        return result
+
+
 def evaluate(task: dict, emit) -> None:
     """Runs every pair of `task`, calling emit(obj) for each protocol line."""
-    evaluator = Evaluator(task)
+    if task["meta"].get("kind") in map_paths.MAP_KINDS:
+        evaluator: Evaluator | MapEvaluator = MapEvaluator(task)
+    else:
+        evaluator = Evaluator(task)
     summary = {"n": None if isinstance(evaluator.oracle, OracleError) else len(evaluator.oracle),
                "oracle_error": evaluator.oracle.kind if isinstance(evaluator.oracle, OracleError) else None}
     opened = {}
     for combo_key, path in task["pairs"]:
-        if path != "open" and opened.get(combo_key) is False:
+        if path != evaluator.open_path and opened.get(combo_key) is False:
             emit({"result": {"combo": combo_key, "path": path, "class": "not_run",
                              "why": "sackli or the oracle did not open it", "calls": 0}})
             continue
         emit({"start": [combo_key, path]})
         result = evaluator.pair(combo_key, path)
-        if path == "open":
-            oracle = evaluator.remote_oracle if combo_key.startswith("remote/") else evaluator.oracle
+        if path == evaluator.open_path:
+            oracle = evaluator.oracle_for(combo_key)
             opened[combo_key] = result["class"] == "agree" and not isinstance(oracle, OracleError)
         emit({"result": result})
     emit({"done": task["id"], "oracle": summary})

@@ -1,11 +1,13 @@
 """The seed corpus: small bags made by a script, deterministic from a seed.
 
-Each seed is a folder holding the bag's files and `meta.json`:
+Each seed is a folder holding the bag's files and `meta.json` (maps: one
+`.mb` / `.im` file, "kind" "map" / "intmap"):
 
     {"name": ..., "spec": "data.bagz" | "c@3.bagz" | "a.bag,b.bagz",
      "placement": "TAIL" | "SEPARATE", "layout": "CONCATENATED" | "INTERLEAVED",
      "compression": "auto" | "none" | "zstd", "dictionary": "dict.bin" | null,
-     "files": [the files mutators may touch], "weight": ..., "origin": ...}
+     "files": [the files mutators may touch], "weight": ..., "origin": ...,
+     "kind": "bag" | "map" | "intmap"}
 
 The spec is relative to the folder. Seeds are written both with
 `sackli.Writer` and byte by byte (frames of raw and RLE blocks, frames
@@ -28,6 +30,7 @@ import sys
 import zstandard
 
 from . import bagbytes as bb
+from . import mapbytes as mb
 from .oracle import limits_path_for
 
 __all__ = ["build_corpus", "load_corpus", "GOLDEN_DIR", "CORPUS_VERSION"]
@@ -35,15 +38,16 @@ __all__ = ["build_corpus", "load_corpus", "GOLDEN_DIR", "CORPUS_VERSION"]
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GOLDEN_DIR = REPO / "tests" / "data"
 # Bumped when the seeds change, so a cached corpus is rebuilt.
-CORPUS_VERSION = 6
+CORPUS_VERSION = 7
 
 
 def _meta(name: str, spec: str, files: list[str], *, placement: str = "TAIL",
           layout: str = "CONCATENATED", compression: str = "auto",
-          dictionary: str | None = None, weight: float = 1.0, origin: str = "bytes") -> dict:
+          dictionary: str | None = None, weight: float = 1.0, origin: str = "bytes",
+          kind: str = "bag") -> dict:
     return {"name": name, "spec": spec, "placement": placement, "layout": layout,
             "compression": compression, "dictionary": dictionary, "files": files,
-            "weight": weight, "origin": origin}
+            "weight": weight, "origin": origin, "kind": kind}
 
 
 def _files_of(folder: pathlib.Path, names: list[str], placement: str) -> list[str]:
@@ -269,11 +273,65 @@ def build_corpus(out_dir: str | os.PathLike, seed: int = 0, golden: bool = True)
     bb.write_bag(str(folder / "big.bag"), big)
     b.add(_meta("b_big_bag", "big.bag", ["big.bag"], weight=0.5))
 
+    _map_seeds(b)
     if golden:
         _copy_golden(b)
     (out / "index.json").write_text(json.dumps({"seed": seed, "version": CORPUS_VERSION,
                                                 "seeds": b.metas}, indent=1))
     return b.metas
+
+
+def _map_keys(b: _Builder, n: int) -> list[int]:
+    """n distinct uint64 keys, the extremes among them when n allows."""
+    keys = {0, 2**64 - 1, 2**63, 1} if n >= 4 else set()
+    while len(keys) < n:
+        keys.add(b.rng.getrandbits(b.rng.choice([8, 32, 63, 64])))
+    return sorted(keys)[:n]
+
+
+def _map_seeds(b: _Builder) -> None:
+    """MapBuffers (every compression, formats 0 and 1) and IntMaps, byte by
+    byte; and one MapBuffer written by sackli.maps."""
+    import gzip
+    import lzma
+
+    def add(name: str, data: bytes, kind: str = "map", origin: str = "bytes") -> None:
+        file = "map.im" if kind == "intmap" else "map.mb"
+        (b.folder(name) / file).write_bytes(data)
+        b.add(_meta(name, file, [file], compression="none", origin=origin, kind=kind,
+                    weight=0.6))
+
+    raw = {key: b.random_bytes(b.rng.choice([0, 0, 1, 3, 4, 5, 40, 300]))
+           for key in _map_keys(b, 24)}
+    add("m_none_v1", mb.build_map(raw))
+    add("m_none_v0", mb.build_map(raw, version=0))
+    add("m_empty", mb.build_map({}))
+    add("m_one", mb.build_map({7: b"seven"}))
+    texts = {key: b.repetitive(b.rng.choice([1, 60, 500, 3000])) for key in _map_keys(b, 12)}
+    frames = {}
+    for k, (key, text) in enumerate(texts.items()):
+        options = [dict(), dict(write_content_size=False), dict(write_checksum=True)][k % 3]
+        frames[key] = zstandard.ZstdCompressor(level=3, **options).compress(text)
+    add("m_zstd_v1", mb.build_map(frames, b"zstd"))
+    add("m_zstd_v0", mb.build_map(frames, b"zstd", version=0))
+    add("m_gzip_v1", mb.build_map({key: gzip.compress(text, mtime=0) for key, text in
+                                   list(texts.items())[:6]}, b"gzip"))
+    add("m_lzma_v1", mb.build_map({key: lzma.compress(text) for key, text in
+                                   list(texts.items())[:4]}, b"lzma"))
+    try:
+        import brotli
+    except ImportError:
+        pass
+    else:
+        add("m_br_v1", mb.build_map({key: brotli.compress(text) for key, text in
+                                     list(texts.items())[:4]}, b"00br"))
+    import sackli.maps
+
+    ours = sackli.maps.MapBuffer({key: text for key, text in texts.items()}, compress="zstd")
+    add("m_sackli_zstd", bytes(ours.tobytes()), origin="sackli.maps")
+    add("im_intmap", mb.build_intmap({key: b.rng.getrandbits(64) for key in _map_keys(b, 30)}),
+        kind="intmap")
+    add("im_empty", mb.build_intmap({}), kind="intmap")
 
 
 def _copy_golden(b: _Builder) -> None:

@@ -22,6 +22,8 @@ Ops:
   swap_limits {file, i, j}                  exchange two limits
   record      {file, index, hex, what}      replace record `index`'s stored bytes
                                             (the limits after it are shifted)
+  map_value   {file, position, hex, what}   replace a MapBuffer value's stored bytes
+                                            (the offsets after it are shifted)
 
 `file` names are relative to the bag's folder.
 """
@@ -36,6 +38,7 @@ from typing import Any, Callable, Iterator
 import zstandard
 
 from . import bagbytes as bb
+from . import mapbytes as mb
 from .oracle import OracleError, decode_record, limits_path_for, max_decoded_size, parse_frame
 
 __all__ = ["apply_recipe", "apply_op", "generate", "materialize", "copy_seed", "describe"]
@@ -166,7 +169,27 @@ def apply_op(folder: str, meta: dict, op: Op) -> bool:
             limits = [v + delta if j >= k and v >= end else v for j, v in enumerate(limits)]
         bb.write_limits(path, meta["placement"], records, limits)
         return True
+    if kind == "map_value":
+        return _replace_map_value(path, meta, op)
     raise ValueError(f"unknown op {kind!r}")
+
+
+def _replace_map_value(path: str, meta: dict, op: Op) -> bool:
+    data = _read(path)
+    layout = mb.parse_layout(data, meta["kind"] == "intmap") if data is not None else None
+    extent = layout.extent(op["position"], len(data)) if layout is not None else None
+    if extent is None:
+        return False
+    begin, end = extent
+    new = bytes.fromhex(op["hex"])
+    delta = len(new) - (end - begin)
+    data = bytearray(data[:begin] + new + data[end:])
+    for position, offset in enumerate(layout.words):
+        if position > op["position"] and offset >= end:
+            mb.ENTRY.pack_into(data, layout.entry_offset(position), layout.keys[position],
+                               (offset + delta) & U64_MAX)
+    _write(path, bytes(data))
+    return True
 
 
 def copy_seed(seed_dir: str, out_dir: str) -> None:
@@ -198,7 +221,10 @@ def describe(op: Op) -> str:
     for key in ("file", "a", "b", "src", "dst", "index", "i", "j", "pos", "bit", "size", "value", "what"):
         if key in op:
             parts.append(f"{key}={op[key]}")
-    if "hex" in op and op["op"] != "record":
+    for key in ("position",):
+        if key in op:
+            parts.append(f"{key}={op[key]}")
+    if "hex" in op and op["op"] not in ("record", "map_value"):
         parts.append(f"hex={op['hex'][:32]}{'...' if len(op['hex']) > 32 else ''}")
     return " ".join(parts)
 
@@ -551,6 +577,110 @@ def _gen_files(rng: random.Random, st: _State) -> Op | None:
     return {"op": "remove", "file": rng.choice(files)}
 
 
+def _map_layout(st: _State) -> tuple[str, bytes, mb.MapLayout] | None:
+    name = st.meta["files"][0]
+    if name not in st.existing():
+        return None
+    with open(os.path.join(st.folder, name), "rb") as f:
+        data = f.read()
+    layout = mb.parse_layout(data, st.meta["kind"] == "intmap")
+    return None if layout is None else (name, data, layout)
+
+
+def _set(name: str, pos: int, new: bytes) -> Op:
+    return {"op": "set_bytes", "file": name, "pos": pos, "hex": new.hex()}
+
+
+def _gen_map_header(rng: random.Random, name: str, data: bytes, layout: mb.MapLayout) -> Op:
+    if layout.intmap:
+        field = rng.choice(["magic", "version", "type", "count"])
+        at = {"magic": rng.randrange(4), "version": 4, "type": 5, "count": 6}[field]
+    else:
+        field = rng.choice(["magic", "version", "version", "compression", "count", "count"])
+        at = {"magic": rng.randrange(7), "version": 7, "compression": 8, "count": 12}[field]
+    if field == "count":
+        n, room = layout.count, (len(data) - layout.header) // 16
+        value = rng.choice([0, 1, n - 1, n + 1, room, room + 1, 2**31, 2**32 - 1]) % 2**32
+        return _set(name, at, value.to_bytes(4, "little"))
+    if field == "compression":
+        return _set(name, at, rng.choice([b"none", b"gzip", b"00br", b"zstd", b"lzma", b"br\0\0",
+                                          rng.randbytes(4)]))
+    return _set(name, at, bytes([rng.choice([0, 1, 2, 3, 255, rng.randrange(256)])]))
+
+
+def _gen_map_entry(rng: random.Random, name: str, data: bytes, layout: mb.MapLayout) -> Op | None:
+    if not layout.keys:
+        return None
+    p = rng.randrange(len(layout.keys))
+    if rng.random() < 0.4:  # the key
+        key = layout.keys[p]
+        value = rng.choice([0, 2**64 - 1, key + 1, key - 1, rng.choice(layout.keys), rng.getrandbits(64)])
+        return _set(name, layout.entry_offset(p), (value % 2**64).to_bytes(8, "little"))
+    word = layout.words[p]  # an offset, or an IntMap's value
+    neighbours = [layout.words[q] for q in (p - 1, p + 1) if 0 <= q < len(layout.words)]
+    data_offset = layout.entry_offset(layout.count)
+    value = rng.choice([0, 16, data_offset - 1, data_offset, len(data), len(data) + 1, len(data) - 3,
+                        word + 1, word - 1, word + 4, word - 4, 2**63, 2**64 - 1,
+                        rng.getrandbits(64), *neighbours])
+    return _set(name, layout.entry_offset(p) + 8, (value % 2**64).to_bytes(8, "little"))
+
+
+def _gen_map_value(rng: random.Random, name: str, data: bytes, layout: mb.MapLayout) -> Op | None:
+    """A value's stored bytes changed: damaged bytes under a correct crc32c
+    (so decoders see them), a bad crc32c, an edited zstd frame, another size."""
+    extents = [(p, e) for p in range(len(layout.words)) if (e := layout.extent(p, len(data)))]
+    if layout.intmap or not extents:
+        return None
+    p, (begin, end) = rng.choice(extents)
+    crc = 4 if layout.version >= 1 else 0
+    payload = data[begin:end - crc] if end - begin >= crc else b""
+    compression = data[8:12]
+    roll = rng.random()
+    if roll < 0.25 and crc and end - begin >= crc:
+        return _set(name, end - crc, rng.randbytes(crc))
+    if compression == b"zstd" and payload and roll < 0.7:
+        edit = _frame_edit(rng, payload, None)
+        if edit is not None:
+            new, what = edit
+            return {"op": "map_value", "file": name, "position": p,
+                    "hex": mb.stored_value(new, layout.version).hex(), "what": what}
+    if payload and roll < 0.85:
+        damaged = bytearray(payload)
+        for _ in range(rng.randint(1, 3)):
+            damaged[rng.randrange(len(damaged))] ^= 1 << rng.randrange(8)
+        return {"op": "map_value", "file": name, "position": p,
+                "hex": mb.stored_value(bytes(damaged), layout.version).hex(),
+                "what": "flipped bits, crc32c recomputed"}
+    new = rng.choice([b"", rng.randbytes(rng.randint(1, 3)), rng.randbytes(rng.randint(4, 300))])
+    stored = mb.stored_value(new, layout.version) if rng.random() < 0.7 else new
+    return {"op": "map_value", "file": name, "position": p, "hex": stored.hex(),
+            "what": f"{len(stored)} stored bytes"}
+
+
+def _gen_map(rng: random.Random, st: _State) -> Op | None:
+    found = _map_layout(st)
+    if found is None:
+        return None
+    name, data, layout = found
+    roll = rng.random()
+    if roll < 0.2:
+        return _gen_map_header(rng, name, data, layout)
+    if roll < 0.55:
+        return _gen_map_entry(rng, name, data, layout)
+    return _gen_map_value(rng, name, data, layout) or _gen_map_entry(rng, name, data, layout)
+
+
+def _gen_map_file(rng: random.Random, st: _State) -> Op | None:
+    name = st.meta["files"][0]
+    return {"op": rng.choice(["remove", "make_dir"]), "file": name}
+
+
+MAP_FAMILIES: dict[str, tuple[float, Callable[[random.Random, _State], Op | None]]] = {
+    "bytes": (0.35, _gen_bytes),
+    "map": (0.62, _gen_map),
+    "files": (0.03, _gen_map_file),
+}
+
 FAMILIES: dict[str, tuple[float, Callable[[random.Random, _State], Op | None]]] = {
     "bytes": (0.25, _gen_bytes),
     "limits": (0.30, _gen_limits),
@@ -567,13 +697,14 @@ def generate(meta: dict, seed_dir: str, out_dir: str, rng: random.Random, max_op
     roll = rng.random()
     count = 1 if roll < 0.5 else 2 if roll < 0.8 else rng.randint(3, max(3, max_ops))
     ops: list[Op] = []
-    names = list(FAMILIES)
-    weights = [FAMILIES[n][0] for n in names]
+    families = MAP_FAMILIES if meta.get("kind") in ("map", "intmap") else FAMILIES
+    names = list(families)
+    weights = [families[n][0] for n in names]
     attempts = 0
     while len(ops) < count and attempts < count * 6:
         attempts += 1
         family = rng.choices(names, weights)[0]
-        op = FAMILIES[family][1](rng, state)
+        op = families[family][1](rng, state)
         if op is None:
             continue
         if apply_op(out_dir, meta, op):

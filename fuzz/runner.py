@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from . import mutators
 from .corpus import load_corpus
+from .map_paths import MAP_KINDS, MAP_PATHS, map_combos
 from .paths import CLASSES, PATHS, all_combos
 
 __all__ = ["Fuzzer", "Report", "run", "replay", "REGRESSIONS", "direct_io_works"]
@@ -480,12 +481,14 @@ class Fuzzer:
 
             self.server = S3Server().start()
         self.combos = [c.key for c in all_combos(remote=remote, direct_io=self.direct_io)]
+        self.map_combos = {kind: map_combos(kind) for kind in MAP_KINDS}
         self.local_combos = [c for c in self.combos if not c.startswith("remote/")]
         # Remote reads are slow (HTTP requests): every remote_every-th mutant
         # (and every regression case) is also read remotely.
         self.remote_every = max(1, remote_every)
-        self.paths = paths or list(PATHS)
-        self.report = Report(jobs=self.jobs, combos=self.combos, paths=self.paths)
+        self.paths = paths or list(PATHS) + list(MAP_PATHS)
+        all_map_combos = list(dict.fromkeys(c for combos in self.map_combos.values() for c in combos))
+        self.report = Report(jobs=self.jobs, combos=self.combos + all_map_combos, paths=self.paths)
         if not self.direct_io:
             self.report.notes.append(f"DIRECT_IO not covered: {self.work} refuses O_DIRECT")
         self.lock = threading.Lock()
@@ -514,8 +517,15 @@ class Fuzzer:
 
     # --- pairs ---------------------------------------------------------------
 
-    def pairs(self, combos: list[str] | None = None) -> list[list[str]]:
-        return [[combo, path] for combo in (combos or self.combos) for path in self.paths]
+    def pairs(self, meta: dict, combos: list[str] | None = None) -> list[list[str]]:
+        """The (options, path) pairs a mutant of the seed `meta` is read with:
+        a bag's with `combos` (default: all), a map's with its own."""
+        kind = meta.get("kind", "bag")
+        if kind in MAP_KINDS:
+            return [[combo, path] for combo in self.map_combos[kind]
+                    for path in self.paths if path in MAP_PATHS]
+        return [[combo, path] for combo in (combos or self.combos)
+                for path in self.paths if path in PATHS]
 
     def _child(self, name: str) -> Child:
         return Child(str(self.work / f"{name}.stderr.log"), self.env, str(self.work))
@@ -693,7 +703,7 @@ class Fuzzer:
         else:
             meta = mutators.materialize(case["recipe"], str(self.corpus_dir), scratch, self.metas)
         seed = case.get("recipe", {}).get("mutant", 0)
-        pairs = self.pairs()
+        pairs = self.pairs(meta)
         results: list[dict] = []
         recorded = [case.get("combo"), case.get("path")]
         if case.get("class") in ("crash", "hang") and recorded in pairs:
@@ -788,7 +798,7 @@ class Fuzzer:
                     recipe = mutators.generate(meta, str(self.corpus_dir / name), folder, rng, max_ops)
                     recipe["run_seed"], recipe["mutant"] = seed, k
                     combos = self.combos if k % self.remote_every == 0 else self.local_combos
-                    task = self._task(f"m{k}", folder, meta, self.pairs(combos), k, f"w{j}")
+                    task = self._task(f"m{k}", folder, meta, self.pairs(meta, combos), k, f"w{j}")
                     results, _, oracle = self.evaluate(child, task)
                     findings = self._findings(results, recipe, f"mutant {k}")
                     with self.lock:

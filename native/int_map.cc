@@ -298,7 +298,7 @@ void MapIndex::Validate() const {
   });
   if (header_.kind != MapKind::kMapBuffer) return;
   if (n == 0) {
-    if (map_size_ != header_.data_offset()) {
+    if (map_size_ != kUnknownMapSize && map_size_ != header_.data_offset()) {
       ThrowCorruption(path_, header_.data_offset(),
                       "an empty map has " +
                           std::to_string(map_size_ - header_.data_offset()) +

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -77,11 +78,15 @@ struct ValueExtent {
   uint64_t end = 0;
 };
 
+// The map_size of a map read by ranges from an object of unknown size: its
+// last value runs to wherever the object ends.
+inline constexpr uint64_t kUnknownMapSize = std::numeric_limits<uint64_t>::max();
+
 // The index of one map, over borrowed bytes (they must outlive it).
 class MapIndex {
  public:
   // `entries`: the count x 16 bytes that follow the header. `map_size`: the
-  // size of the whole map. Throws kCorruption when the map is shorter than
+  // size of the whole map, or kUnknownMapSize. Throws kCorruption when the map is shorter than
   // its header and index (a truncated index).
   MapIndex(const MapHeader& header, const char* entries, uint64_t map_size,
            std::string path);
@@ -90,6 +95,11 @@ class MapIndex {
   const std::string& path() const { return path_; }
   uint32_t size() const { return header_.count; }
   uint64_t map_size() const { return map_size_; }
+  // Whether `position`'s value runs to the end of an object of unknown size
+  // (its Extent's end is then kUnknownMapSize, not an offset).
+  bool RunsToUnknownEnd(uint32_t position) const {
+    return map_size_ == kUnknownMapSize && uint64_t{position} + 1 == header_.count;
+  }
 
   uint64_t Key(uint32_t position) const {
     return LoadU64(entries_ + uint64_t{position} * kMapEntryBytes);

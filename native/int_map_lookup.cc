@@ -206,11 +206,11 @@ void MapLookup::DecodeOne(const FoundValue& value, char* output) const {
     return;
   }
   if (value.crc_pending) CheckCrc(value, payload);
-  if (value.decoded_size == 0) return;
   if (stored_as_is) {
-    std::memcpy(output, payload, value.payload_size);
+    if (value.payload_size > 0) std::memcpy(output, payload, value.payload_size);
     return;
   }
+  // A frame whose header says 0 bytes is decoded too: it must hold nothing.
   try {
     ZstdCodec().Decode(payload, value.payload_size, output,
                        value.decoded_size);

@@ -13,6 +13,8 @@ from __future__ import annotations
 import pathlib
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 SEED = 20251123
@@ -137,3 +139,29 @@ def test_corpus_is_deterministic(tmp_path):
     build_corpus(tmp_path / "b", seed=5)
     assert digest(tmp_path / "a") == digest(tmp_path / "b")
     assert runner.REGRESSIONS.is_dir()
+
+
+def test_map_oracle_reads_mapbuffer_maps(tmp_path):
+    """The map oracle reads what the real `mapbuffer` 1.2.0 writes, every
+    compression, and IntMaps."""
+    import random
+
+    mapbuffer = pytest.importorskip("mapbuffer")
+    _runner()
+    from fuzz.map_oracle import ABSENT, open_map
+
+    rng = random.Random(5)
+    items = {rng.getrandbits(63): rng.randbytes(rng.randrange(1, 300)) for _ in range(50)}
+    for compress in (None, "gzip", "br", "zstd", "lzma"):
+        path = tmp_path / f"{compress}.mb"
+        path.write_bytes(mapbuffer.MapBuffer(items, compress=compress).tobytes())
+        oracle = open_map(str(path), intmap=False)
+        assert oracle.ordered() and oracle.structure_error() is None, compress
+        assert {key: oracle.outcome(p) for p, key in enumerate(oracle.keys)} == items, compress
+        assert all(oracle.lookup(key) == [value] for key, value in items.items()), compress
+        assert oracle.lookup(2**64 - 1) == [ABSENT]
+    numbers = {key: rng.getrandbits(64) for key in items}
+    path = tmp_path / "ints.im"
+    path.write_bytes(mapbuffer.IntMap(numbers).tobytes())
+    oracle = open_map(str(path), intmap=True)
+    assert {key: oracle.outcome(p) for p, key in enumerate(oracle.keys)} == numbers

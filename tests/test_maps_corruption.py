@@ -202,3 +202,72 @@ def test_damaged_maps_never_return_other_values_than_mapbuffer(compress: str | N
             if value is None or value is ValidationError:
                 continue
             assert value == theirs[key], key
+
+
+# --- Found by the fuzzer's map target (fuzz/map_paths.py) -----------------------------------
+
+
+class OnlySlices:
+    """A map held by an object that only answers obj[a:b] (size unknown)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __getitem__(self, window: slice) -> bytes:
+        return self.data[window]
+
+
+def _with_offset(data: bytes, position: int, offset: int) -> bytes:
+    """`data` with the value offset of index position `position` replaced."""
+    at = 16 + 16 * position + 8
+    return data[:at] + struct.pack("<Q", offset) + data[at + 8:]
+
+
+def test_errors_of_a_map_read_from_a_file_object_name_the_file(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "bad.mb"
+    path.write_bytes(b"mapbufX" + bytes(9))
+    with open(path, "rb") as file:
+        with pytest.raises(ValidationError, match=f"^{path}: not a MapBuffer"):
+            len(MapBuffer(file))
+
+
+@pytest.mark.parametrize("check_crc", [True, False])
+@pytest.mark.parametrize("next_offset", [2**64 - 1, 10**6])
+def test_a_value_cut_off_by_the_end_of_a_sliced_object_is_an_error(check_crc, next_offset) -> None:
+    data = bytes(MapBuffer({k: bytes([k]) * 50 for k in range(8)}).tobytes())
+    keys = [struct.unpack_from("<Q", data, 16 + 16 * p)[0] for p in range(8)]
+    damaged = _with_offset(data, 3, next_offset)  # value 2 now ends past the object's end
+    for source in (OnlySlices(damaged), damaged):
+        mb = MapBuffer(source, check_crc=check_crc)
+        with pytest.raises(ValidationError, match=f"value of key {keys[2]}"):
+            mb[keys[2]]
+        with pytest.raises(ValidationError, match=f"value of key {keys[2]}"):
+            mb.get_many([keys[2], keys[1]])
+        with pytest.raises(ValidationError):  # value 3 starts past the end too
+            mb.todict()
+        assert mb[keys[1]] == bytes([keys[1]]) * 50  # its neighbour is intact
+
+
+def test_a_zstd_frame_whose_header_says_0_bytes_must_hold_nothing() -> None:
+    import zstandard
+
+    # A frame of one raw block holding b"abc" whose header claims 0 bytes.
+    lying = bytes([0x28, 0xB5, 0x2F, 0xFD, 0x20, 0x00]) + bytes([0x19, 0x00, 0x00]) + b"abc"
+    stored = {1: lying, 2: zstandard.ZstdCompressor().compress(b"y")}
+    raw = bytearray(MapBuffer(stored).tobytes())  # stored as given...
+    raw[8:12] = b"zstd"  # ...then labelled zstd
+    mb = MapBuffer(bytes(raw))
+    assert mb[2] == b"y"
+    with pytest.raises(ValidationError, match="value of key 1: does not decompress"):
+        mb[1]
+    with pytest.raises(ValidationError, match="value of key 1"):
+        mb.get_many([1, 2])
+    with pytest.raises(ValidationError, match="value of key 1"):
+        list(mb.values())
+    assert MapBuffer({1: b""}, compress="zstd")[1] == b""  # an honest empty frame
+
+
+def test_validate_of_an_empty_map_of_unknown_size() -> None:
+    data = bytes(MapBuffer({}).tobytes())
+    assert MapBuffer(OnlySlices(data)).validate() is True
+    assert len(MapBuffer(OnlySlices(data))) == 0

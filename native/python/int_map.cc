@@ -8,7 +8,6 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
-#include <limits>
 #include <type_traits>
 #include <memory>
 #include <optional>
@@ -33,7 +32,6 @@ namespace py = pybind11;
 namespace sackli::python {
 namespace {
 
-constexpr uint64_t kUnknownSize = std::numeric_limits<uint64_t>::max();
 
 // Below these sizes a lookup keeps the GIL while it decodes or copies:
 // switching threads would cost more than the work (as single reads do).
@@ -189,7 +187,7 @@ class MapCore {
     auto core = std::unique_ptr<MapCore>(new MapCore());
     core->index_copy_ = std::string(header_and_index);
     const MapKind map_kind = KindArgument(kind);
-    uint64_t size = map_size.value_or(kUnknownSize);
+    uint64_t size = map_size.value_or(kUnknownMapSize);
     if (!map_size && map_kind == MapKind::kIntMap) size = core->index_copy_.size();
     core->Open(map_kind, core->index_copy_.data(), core->index_copy_.size(), size, std::move(name));
     return core;
@@ -208,7 +206,7 @@ class MapCore {
   py::tuple Extent(uint32_t position) const {
     CheckPosition(position);
     const ValueExtent extent = index_->Extent(position);
-    py::object end = extent.end == kUnknownSize ? py::none() : py::cast(extent.end);
+    py::object end = index_->RunsToUnknownEnd(position) ? py::none() : py::cast(extent.end);
     return py::make_tuple(extent.begin, end);
   }
 
@@ -279,6 +277,17 @@ class MapCore {
   // Checks and decodes the stored bytes of `position` fetched by the caller.
   py::object CheckValue(uint32_t position, py::object stored, bool check_crc) const {
     BorrowedBytes bytes(stored.ptr());
+    CheckPosition(position);
+    // An object shorter than the index says gives short slices: a value cut
+    // off there is damage, not a shorter value.
+    const ValueExtent extent = index_->Extent(position);
+    const uint64_t got = bytes.view().size();
+    if (!index_->RunsToUnknownEnd(position) && got != extent.end - extent.begin) {
+      index_->ThrowCorruptValue(position, extent.begin,
+                                "the map ends after " + std::to_string(got) + " of its " +
+                                    std::to_string(extent.end - extent.begin) +
+                                    " stored bytes (truncated)");
+    }
     MapLookup lookup(*index_, *source_or_empty(), check_crc);
     const FoundValue found =
         lookup.LocateIn(position, bytes.view().data(), bytes.view().size());
@@ -478,7 +487,7 @@ void RegisterIntMap(py::module_& m) {
       })
       .def_property_readonly("map_size", [](const MapCore& c) -> py::object {
         const uint64_t size = c.index().map_size();
-        return size == kUnknownSize ? py::none() : py::cast(size);
+        return size == kUnknownMapSize ? py::none() : py::cast(size);
       })
       .def_property_readonly("data_offset", [](const MapCore& c) {
         return c.index().header().data_offset();

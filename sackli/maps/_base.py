@@ -40,6 +40,7 @@ class MapBase:
         self._core: Any = None
         self._path: str | None = None
         self._buffer: Any = None
+        self._file_name: str | None = None  # a file object's: errors name the file, not its mapping
         if isinstance(data, PathArgument):
             path = os.fspath(data)
             if not isinstance(path, str):
@@ -51,6 +52,7 @@ class MapBase:
             self._core_now()  # a missing file fails here, not at first lookup
         elif isinstance(data, io.IOBase):
             self._buffer = buffer_of_file(data)
+            self._file_name = describe(data)
         elif hasattr(data, "__getitem__"):
             self._buffer = data
         else:
@@ -70,15 +72,19 @@ class MapBase:
     def buffer(self, value: Any) -> None:
         self._buffer = value
         self._path = None
+        self._file_name = None
         self._core = None
 
     def _name(self) -> str:
         """How error messages name this map."""
-        return self._path if self._path is not None else describe(self._buffer)
+        if self._path is not None:
+            return self._path
+        return self._file_name if self._file_name is not None else describe(self._buffer)
 
     def _core_now(self) -> Any:
         if self._core is None:
-            self._core = open_core(self._KIND, self._buffer, self._path, self._index_cache)
+            self._core = open_core(self._KIND, self._buffer, self._path, self._name(),
+                                   self._index_cache)
         return self._core
 
     @property

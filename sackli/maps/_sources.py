@@ -73,13 +73,13 @@ def map_path(path: str) -> Any:
         return buffer_of_file(file)
 
 
-def open_core(kind: str, buffer: Any, path: str | None, index_cache: str | None = None) -> Any:
+def open_core(kind: str, buffer: Any, path: str | None, name: str,
+              index_cache: str | None = None) -> Any:
     """The engine's core for a map of `kind` ("mapbuffer" or "intmap") at
-    `path` (a local file) or in `buffer`. With `index_cache` (a local file),
-    the header and index are read from that file when it holds them, and
-    saved there otherwise."""
+    `path` (a local file) or in `buffer`, `name` in error messages. With
+    `index_cache` (a local file), the header and index are read from that
+    file when it holds them, and saved there otherwise."""
     with corruption_as_validation_error():
-        name = path if path is not None else describe(buffer)
         if index_cache is not None:
             source = map_path(path) if path is not None else buffer
             head = _cached_head(index_cache, lambda: _read_head(kind, source, name), kind, name)
