@@ -26,8 +26,9 @@ import sys
 import time
 import traceback
 import zlib
+from typing import Any
 
-from . import map_paths
+from . import dataset_paths, map_paths
 from .oracle import OracleError, expand_spec, limits_path_for, open_bag
 from .paths import PATHS, Combo, Context, Judge
 
@@ -137,20 +138,21 @@ class Evaluator:
         return result
 
 
-class MapEvaluator:
-    """Evaluates the pairs of one map mutant (see map_paths)."""
+class _TargetEvaluator:
+    """Evaluates the pairs of a mutant of another kind than a bag (a map, a
+    dataset): its module's oracle and paths."""
 
-    open_path = "map_open"
+    open_path = ""
 
     def __init__(self, task: dict) -> None:
         self.task = task
-        # Read by slices, a map's size is unknown: some damage cannot show.
-        self.oracles = {known: map_paths.open_oracle(task["dir"], task["meta"], known)
-                        for known in (True, False)}
-        self.oracle = self.oracles[True]
+        self.oracle: Any = None
 
-    def oracle_for(self, combo_key: str):
-        return self.oracles[map_paths.size_known(combo_key)]
+    def oracle_for(self, combo_key: str) -> Any:
+        return self.oracle
+
+    def _judge(self, combo_key: str, path: str, oracle: Any, seed: int) -> Judge:
+        raise NotImplementedError
 
     def pair(self, combo_key: str, path: str) -> dict:
         started = time.perf_counter()
@@ -161,8 +163,7 @@ class MapEvaluator:
             return result
         seed = zlib.crc32(f"{self.task.get('seed', 0)}/{combo_key}/{path}".encode())
         try:
-            judge = map_paths.evaluate_pair(self.task["dir"], self.task["meta"], oracle,
-                                            combo_key, path, seed)
+            judge = self._judge(combo_key, path, oracle, seed)
         except Exception as error:  # noqa: BLE001 - a path that could not finish
             judge = Judge([])
             judge.fail("mismatch", f"{path} (uncaught)", f"uncaught {type(error).__name__}",
@@ -174,10 +175,47 @@ class MapEvaluator:
         return result
 
 
+class MapEvaluator(_TargetEvaluator):
+    """A map mutant (see map_paths)."""
+
+    open_path = "map_open"
+
+    def __init__(self, task: dict) -> None:
+        super().__init__(task)
+        # Read by slices, a map's size is unknown: some damage cannot show.
+        self.oracles = {known: map_paths.open_oracle(task["dir"], task["meta"], known)
+                        for known in (True, False)}
+        self.oracle = self.oracles[True]
+
+    def oracle_for(self, combo_key: str) -> Any:
+        return self.oracles[map_paths.size_known(combo_key)]
+
+    def _judge(self, combo_key: str, path: str, oracle: Any, seed: int) -> Judge:
+        return map_paths.evaluate_pair(self.task["dir"], self.task["meta"], oracle, combo_key,
+                                       path, seed)
+
+
+class DatasetEvaluator(_TargetEvaluator):
+    """A dataset mutant: one shard folder (see dataset_paths)."""
+
+    open_path = "dataset_open"
+
+    def __init__(self, task: dict) -> None:
+        super().__init__(task)
+        self.oracle = dataset_paths.open_oracle(task["dir"])
+
+    def _judge(self, combo_key: str, path: str, oracle: Any, seed: int) -> Judge:
+        return dataset_paths.evaluate_pair(self.task["dir"], oracle, combo_key, path, seed)
+
+
 def evaluate(task: dict, emit) -> None:
     """Runs every pair of `task`, calling emit(obj) for each protocol line."""
-    if task["meta"].get("kind") in map_paths.MAP_KINDS:
-        evaluator: Evaluator | MapEvaluator = MapEvaluator(task)
+    kind = task["meta"].get("kind", "bag")
+    evaluator: Evaluator | _TargetEvaluator
+    if kind in map_paths.MAP_KINDS:
+        evaluator = MapEvaluator(task)
+    elif kind == dataset_paths.DATASET_KIND:
+        evaluator = DatasetEvaluator(task)
     else:
         evaluator = Evaluator(task)
     summary = {"n": None if isinstance(evaluator.oracle, OracleError) else len(evaluator.oracle),

@@ -38,7 +38,7 @@ __all__ = ["build_corpus", "load_corpus", "GOLDEN_DIR", "CORPUS_VERSION"]
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GOLDEN_DIR = REPO / "tests" / "data"
 # Bumped when the seeds change, so a cached corpus is rebuilt.
-CORPUS_VERSION = 7
+CORPUS_VERSION = 8
 
 
 def _meta(name: str, spec: str, files: list[str], *, placement: str = "TAIL",
@@ -274,6 +274,7 @@ def build_corpus(out_dir: str | os.PathLike, seed: int = 0, golden: bool = True)
     b.add(_meta("b_big_bag", "big.bag", ["big.bag"], weight=0.5))
 
     _map_seeds(b)
+    _dataset_seeds(b)
     if golden:
         _copy_golden(b)
     (out / "index.json").write_text(json.dumps({"seed": seed, "version": CORPUS_VERSION,
@@ -332,6 +333,52 @@ def _map_seeds(b: _Builder) -> None:
     add("im_intmap", mb.build_intmap({key: b.rng.getrandbits(64) for key in _map_keys(b, 30)}),
         kind="intmap")
     add("im_empty", mb.build_intmap({}), kind="intmap")
+
+
+def _dataset_seeds(b: _Builder) -> None:
+    """Shard folders written by sackli.datasets (raw, and with zstd fields),
+    an empty one, and one written by the real `bags` when it is installed."""
+    from sackli import datasets
+
+    spec = {"b": "bytes", "k": "int(4)[]", "m": "msgpack", "n": "int(8)", "t": "utf8",
+            "w": "utf8[]"}
+    words = ["", "a", "é", "漢字", "word", "🙂"]
+    points = [{"b": b.random_bytes(b.rng.choice([0, 1, 5, 40])),
+               "k": [b.rng.getrandbits(32) for _ in range(b.rng.randrange(0, 4))],
+               "m": {"i": i, "s": "x" * (i % 3)}, "n": b.rng.getrandbits(64),
+               "t": "".join(b.rng.choice(words) for _ in range(b.rng.randrange(0, 4))),
+               "w": [b.rng.choice(words) for _ in range(b.rng.randrange(0, 6))]}
+              for i in range(12)]
+
+    def add(name: str, write, origin: str) -> None:
+        folder = b.folder(name)
+        shutil.rmtree(folder)  # the writers create the folder
+        write(str(folder))
+        files = sorted(os.listdir(folder))
+        b.add(_meta(name, "", files, origin=origin, kind="dataset", weight=1.0))
+
+    def with_sackli(compression):
+        def write(folder: str) -> None:
+            with datasets.DatasetWriter(folder, spec, compression=compression) as writer:
+                for point in points:
+                    writer.append(point)
+        return write
+
+    add("d_mixed", with_sackli(None), "sackli.datasets")
+    add("d_zstd_fields", with_sackli({"t": "zstd", "w": "zstd"}), "sackli.datasets")
+    add("d_empty", lambda folder: datasets.DatasetWriter(folder, spec).close(), "sackli.datasets")
+    try:
+        import bags
+        import bags.formats
+    except ImportError:
+        return
+
+    def with_bags(folder: str) -> None:
+        with bags.DatasetWriter(folder, spec, bags.formats.encoders) as writer:
+            for point in points:
+                writer.append(point)
+
+    add("d_bags", with_bags, "bags 0.5.1")
 
 
 def _copy_golden(b: _Builder) -> None:

@@ -24,17 +24,20 @@ Ops:
                                             (the limits after it are shifted)
   map_value   {file, position, hex, what}   replace a MapBuffer value's stored bytes
                                             (the offsets after it are shifted)
+  write       {file, hex, what}             the whole file's new content (a dataset's spec.json)
 
 `file` names are relative to the bag's folder.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
 from typing import Any, Callable, Iterator
 
+import msgpack
 import zstandard
 
 from . import bagbytes as bb
@@ -171,6 +174,9 @@ def apply_op(folder: str, meta: dict, op: Op) -> bool:
         return True
     if kind == "map_value":
         return _replace_map_value(path, meta, op)
+    if kind == "write":
+        _write(path, bytes.fromhex(op["hex"]))
+        return True
     raise ValueError(f"unknown op {kind!r}")
 
 
@@ -681,6 +687,104 @@ MAP_FAMILIES: dict[str, tuple[float, Callable[[random.Random, _State], Op | None
     "files": (0.03, _gen_map_file),
 }
 
+# --- Dataset mutations (a shard folder: spec.json, refs.bag, a bags file per field) ---
+
+
+def _dataset_spec(st: _State) -> dict | None:
+    try:
+        with open(os.path.join(st.folder, "spec.json"), "rb") as f:
+            spec = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return spec if isinstance(spec, dict) else None
+
+
+def _gen_dataset_refs(rng: random.Random, st: _State) -> Op | None:
+    """A datapoint's refs record: an entry out of range or of another type,
+    the list cut or grown, not a list, not msgpack."""
+    found = st.limits("refs.bag") if "refs.bag" in st.existing() else None
+    if found is None or len(found[1]) < 2:
+        return None
+    records, limits = found
+    k = rng.randrange(1, len(limits))  # record 0 is the bags file's leading empty record
+    stored = records[limits[k - 1]:limits[k]] if limits[k - 1] <= limits[k] <= len(records) else b""
+    try:
+        refs = msgpack.unpackb(stored)
+    except Exception:  # noqa: BLE001
+        refs = None
+    roll = rng.random()
+    if isinstance(refs, list) and refs and roll < 0.7:
+        refs = list(refs)
+        j = rng.randrange(len(refs))
+        refs[j] = rng.choice([-1, 0, 1, 2**31, 2**63, 2**64 - 1, "x", 1.5, None, True, [], [0], [0, 1],
+                              [0, 2**40], [-1, 1], [1, -1], [2**63, 1], [0, 1, 2], {"a": 1},
+                              refs[(j + 1) % len(refs)]])
+        new, what = msgpack.packb(refs), f"ref {j} changed"
+    elif isinstance(refs, list) and roll < 0.85:
+        new, what = msgpack.packb(refs[:-1] if rng.random() < 0.5 else refs + [0]), "refs cut or grown"
+    else:
+        new, what = rng.choice([(msgpack.packb(7), "an int"), (msgpack.packb({"a": 1}), "a map"),
+                                (b"\xc1", "not msgpack"), (b"", "empty"), (b"\x92\x01", "truncated")])
+    return {"op": "record", "file": "refs.bag", "index": k, "hex": new.hex(), "what": what}
+
+
+def _gen_dataset_value(rng: random.Random, st: _State) -> Op | None:
+    """A raw field record that its decoder rejects, or of another size."""
+    raw = [f for f in st.existing() if f.endswith(".bag") and f != "refs.bag"]
+    if not raw:
+        return None
+    name = rng.choice(raw)
+    found = st.limits(name)
+    if found is None or len(found[1]) < 2:
+        return None
+    k = rng.randrange(1, len(found[1]))
+    new = rng.choice([b"\xff\xfe", b"\xc1", b"\xed\xa0\x80", b"", b"\x01\x02\x03", b"\x91"])
+    return {"op": "record", "file": name, "index": k, "hex": new.hex(), "what": f"value {new!r}"}
+
+
+def _gen_dataset_spec(rng: random.Random, st: _State) -> Op | None:
+    """spec.json with a field's type changed, a field dropped or added, or not a spec."""
+    spec = _dataset_spec(st)
+    roll = rng.random()
+    if spec and roll < 0.8:
+        spec = dict(spec)
+        fields = [f for f in spec if "/" not in f]
+        field = rng.choice(fields) if fields else None
+        change = rng.choice(["type", "type", "list", "drop", "add"])
+        if change == "type" and field:
+            spec[field] = rng.choice(["bytes", "utf8", "int(8)", "int(2,big)", "msgpack", "bytes[]",
+                                      "utf8[]", "msgpack[]", "nothing", "int(8", "Utf8"])
+        elif change == "list" and field:
+            text = spec[field] if isinstance(spec[field], str) else "bytes"
+            spec[field] = text[:-2] if text.endswith("[]") else text + "[]"
+        elif change == "drop" and field:
+            del spec[field]
+        else:
+            spec[rng.choice(["zz", "refs", "a/b"])] = "bytes"
+        new, what = json.dumps(spec, sort_keys=True).encode(), f"spec: {change} {field}"
+    else:
+        new, what = rng.choice([(b"{", "not json"), (b"[]", "a list"), (b"", "empty"),
+                                (b'{"x": 1}', "a type that is not a str")])
+    return {"op": "write", "file": "spec.json", "hex": new.hex(), "what": what}
+
+
+def _gen_dataset(rng: random.Random, st: _State) -> Op | None:
+    roll = rng.random()
+    if roll < 0.5:
+        return _gen_dataset_refs(rng, st)
+    if roll < 0.8:
+        return _gen_dataset_value(rng, st)
+    return _gen_dataset_spec(rng, st)
+
+
+DATASET_FAMILIES: dict[str, tuple[float, Callable[[random.Random, _State], Op | None]]] = {
+    "bytes": (0.2, _gen_bytes),
+    "limits": (0.2, _gen_limits),
+    "record": (0.15, _gen_record),
+    "dataset": (0.37, _gen_dataset),
+    "files": (0.08, _gen_files),
+}
+
 FAMILIES: dict[str, tuple[float, Callable[[random.Random, _State], Op | None]]] = {
     "bytes": (0.25, _gen_bytes),
     "limits": (0.30, _gen_limits),
@@ -697,7 +801,9 @@ def generate(meta: dict, seed_dir: str, out_dir: str, rng: random.Random, max_op
     roll = rng.random()
     count = 1 if roll < 0.5 else 2 if roll < 0.8 else rng.randint(3, max(3, max_ops))
     ops: list[Op] = []
-    families = MAP_FAMILIES if meta.get("kind") in ("map", "intmap") else FAMILIES
+    kind = meta.get("kind", "bag")
+    families = (MAP_FAMILIES if kind in ("map", "intmap") else
+                DATASET_FAMILIES if kind == "dataset" else FAMILIES)
     names = list(families)
     weights = [families[n][0] for n in names]
     attempts = 0

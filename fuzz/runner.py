@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from . import mutators
 from .corpus import load_corpus
+from .dataset_paths import DATASET_COMBOS, DATASET_KIND, DATASET_PATHS
 from .map_paths import MAP_KINDS, MAP_PATHS, map_combos
 from .paths import CLASSES, PATHS, all_combos
 
@@ -486,9 +487,10 @@ class Fuzzer:
         # Remote reads are slow (HTTP requests): every remote_every-th mutant
         # (and every regression case) is also read remotely.
         self.remote_every = max(1, remote_every)
-        self.paths = paths or list(PATHS) + list(MAP_PATHS)
+        self.paths = paths or list(PATHS) + list(MAP_PATHS) + list(DATASET_PATHS)
         all_map_combos = list(dict.fromkeys(c for combos in self.map_combos.values() for c in combos))
-        self.report = Report(jobs=self.jobs, combos=self.combos + all_map_combos, paths=self.paths)
+        self.report = Report(jobs=self.jobs, combos=self.combos + all_map_combos + DATASET_COMBOS,
+                             paths=self.paths)
         if not self.direct_io:
             self.report.notes.append(f"DIRECT_IO not covered: {self.work} refuses O_DIRECT")
         self.lock = threading.Lock()
@@ -519,11 +521,14 @@ class Fuzzer:
 
     def pairs(self, meta: dict, combos: list[str] | None = None) -> list[list[str]]:
         """The (options, path) pairs a mutant of the seed `meta` is read with:
-        a bag's with `combos` (default: all), a map's with its own."""
+        a bag's with `combos` (default: all), a map's or a dataset's with its own."""
         kind = meta.get("kind", "bag")
         if kind in MAP_KINDS:
             return [[combo, path] for combo in self.map_combos[kind]
                     for path in self.paths if path in MAP_PATHS]
+        if kind == DATASET_KIND:
+            return [[combo, path] for combo in DATASET_COMBOS
+                    for path in self.paths if path in DATASET_PATHS]
         return [[combo, path] for combo in (combos or self.combos)
                 for path in self.paths if path in PATHS]
 

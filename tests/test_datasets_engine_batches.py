@@ -298,3 +298,18 @@ def test_a_list_item_that_is_not_utf8_raises_for_a_single_datapoint(folder, tmp_
         reader[row, {"words": True}]
     assert engine_calls[-1] is None  # the engine declined; the slower way raised
     assert reader[row, {"u8": True}] == {"u8": datapoint(row)["u8"]}
+
+
+@pytest.mark.parametrize("field", ["text", "bytes"])
+def test_a_bool_ref_is_damage_in_batches_as_in_single_reads(folder, tmp_path, field) -> None:
+    # msgpack's True would index record 1 if taken for an int (found by the fuzzer).
+    refs = datasets.BagReader(os.path.join(folder, "refs.bag"))
+    bad = list(msgpack.unpackb(refs[4]))
+    refs.close()
+    bad[sorted(SPEC).index(field)] = True
+    copy = _rewrite(folder, tmp_path, "refs", {4: msgpack.packb(bad)})
+    reader = datasets.DatasetReader(copy)
+    with pytest.raises(sackli.CorruptionError, match="datapoint 4 refers to True"):
+        reader[4]
+    with pytest.raises(sackli.CorruptionError, match="datapoint 4 refers to True"):
+        reader.read_indices(range(0, 10))

@@ -338,7 +338,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         length = self._lengths[field]
         if not (set(map(type, indices)) <= {int} and 0 <= min(indices) and max(indices) < length):
             for row, index in zip(rows, indices):
-                if not isinstance(index, int) or not 0 <= index < length:
+                if type(index) is not int or not 0 <= index < length:  # bools are not refs
                     raise self._bad_ref(row, field, index)
         for datapoint, value in zip(datapoints, self._read_values(field, ftype, indices)):
             datapoint[field] = value
