@@ -188,11 +188,16 @@ class MapEvaluator(_TargetEvaluator):
         self.oracle = self.oracles[True]
 
     def oracle_for(self, combo_key: str) -> Any:
+        if combo_key.startswith("remote/"):
+            # An object store holds no folders: a folder in the mutant is no object.
+            file = os.path.join(self.task["dir"], self.task["meta"]["files"][0])
+            if os.path.isdir(file):
+                return OracleError("not_found", f"{file}: a folder, not uploaded", file)
         return self.oracles[map_paths.size_known(combo_key)]
 
     def _judge(self, combo_key: str, path: str, oracle: Any, seed: int) -> Judge:
         return map_paths.evaluate_pair(self.task["dir"], self.task["meta"], oracle, combo_key,
-                                       path, seed)
+                                       path, seed, self.task.get("remote_prefix"))
 
 
 class DatasetEvaluator(_TargetEvaluator):
@@ -203,9 +208,15 @@ class DatasetEvaluator(_TargetEvaluator):
     def __init__(self, task: dict) -> None:
         super().__init__(task)
         self.oracle = dataset_paths.open_oracle(task["dir"])
+        self.remote_oracle = (dataset_paths.open_oracle(task["dir"], remote=True)
+                              if task.get("remote_prefix") else self.oracle)
+
+    def oracle_for(self, combo_key: str) -> Any:
+        return self.remote_oracle if combo_key.startswith("remote/") else self.oracle
 
     def _judge(self, combo_key: str, path: str, oracle: Any, seed: int) -> Judge:
-        return dataset_paths.evaluate_pair(self.task["dir"], oracle, combo_key, path, seed)
+        return dataset_paths.evaluate_pair(self.task["dir"], oracle, combo_key, path, seed,
+                                           self.task.get("remote_prefix"))
 
 
 def evaluate(task: dict, emit) -> None:

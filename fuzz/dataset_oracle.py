@@ -91,9 +91,9 @@ def _parse_field(name: Any, text: Any, compressed: set[str], folder: str) -> Fie
     return Field(name, is_list, match.group(1), args, file)
 
 
-def _bags_file(path: str) -> OracleBag:
+def _bags_file(path: str, remote: bool) -> OracleBag:
     """A bags file as a bag of its records (view [1:])."""
-    bag = open_bag([path])
+    bag = open_bag([path], remote=remote)
     if len(bag) == 0 or bag.outcome(0) != b"":
         raise OracleError("corrupt", f"{path}: not a bags file", path)
     return bag
@@ -250,11 +250,13 @@ def column(dataset: OracleDataset, name: str) -> list[Any] | DatapointError:
     return DatapointError(problems) if problems else values
 
 
-def open_dataset(folder: str) -> OracleDataset | OracleError:
-    """The dataset in shard folder `folder`, or the OracleError of opening it."""
+def open_dataset(folder: str, remote: bool = False) -> OracleDataset | OracleError:
+    """The dataset in shard folder `folder`, or the OracleError of opening it;
+    `remote`: as read from an object store given the folder's files (its
+    folders are no objects)."""
     spec_path = os.path.join(folder, "spec.json")
     if not os.path.isfile(spec_path):
-        kind = "os" if os.path.isdir(spec_path) else "not_found"
+        kind = "os" if os.path.isdir(spec_path) and not remote else "not_found"
         return OracleError(kind, f"{spec_path}: no spec", spec_path)
     try:
         with open(spec_path, "rb") as file:
@@ -278,7 +280,7 @@ def open_dataset(folder: str) -> OracleDataset | OracleError:
     for name, path in [("refs.bag", os.path.join(folder, "refs.bag"))] + [
             (field.name, field.file) for field in fields]:
         try:
-            bags[name] = _bags_file(path)
+            bags[name] = _bags_file(path, remote)
         except OracleError as error:
             errors.append(error)
     if errors:

@@ -24,16 +24,24 @@ from .dataset_oracle import DatapointError, OracleDataset, column, open_dataset
 from .oracle import OracleError
 from .paths import MAX_CALLS, Judge, Raised, _iterate, capture
 
-__all__ = ["DATASET_COMBOS", "DATASET_KIND", "DATASET_PATHS", "evaluate_pair", "open_oracle"]
+__all__ = ["DATASET_COMBOS", "DATASET_KIND", "DATASET_PATHS", "dataset_combos", "evaluate_pair",
+           "open_oracle"]
 
 DATASET_KIND = "dataset"
-DATASET_COMBOS = ["dataset/index", "dataset/noindex"]  # cache_index True / False
+# cache_index True / False, and the folder uploaded to the fuzzer's moto (s3://).
+DATASET_COMBOS = ["dataset/index", "dataset/noindex", "remote/dataset"]
+
+
+def dataset_combos(remote: bool) -> list[str]:
+    return [c for c in DATASET_COMBOS if remote or not c.startswith("remote/")]
 
 
 class DatasetContext:
-    def __init__(self, folder: str, combo: str, oracle: OracleDataset | OracleError, seed: int) -> None:
-        self.folder = folder
-        self.cache_index = combo == "dataset/index"
+    def __init__(self, folder: str, combo: str, oracle: OracleDataset | OracleError, seed: int,
+                 url: str | None = None) -> None:
+        # The folder sackli reads: the mutant's, or its uploaded copy.
+        self.folder = url if combo.startswith("remote/") else folder
+        self.cache_index = combo != "dataset/noindex"
         self.oracle = oracle
         self.rng = random.Random(seed)
 
@@ -218,14 +226,16 @@ DATASET_PATHS: dict[str, Callable[[DatasetContext, Judge], None]] = {
 }
 
 
-def open_oracle(folder: str) -> OracleDataset | OracleError:
-    return open_dataset(folder)
+def open_oracle(folder: str, remote: bool = False) -> OracleDataset | OracleError:
+    return open_dataset(folder, remote)
 
 
 def evaluate_pair(folder: str, oracle: OracleDataset | OracleError, combo: str, path: str,
-                  seed: int) -> Judge:
+                  seed: int, remote_prefix: str | None = None) -> Judge:
     """Runs one (combo, path) pair of a dataset mutant; the judge holds the verdict."""
     names = [folder] + [os.path.join(folder, name) for name in os.listdir(folder)]
+    if remote_prefix:
+        names += [remote_prefix] + [f"{remote_prefix}/{name}" for name in os.listdir(folder)]
     judge = Judge(names)
-    DATASET_PATHS[path](DatasetContext(folder, combo, oracle, seed), judge)
+    DATASET_PATHS[path](DatasetContext(folder, combo, oracle, seed, remote_prefix), judge)
     return judge

@@ -53,33 +53,39 @@ class Slices:
 @dataclass(frozen=True)
 class MapCombo:
     kind: str  # "map" or "intmap"
-    source: str  # "path", "bytes", "file" or "slices"
+    source: str  # "path", "bytes", "file", "slices" or "remote" (s3://, the fuzzer's moto)
     check_crc: bool = True
 
     @property
     def key(self) -> str:
-        return f"{self.kind}/{self.source}" + ("" if self.check_crc else "/nocrc")
+        # Remote keys start with "remote/", as the bags' do: the runner
+        # uploads the mutant for them, and reads them every few mutants.
+        head = f"remote/{self.kind}" if self.source == "remote" else f"{self.kind}/{self.source}"
+        return head + ("" if self.check_crc else "/nocrc")
 
     @classmethod
     def from_key(cls, key: str) -> "MapCombo":
         parts = key.split("/")
+        if parts[0] == "remote":
+            return cls(parts[1], "remote", len(parts) < 3)
         return cls(parts[0], parts[1], len(parts) < 3)
 
 
-def map_combos(kind: str) -> list[str]:
-    """The option sets a map of `kind` is read with."""
-    if kind == "intmap":
-        return [MapCombo("intmap", source).key for source in ("path", "bytes", "slices")]
-    return [MapCombo("map", source, crc).key
-            for source in ("path", "bytes", "file", "slices") for crc in (True, False)]
+def map_combos(kind: str, remote: bool = False) -> list[str]:
+    """The option sets a map of `kind` is read with (`remote`: s3:// too)."""
+    sources = ["path", "bytes", "slices"] if kind == "intmap" else ["path", "bytes", "file", "slices"]
+    sources += ["remote"] if remote else []
+    crcs = (True,) if kind == "intmap" else (True, False)
+    return [MapCombo(kind, source, crc).key for source in sources for crc in crcs]
 
 
 class MapContext:
     """What a map path needs: the file, the combo, the oracle, an RNG."""
 
     def __init__(self, path: str, combo: MapCombo, oracle: OracleMap | OracleError,
-                 seed: int) -> None:
+                 seed: int, url: str | None = None) -> None:
         self.path = path
+        self.url = url  # the uploaded copy, for the remote source
         self.combo = combo
         self.oracle = oracle
         self.rng = random.Random(seed)
@@ -89,8 +95,8 @@ class MapContext:
         """A fresh sackli map over the file, from this combo's source."""
         import sackli.maps
 
-        source: Any = self.path
-        if self.combo.source != "path":
+        source: Any = self.url if self.combo.source == "remote" else self.path
+        if self.combo.source not in ("path", "remote"):
             with open(self.path, "rb") as file:
                 data = file.read()
             source = Slices(data) if self.combo.source == "slices" else data
@@ -302,13 +308,14 @@ def size_known(combo_key: str) -> bool:
 
 
 def evaluate_pair(folder: str, meta: dict, oracle: OracleMap | OracleError, combo_key: str,
-                  path: str, seed: int) -> Judge:
+                  path: str, seed: int, remote_prefix: str | None = None) -> Judge:
     """Runs one (combo, path) pair of a map mutant against `oracle` (opened
     with the combo's size_known); the judge holds the verdict."""
     file = os.path.join(folder, meta["files"][0])
+    url = f"{remote_prefix}/{meta['files'][0]}" if remote_prefix else None
     combo = MapCombo.from_key(combo_key)
-    ctx = MapContext(file, combo, oracle, seed)
-    judge = Judge([file, "<bytes>", f"<{Slices.__name__}>"])
+    ctx = MapContext(file, combo, oracle, seed, url)
+    judge = Judge([file, "<bytes>", f"<{Slices.__name__}>"] + ([url] if url else []))
     try:
         MAP_PATHS[path](ctx, judge)
     finally:

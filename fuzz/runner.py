@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from . import mutators
 from .corpus import load_corpus
-from .dataset_paths import DATASET_COMBOS, DATASET_KIND, DATASET_PATHS
+from .dataset_paths import DATASET_KIND, DATASET_PATHS, dataset_combos
 from .map_paths import MAP_KINDS, MAP_PATHS, map_combos
 from .paths import CLASSES, PATHS, all_combos
 
@@ -482,14 +482,14 @@ class Fuzzer:
 
             self.server = S3Server().start()
         self.combos = [c.key for c in all_combos(remote=remote, direct_io=self.direct_io)]
-        self.map_combos = {kind: map_combos(kind) for kind in MAP_KINDS}
+        self.map_combos = {kind: map_combos(kind, remote) for kind in MAP_KINDS}
         self.local_combos = [c for c in self.combos if not c.startswith("remote/")]
         # Remote reads are slow (HTTP requests): every remote_every-th mutant
         # (and every regression case) is also read remotely.
         self.remote_every = max(1, remote_every)
         self.paths = paths or list(PATHS) + list(MAP_PATHS) + list(DATASET_PATHS)
         all_map_combos = list(dict.fromkeys(c for combos in self.map_combos.values() for c in combos))
-        self.report = Report(jobs=self.jobs, combos=self.combos + all_map_combos + DATASET_COMBOS,
+        self.report = Report(jobs=self.jobs, combos=self.combos + all_map_combos + dataset_combos(remote),
                              paths=self.paths)
         if not self.direct_io:
             self.report.notes.append(f"DIRECT_IO not covered: {self.work} refuses O_DIRECT")
@@ -523,11 +523,13 @@ class Fuzzer:
         """The (options, path) pairs a mutant of the seed `meta` is read with:
         a bag's with `combos` (default: all), a map's or a dataset's with its own."""
         kind = meta.get("kind", "bag")
+        remote = combos is None or any(c.startswith("remote/") for c in combos)
         if kind in MAP_KINDS:
             return [[combo, path] for combo in self.map_combos[kind]
+                    if remote or not combo.startswith("remote/")
                     for path in self.paths if path in MAP_PATHS]
         if kind == DATASET_KIND:
-            return [[combo, path] for combo in DATASET_COMBOS
+            return [[combo, path] for combo in dataset_combos(remote and self.server is not None)
                     for path in self.paths if path in DATASET_PATHS]
         return [[combo, path] for combo in (combos or self.combos)
                 for path in self.paths if path in PATHS]
