@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from .dataset_oracle import DatapointError, OracleDataset, column, open_dataset
 from .oracle import OracleError
-from .paths import MAX_CALLS, Judge, Raised, _iterate, capture
+from .paths import MAX_CALLS, Judge, Raised, _iterate, capture, judge_read_ahead
 
 __all__ = ["DATASET_COMBOS", "DATASET_KIND", "DATASET_PATHS", "dataset_combos", "evaluate_pair",
            "open_oracle"]
@@ -99,30 +99,6 @@ def _judge_batch(judge: Judge, call: str, expected: list[Any], actual: Any) -> N
         judge.fail("mismatch", call, f"wrong datapoints ({len(expected)} wanted)", expected, actual)
 
 
-def _judge_iteration(judge: Judge, call: str, expected: list[Any], yielded: list[Any],
-                     error: Raised | None) -> None:
-    """Iteration reads ahead a batch at a time: the error may be any bad
-    datapoint's (of the batch with the first one: here the whole dataset)."""
-    first_bad = next((k for k, e in enumerate(expected) if isinstance(e, DatapointError)), None)
-    kinds = sorted({k for e in expected if isinstance(e, DatapointError) for k in e.kinds})
-    good = expected[:first_bad] if first_bad is not None else expected
-    if yielded != good[:len(yielded)] or len(yielded) > len(good):
-        judge.fail("mismatch", call, "wrong datapoints yielded", good[:3], yielded[:3])
-    elif error is None:
-        if first_bad is not None:
-            judge.fail("mismatch", call, f"no error; datapoint {first_bad} is bad", expected[first_bad],
-                       len(yielded))
-        elif len(yielded) != len(expected):
-            judge.fail("mismatch", call, f"{len(yielded)} of {len(expected)} datapoints",
-                       len(expected), len(yielded))
-        else:
-            judge.agree(call)
-    elif first_bad is None:
-        judge.raised_for_data(call, None, error)
-    else:
-        judge.error(call, kinds, error, expected=expected[first_bad])
-
-
 # --- the paths ------------------------------------------------------------------------------
 
 
@@ -186,8 +162,12 @@ def d_iter(ctx: DatasetContext, judge: Judge) -> None:
         return
     reader = ctx.open()
     yielded, error = _iterate(lambda: iter(reader))
-    _judge_iteration(judge, "for d in r", [ctx.oracle.datapoint(r) for r in range(len(ctx.oracle))],
-                     yielded, error)
+    expected = [ctx.oracle.datapoint(r) for r in range(len(ctx.oracle))]
+    # Read ahead a batch at a time: the error may be any bad datapoint's (of
+    # the batch with the first one: here the whole dataset).
+    kinds = sorted({k for e in expected if isinstance(e, DatapointError) for k in e.kinds})
+    judge_read_ahead(judge, "for d in r", expected, yielded, error, kinds,
+                     lambda got, want: type(got) is dict and got == want)
 
 
 def d_arrow(ctx: DatasetContext, judge: Judge) -> None:

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator
 
 from .oracle import OracleError, decode_record
 
-__all__ = ["ABSENT", "OracleMap", "in_order", "open_map"]
+__all__ = ["ABSENT", "OracleMap", "crc32c", "in_order", "open_map"]
 
 MAPBUFFER_MAGIC = b"mapbufr"
 INTMAP_MAGIC = b"intm"
@@ -58,7 +58,7 @@ def _corrupt(message: str, path: str) -> OracleError:
     return OracleError("corrupt", message, path)
 
 
-def _crc32c(data: bytes) -> int:
+def crc32c(data: bytes) -> int:
     import google_crc32c
 
     return int.from_bytes(google_crc32c.Checksum(data).digest(), "big")
@@ -149,7 +149,7 @@ class OracleMap:
         key = self.keys[position]
         if self.version >= 1:
             stored, crc = stored[:-CRC_BYTES], stored[-CRC_BYTES:]
-            if check_crc and _crc32c(stored) != int.from_bytes(crc, "little"):
+            if check_crc and crc32c(stored) != int.from_bytes(crc, "little"):
                 return _corrupt(f"value of key {key}: crc32c mismatch", self.path)
         if self.compression == "none":
             return stored

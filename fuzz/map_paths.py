@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from .map_oracle import ABSENT, OracleMap, open_map
 from .oracle import OracleError
-from .paths import MAX_CALLS, Judge, Raised, _iterate, capture
+from .paths import MAX_CALLS, Judge, Raised, _iterate, capture, judge_read_ahead
 
 __all__ = ["MAP_KINDS", "MAP_PATHS", "MapContext", "evaluate_pair", "map_combos", "open_oracle",
            "size_known"]
@@ -95,14 +95,16 @@ class MapContext:
         """A fresh sackli map over the file, from this combo's source."""
         import sackli.maps
 
-        source: Any = self.url if self.combo.source == "remote" else self.path
-        if self.combo.source not in ("path", "remote"):
+        source: Any = self.path
+        if self.combo.source == "remote":
+            source = self.url
+        elif self.combo.source == "file":
+            source = open(self.path, "rb")
+            self._files.append(source)
+        elif self.combo.source in ("bytes", "slices"):
             with open(self.path, "rb") as file:
                 data = file.read()
             source = Slices(data) if self.combo.source == "slices" else data
-        if self.combo.source == "file":
-            source = open(self.path, "rb")
-            self._files.append(source)
         if self.combo.kind == "intmap":
             return sackli.maps.IntMap(source)
         return sackli.maps.MapBuffer(source, check_crc=self.combo.check_crc)
@@ -179,32 +181,12 @@ def judge_batch(judge: Judge, call: str, answer_sets: list[list[Any]], actual: A
     judge.agree(call)
 
 
-def judge_scan(judge: Judge, call: str, expected: list[Any], yielded: list[Any],
-               error: Raised | None) -> None:
-    """A scan in index order: what it yields is right; it raises no later
-    than the first bad value (a batch may raise earlier), and only if there
-    is one."""
-    first_bad = next((k for k, e in enumerate(expected) if isinstance(e, OracleError)), None)
-    for k, got in enumerate(yielded):
-        if k >= len(expected) or isinstance(expected[k], OracleError) or not _is_answer(got, [expected[k]]):
-            want = expected[k] if k < len(expected) else None
-            judge.fail("mismatch", call, f"wrong value at position {k}", want, got)
-            return
-    if error is None:
-        if first_bad is not None:
-            judge.fail("mismatch", call, f"no error; position {first_bad} is bad", expected[first_bad],
-                       len(yielded))
-        elif len(yielded) != len(expected):
-            judge.fail("mismatch", call, f"{len(yielded)} of {len(expected)} values", len(expected),
-                       len(yielded))
-        else:
-            judge.agree(call)
-        return
-    if first_bad is None:
-        judge.raised_for_data(call, expected[len(yielded)] if len(yielded) < len(expected) else None,
-                              error)
-    else:
-        judge.error(call, [expected[first_bad].kind], error, expected=expected[first_bad])
+def _judge_scan(judge: Judge, call: str, expected: list[Any], yielded: list[Any],
+                error: Raised | None) -> None:
+    """A scan in index order (see judge_read_ahead): the error is the first bad value's."""
+    first_bad = next((e for e in expected if isinstance(e, OracleError)), None)
+    judge_read_ahead(judge, call, expected, yielded, error, [first_bad.kind] if first_bad else [],
+                     lambda got, want: _is_answer(got, [want]))
 
 
 # --- the paths ------------------------------------------------------------------------------
@@ -273,9 +255,9 @@ def m_scan(ctx: MapContext, judge: Judge) -> None:
     if [key for key, _ in pairs] != keys[:len(pairs)]:
         judge.fail("mismatch", "m.items()", "wrong keys", keys, [key for key, _ in pairs])
     else:
-        judge_scan(judge, "m.items()", expected, [value for _, value in pairs], error)
+        _judge_scan(judge, "m.items()", expected, [value for _, value in pairs], error)
     values, error = _iterate(mapped.values)
-    judge_scan(judge, "m.values()", expected, values, error)
+    _judge_scan(judge, "m.values()", expected, values, error)
     todict = capture(mapped.todict)
     if isinstance(todict, Raised):
         judge_batch(judge, "m.todict()", [[e] for e in expected], todict)

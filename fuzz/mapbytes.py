@@ -7,15 +7,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .map_oracle import CRC_BYTES, INTMAP_MAGIC, MAPBUFFER_MAGIC, _crc32c, in_order
+from .map_oracle import CRC_BYTES, INTMAP_MAGIC, MAPBUFFER_MAGIC, crc32c, in_order
 
-__all__ = ["MapLayout", "build_intmap", "build_map", "crc32c", "parse_layout", "stored_value"]
+__all__ = ["MapLayout", "build_intmap", "build_map", "parse_layout", "stored_value"]
 
 ENTRY = struct.Struct("<QQ")
-
-
-def crc32c(data: bytes) -> int:
-    return _crc32c(data)
 
 
 def _eytzinger(items: list[tuple[int, int | bytes]]) -> list[tuple[int, int | bytes]]:

@@ -43,7 +43,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .oracle import OracleBag, OracleError, open_bag
 
-__all__ = ["CLASSES", "PATHS", "Combo", "Context", "Judge", "all_combos", "error_kind"]
+__all__ = ["CLASSES", "PATHS", "Combo", "Context", "Judge", "all_combos", "error_kind",
+           "judge_read_ahead"]
 
 CLASSES = ("agree", "clean_exception", "mismatch", "hang", "crash")
 # Paths that make one call per record look at this many records at most (a
@@ -368,6 +369,35 @@ class Context:
 
 def _norm(indices: Iterable[int], n: int) -> list[int]:
     return [i + n if i < 0 else i for i in indices]
+
+
+def judge_read_ahead(judge: Judge, call: str, expected: list, yielded: list, error: Raised | None,
+                     kinds: Iterable[str], same: Callable[[Any, Any], bool]) -> None:
+    """An iteration that reads ahead a batch at a time (`expected`: values,
+    or OracleErrors at bad positions): each value yielded is the one
+    expected there (`same(got, want)`); the error comes no later than the
+    first bad position (earlier is a batch), of one of `kinds`, and only if
+    a position is bad."""
+    first_bad = next((k for k, e in enumerate(expected) if isinstance(e, OracleError)), None)
+    for k, got in enumerate(yielded):
+        want = expected[k] if k < len(expected) else None
+        if k >= len(expected) or isinstance(want, OracleError) or not same(got, want):
+            judge.fail("mismatch", call, f"wrong value at position {k}", want, got)
+            return
+    if error is None:
+        if first_bad is not None:
+            judge.fail("mismatch", call, f"no error; position {first_bad} is bad",
+                       expected[first_bad], len(yielded))
+        elif len(yielded) != len(expected):
+            judge.fail("mismatch", call, f"{len(yielded)} of {len(expected)} values",
+                       len(expected), len(yielded))
+        else:
+            judge.agree(call)
+    elif first_bad is None:
+        judge.raised_for_data(call, expected[len(yielded)] if len(yielded) < len(expected) else None,
+                              error)
+    else:
+        judge.error(call, kinds, error, expected=expected[first_bad])
 
 
 def _iterate(iterator_factory: Callable[[], Any]) -> tuple[list, Raised | None]:

@@ -86,8 +86,8 @@ inline constexpr uint64_t kUnknownMapSize = std::numeric_limits<uint64_t>::max()
 class MapIndex {
  public:
   // `entries`: the count x 16 bytes that follow the header. `map_size`: the
-  // size of the whole map, or kUnknownMapSize. Throws kCorruption when the map is shorter than
-  // its header and index (a truncated index).
+  // size of the whole map, or kUnknownMapSize. Throws kCorruption when the
+  // map is shorter than its header and index (a truncated index).
   MapIndex(const MapHeader& header, const char* entries, uint64_t map_size,
            std::string path);
 

@@ -32,7 +32,6 @@ namespace py = pybind11;
 namespace sackli::python {
 namespace {
 
-
 // Below these sizes a lookup keeps the GIL while it decodes or copies:
 // switching threads would cost more than the work (as single reads do).
 constexpr uint64_t kReleaseGilDecodeBytes = 16 * 1024;
