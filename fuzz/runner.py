@@ -350,14 +350,25 @@ class Report:
             f"oracle at open: " + ", ".join(f"{k} {v}" for k, v in sorted(self.oracle_open.items())),
             "", "per path:", head,
         ]
-        for path in self.paths:
-            counts = self.by_path.get(path, {})
-            out.append(f"{path:{width}}" + "".join(f"{counts.get(c, 0):>16}" for c in classes))
-        out += ["", "per options:", head]
-        for combo in self.combos:
-            counts = self.by_combo.get(combo, {})
-            out.append(f"{combo:{width}}" + "".join(f"{counts.get(c, 0):>16}" for c in classes))
+        # Rows of paths and option sets that no seed of this run reached (a
+        # run over some seed kinds only) are named once below, not tabled.
+        idle: list[str] = []
+
+        def rows(names: list[str], counts_by_name: dict) -> list[str]:
+            lines = []
+            for name in names:
+                counts = counts_by_name.get(name)
+                if counts:
+                    lines.append(f"{name:{width}}" + "".join(f"{counts.get(c, 0):>16}" for c in classes))
+                else:
+                    idle.append(name)
+            return lines
+
+        out += rows(self.paths, self.by_path)
+        out += ["", "per options:", head] + rows(self.combos, self.by_combo)
         out.append(f"{'total':{width}}" + "".join(f"{self.by_class.get(c, 0):>16}" for c in classes))
+        if idle:
+            out.append("not reached by this run's seeds: " + ", ".join(idle))
         out += ["", "seeds mutated: " + ", ".join(f"{k} {v}" for k, v in self.by_seed.most_common()),
                 "ops applied: " + ", ".join(f"{k} {v}" for k, v in self.by_op.most_common())]
         if self.skipped:
