@@ -353,6 +353,27 @@ class TestRemote:
         with make_pipeline("multi_processing") as p:
             assert_that(p | ReadFromSackliDataset(remote.url("ds")), equal_to(points(21)))
 
+    def test_splitting_lists_the_dataset_once(self, remote, tmp_path):
+        # Sizes come from one listing of the whole dataset (not one per
+        # shard), the shards' lengths from their refs.bag tails, read
+        # overlapped (the proxy holds each request 20 ms).
+        bags_dataset(tmp_path / "ds", points(40), shard_length=5)
+        for path in (tmp_path / "ds").rglob("*.*"):
+            remote.put(f"ds/{path.parent.name}/{path.name}", path.read_bytes())
+        remote.proxy.latency = 0.02
+        source = DatasetSource(remote.url("ds"), None, None)
+        assert source.estimate_size() == sum(
+            p.stat().st_size for p in (tmp_path / "ds").rglob("*.*"))
+        assert remote.proxy.counts["LIST"] == 1
+        remote.proxy.reset_counts()
+        bundles = list(source.split(1 << 20))
+        assert [b.source.folder for b in bundles] == [remote.url(f"ds/{k:06}") for k in range(8)]
+        assert remote.proxy.counts["LIST"] == 1
+        assert remote.proxy.max_in_flight >= 4, remote.proxy.max_in_flight
+        remote.proxy.reset_counts()
+        list(source.split(1 << 20))  # the same copy of the source: listed already
+        assert sum(remote.proxy.counts.values()) == 0
+
     def test_a_failed_write_keeps_the_older_dataset(self, remote):
         url = remote.url("ds")
         write(url, points(12), shard_length=5)

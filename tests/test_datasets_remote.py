@@ -101,3 +101,40 @@ def test_pathlib_spelling_of_a_remote_folder(remote):
     _write(pathlib.Path("/" + remote.url("ds")), 4)
     reader = datasets.ShardedDatasetReader(pathlib.Path("/" + remote.url("ds")))
     assert reader.read_indices([3, 1]) == [_point(3), _point(1)]
+
+
+def test_a_remote_dataset_opens_its_shards_concurrently(remote):
+    # Each remote open is a few round trips; a dataset of many shards opens
+    # them overlapped (the proxy holds each request 20 ms), with the request
+    # count of opening one after another.
+    _write(remote.url("ds"), 60, shard_length=10)
+    remote.proxy.reset_counts()
+    remote.proxy.latency = 0.02
+    with datasets.ShardedDatasetReader(remote.url("ds")) as reader:
+        assert remote.proxy.counts["LIST"] == 1
+        assert remote.proxy.max_in_flight >= 4, remote.proxy.max_in_flight
+        opened = sum(remote.proxy.counts.values())
+        assert reader.shards == 6
+        remote.proxy.latency = 0
+        assert reader.read_indices([59, 0, 31]) == [_point(59), _point(0), _point(31)]
+    remote.proxy.reset_counts()
+    with datasets.ShardedDatasetReader(remote.url("ds"), shard_step=6):
+        # One shard of six: a sixth of the requests, bar the listing.
+        assert sum(remote.proxy.counts.values()) - 1 == (opened - 1) / 6
+    # A single shard opens its files (refs.bag and one per field) overlapped.
+    remote.proxy.reset_counts()
+    remote.proxy.latency = 0.02
+    datasets.DatasetReader(remote.url("ds/000003")).close()
+    assert remote.proxy.max_in_flight >= 2, remote.proxy.max_in_flight
+
+
+def test_a_concurrent_open_raises_the_first_shards_error(remote):
+    _write(remote.url("ds"), 40, shard_length=10)
+    remote.delete("ds/000001/words.bag")
+    remote.delete("ds/000003/label.bag")
+    for _ in range(3):  # whichever finishes first, shard 000001's error is the one
+        with pytest.raises(FileNotFoundError, match="000001/words.bag"):
+            datasets.ShardedDatasetReader(remote.url("ds"))
+    remote.delete("ds/000002/refs.bag")
+    with pytest.raises(FileNotFoundError, match="000002/refs.bag"):
+        datasets.DatasetReader(remote.url("ds/000002"))

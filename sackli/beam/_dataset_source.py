@@ -2,7 +2,7 @@
 split into ranges of datapoints.
 
 Positions are datapoint indices within a shard. A shard's byte size (the sum
-of its files' sizes, from a listing) and its number of datapoints (from the
+of its files' sizes, from one listing of the dataset) and its number of datapoints (from the
 tail of refs.bag, 8 bytes) turn Beam's `desired_bundle_size` (bytes) into a
 number of datapoints per range, so a large shard becomes many bundles; an
 offset range tracker lets runners split a range again while it is read.
@@ -11,17 +11,18 @@ Nothing is listed or opened at pipeline construction.
 
 from __future__ import annotations
 
-import os
+import functools
 from typing import Any, Iterator, Mapping
 
 from apache_beam import coders
 from apache_beam.io import iobase, range_trackers
 from apache_beam.transforms import display
 
-from .._storage import is_remote, list_objects
+from .._storage import is_remote
 from ..datasets import DatasetReader
 from ..datasets._bag import open_records
-from ..datasets._sharded import shard_folders
+from ..datasets._opening import open_all
+from ..datasets._sharded import shard_folder_bytes
 from ..datasets._folders import join
 from ._lazy_concat import LazyConcatSource
 
@@ -29,13 +30,6 @@ __all__ = ["DatasetSource", "ShardSource", "shard_sources"]
 
 # Datapoints read by one engine batch while a range is read.
 _READ_CHUNK = 256
-
-
-def _folder_bytes(folder: str) -> int:
-    """The total size of the files of a shard folder (a listing, no reads)."""
-    if is_remote(folder):
-        return sum(size for _, size in list_objects(folder + "/"))
-    return sum(entry.stat().st_size for entry in os.scandir(folder) if entry.is_file())
 
 
 def _datapoints(folder: str) -> int:
@@ -113,14 +107,13 @@ class ShardSource(iobase.BoundedSource):
 def shard_sources(
     directory: str, decoders: Mapping[str, Any] | None, mask: Mapping[str, Any] | None
 ) -> list[ShardSource]:
-    """A source per non-empty shard of the dataset (listings, and the tail of
-    each refs.bag)."""
-    sources = []
-    for folder in shard_folders(directory):
-        length = _datapoints(folder)
-        if length:
-            sources.append(ShardSource(folder, length, _folder_bytes(folder), decoders, mask))
-    return sources
+    """A source per non-empty shard of the dataset: one listing, and the tail
+    of each refs.bag (concurrently for a remote dataset)."""
+    folders = shard_folder_bytes(directory)
+    lengths = open_all([functools.partial(_datapoints, folder) for folder, _ in folders],
+                       is_remote(directory))
+    return [ShardSource(folder, length, size, decoders, mask)
+            for (folder, size), length in zip(folders, lengths) if length]
 
 
 class DatasetSource(LazyConcatSource):
@@ -137,7 +130,7 @@ class DatasetSource(LazyConcatSource):
         return shard_sources(self._directory, self._decoders, self._mask)
 
     def estimate_size(self) -> int:
-        return sum(_folder_bytes(folder) for folder in shard_folders(self._directory))
+        return sum(size for _, size in shard_folder_bytes(self._directory))
 
     def default_output_coder(self) -> coders.Coder:
         return coders.FastPrimitivesCoder()

@@ -17,20 +17,28 @@ class LazyConcatSource(iobase.BoundedSource):
     reads as their concatenation. Subclasses implement `_parts`."""
 
     _concat: ConcatSource | None = None
+    _listed: list[iobase.BoundedSource] | None = None
 
     def _parts(self) -> list[iobase.BoundedSource]:
         """The sources this one is made of (may do I/O: runs on workers)."""
         raise NotImplementedError
 
+    def _listed_parts(self) -> list[iobase.BoundedSource]:
+        # Listed once per copy of the source: split and read both need them.
+        if self._listed is None:
+            self._listed = self._parts()
+        return self._listed
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_concat"] = None  # workers list the parts themselves
+        state["_concat"] = state["_listed"] = None  # workers list the parts themselves
         return state
 
     def _concat_source(self) -> ConcatSource:
         if self._concat is None:
             self._concat = ConcatSource(
-                [iobase.SourceBundle(s.estimate_size(), s, None, None) for s in self._parts()])
+                [iobase.SourceBundle(s.estimate_size(), s, None, None)
+                 for s in self._listed_parts()])
         return self._concat
 
     def split(
@@ -40,7 +48,7 @@ class LazyConcatSource(iobase.BoundedSource):
         # parts it splits into (as for Beam's ConcatSource).
         if start_position is not None or stop_position is not None:
             raise ValueError(f"a {type(self).__name__} splits whole; split its parts")
-        for source in self._parts():
+        for source in self._listed_parts():
             yield from source.split(desired_bundle_size)
 
     def get_range_tracker(self, start_position: Any, stop_position: Any) -> Any:

@@ -11,6 +11,7 @@ field by field in Python, which names what is wrong.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from itertools import chain
@@ -19,6 +20,7 @@ from typing import Any, Mapping
 from .. import _engine
 from .._engine import CorruptionError
 from .._reader import Reader
+from .._storage import is_remote
 from ._bag import open_records
 from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
@@ -27,6 +29,7 @@ from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, folder_path, join, read_bytes
 from ._mask import MaskPlans, Plan, Selection
+from ._opening import open_all
 from ._refs import unpack_refs
 from ._spec import FieldType, ShardFolder, parse_spec
 
@@ -90,9 +93,11 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._fields, self._files = read_spec(self._directory)
         self._files["refs"] = "refs.bag"
         self._decoders = builtin_decoders if decoders is None else decoders
-        self._refs = open_records(self._path("refs"), cache_index)
-        self._readers = {
-            field: open_records(self._path(field), cache_index) for field in self._fields}
+        names = ["refs", *self._fields]
+        opened = open_all([functools.partial(open_records, self._path(name), cache_index)
+                           for name in names], is_remote(self._directory))
+        self._refs, *field_readers = opened
+        self._readers = dict(zip(self._fields, field_readers))
         self._rows = range(len(self._refs))
         # Readers never change length: cache it (len() on a Reader costs a call).
         self._lengths = {field: len(reader) for field, reader in self._readers.items()}

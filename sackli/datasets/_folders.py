@@ -1,6 +1,6 @@
 """Dataset folders on local disk or in a bucket (`gs://` / `s3://` prefixes,
 through sackli's storage layer): joining names, reading and writing small
-files, and listing shard folders.
+files, and listing shard folders (with their sizes).
 
 A remote "folder" is a key prefix. Bags in it are read and written by the
 engine like any remote bag; spec.json is uploaded last when a shard closes,
@@ -10,6 +10,7 @@ guarantee from a rename).
 
 from __future__ import annotations
 
+import collections
 import os
 import shutil
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from .._storage import (REMOTE_OPENER, RemoteObject, delete_object, is_remote, list_objects,
                        normalize, open_upload)
 
-__all__ = ["exists", "folder_path", "join", "list_folders", "read_bytes", "remove_shard_folder",
+__all__ = ["exists", "folder_bytes", "folder_path", "join", "list_folders", "read_bytes", "remove_shard_folder",
            "shard_name", "write_bytes"]
 
 SPEC_FILE = "spec.json"
@@ -93,12 +94,30 @@ def list_folders(directory: str) -> list[str]:
     """
     if not is_remote(directory):
         return sorted(name for name in os.listdir(directory) if not name.startswith("."))
+    return list(_remote_folder_bytes(directory))
+
+
+def folder_bytes(directory: str) -> dict[str, int]:
+    """The total size of the files of each folder `list_folders` names, by
+    name, in order: from one listing of the whole prefix when remote (not
+    one per folder). Raises as `list_folders`."""
+    if is_remote(directory):
+        return _remote_folder_bytes(directory)
+    return {name: sum(entry.stat().st_size for entry in os.scandir(join(directory, name))
+                      if entry.is_file())
+            for name in list_folders(directory)}
+
+
+def _remote_folder_bytes(directory: str) -> dict[str, int]:
     prefix = directory + "/"
-    names = set()
-    for url, _ in list_objects(prefix):
+    sizes: collections.Counter[str] = collections.Counter()
+    shards = set()
+    for url, size in list_objects(prefix):
         name, _, rest = url[len(prefix):].partition("/")
-        if rest == SPEC_FILE:
-            names.add(name)
-    if not names:
+        if rest:
+            sizes[name] += size
+            if rest == SPEC_FILE:
+                shards.add(name)
+    if not shards:
         raise FileNotFoundError(f"{directory}: no dataset shards there (no */{SPEC_FILE})")
-    return sorted(names)
+    return {name: sizes[name] for name in sorted(shards)}

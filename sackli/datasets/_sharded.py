@@ -6,15 +6,18 @@ stride of shards (`shard_start`, `shard_step`)."""
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import os
 from typing import Any, Mapping
 
+from .._storage import is_remote
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._datapoints import Datapoint, DatapointSequence, Mask
-from ._folders import folder_path, join, list_folders, shard_name
+from ._folders import folder_bytes, folder_path, join, list_folders, shard_name
+from ._opening import open_all
 from ._spec import FieldType
 
 __all__ = ["ShardedDatasetReader", "ShardedDatasetWriter"]
@@ -126,7 +129,18 @@ def shard_folders(directory: str) -> list[str]:
     Raises FileNotFoundError when `directory` is missing and ValueError when
     the names are not 000000, 000001, ... without gaps.
     """
-    names = list_folders(directory)
+    return _numbered(directory, list_folders(directory))
+
+
+def shard_folder_bytes(directory: str) -> list[tuple[str, int]]:
+    """(folder, total size of its files) of each shard folder, in order: one
+    listing of a remote dataset. Raises as `shard_folders`."""
+    sizes = folder_bytes(directory)
+    return list(zip(_numbered(directory, list(sizes)), sizes.values()))
+
+
+def _numbered(directory: str, names: list[str]) -> list[str]:
+    """The folders `names` of `directory`, checked to be 000000, 000001, ..."""
     for number, name in enumerate(names):
         if not name.isdigit() or int(name) != number:
             raise ValueError(
@@ -163,7 +177,9 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
             raise ValueError(
                 f"{self._directory}: no shard selected (shard_start={shard_start}, "
                 f"shard_step={shard_step}, {len(shard_folders(self._directory))} shards)")
-        self._readers = [DatasetReader(folder, decoders, cache_index) for folder in folders]
+        self._readers = open_all(
+            [functools.partial(DatasetReader, folder, decoders, cache_index) for folder in folders],
+            is_remote(self._directory))
         self._stops = list(itertools.accumulate(len(reader) for reader in self._readers))
         self._rows = range(self._stops[-1])
 

@@ -1,0 +1,77 @@
+"""Opening the many objects of a remote dataset concurrently.
+
+Each remote open is a few round trips (a bag: its size, its tail, its
+limits), so a dataset of many shards and fields opened one file after
+another waits for hundreds of them in turn. `open_all` overlaps them, a
+bounded number at a time; local files open in microseconds and stay in
+turn.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence, TypeVar
+
+__all__ = ["MAX_CONCURRENT_OPENS", "open_all"]
+
+T = TypeVar("T")
+
+# Requests in flight at once: as the maps' ranged reads (sackli.maps._ranges).
+MAX_CONCURRENT_OPENS = 16
+
+# Set on the threads of an open_all: an open_all inside one (the files of a
+# shard, inside the open of every shard) runs its calls in turn, so the
+# total stays bounded and no pool waits for its own workers.
+_inside = threading.local()
+
+
+def open_all(calls: Sequence[Callable[[], T]], remote: bool) -> list[T]:
+    """The results of `calls`, in order: run concurrently (at most
+    MAX_CONCURRENT_OPENS at a time) when `remote` and there is more than
+    one, else in turn.
+
+    If a call raises, the results of the others that have a `close()` are
+    closed, and the error of the first failed call (in order) is raised.
+    """
+    if not remote or len(calls) < 2 or getattr(_inside, "active", False):
+        return _in_turn(calls)
+
+    def run(call: Callable[[], T]) -> tuple[T | None, BaseException | None]:
+        _inside.active = True
+        try:
+            return call(), None
+        except BaseException as error:  # noqa: BLE001 - re-raised below, in order
+            return None, error
+        finally:
+            _inside.active = False
+
+    with ThreadPoolExecutor(min(MAX_CONCURRENT_OPENS, len(calls)), "sackli-open") as pool:
+        outcomes = list(pool.map(run, calls))
+    errors = [error for _, error in outcomes if error is not None]
+    if errors:
+        _close_quietly([result for result, error in outcomes if error is None])
+        raise errors[0]
+    return [result for result, _ in outcomes]  # type: ignore[misc]
+
+
+def _in_turn(calls: Sequence[Callable[[], T]]) -> list[T]:
+    results: list[T] = []
+    try:
+        for call in calls:
+            results.append(call())
+    except BaseException:
+        _close_quietly(results)
+        raise
+    return results
+
+
+def _close_quietly(results: list[Any]) -> None:
+    # The error being raised is the one to report, not a failed close.
+    for result in results:
+        close = getattr(result, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:  # noqa: BLE001
+                pass
