@@ -1,5 +1,8 @@
 #include "shard.h"
 
+#include <algorithm>
+#include <string>
+
 #include "errors.h"
 #include "fault_guard.h"
 #include "format.h"
@@ -20,6 +23,12 @@ namespace {
               path);
 }
 
+// A remote TAIL bag whose limits are loaded at open has its trailer read
+// with the bytes before it, up to this many: all of its limits unless it
+// holds more than 8,000 records (every read of a remote object is a round
+// trip).
+constexpr uint64_t kRemoteTailBytes = 64 * 1024;
+
 }  // namespace
 
 std::unique_ptr<Shard> Shard::Open(const std::string& path, const Codec& codec,
@@ -29,6 +38,7 @@ std::unique_ptr<Shard> Shard::Open(const std::string& path, const Codec& codec,
   shard->codec_ = codec;
   shard->records_ = opener.open(path);
   const uint64_t size = shard->records_->size();
+  std::string tail;  // the last bytes of a TAIL bag, read with its trailer
 
   if (options.placement == LimitsPlacement::kSeparate) {
     const std::string limits_path = LimitsPathFor(path);
@@ -52,9 +62,13 @@ std::unique_ptr<Shard> Shard::Open(const std::string& path, const Codec& codec,
     } else {
       std::optional<TailTrailer> trailer;
       if (size >= kLimitBytes) {
-        char last[kLimitBytes];
-        shard->records_->Read(size - kLimitBytes, kLimitBytes, last);
-        trailer = ParseTailTrailer(size, LoadU64(last));
+        // (ON_DISK limits of a remote bag are fetched page by page, when read.)
+        const bool limits_now =
+            shard->records_->remote() && options.storage == LimitsStorage::kInMemory;
+        tail.resize(static_cast<size_t>(limits_now ? std::min(size, kRemoteTailBytes)
+                                                   : kLimitBytes));
+        shard->records_->Read(size - tail.size(), tail.size(), tail.data());
+        trailer = ParseTailTrailer(size, LoadU64(tail.data() + tail.size() - kLimitBytes));
       }
       if (!trailer) {
         const std::string limits_path = LimitsPathFor(path);
@@ -86,7 +100,25 @@ std::unique_ptr<Shard> Shard::Open(const std::string& path, const Codec& codec,
   }
   if (options.storage == LimitsStorage::kInMemory) {
     std::vector<uint64_t> limits(shard->num_records_);
-    shard->ReadRawLimits(0, shard->num_records_, limits.data());
+    if (tail.size() > kLimitBytes) {
+      // The last limits came with the trailer; the ones before, if any, in
+      // one more read (the trailer puts them all inside the file).
+      const uint64_t tail_start = size - tail.size();
+      const uint64_t begin = shard->limits_offset_;
+      std::string bytes;
+      if (begin < tail_start) {
+        bytes.resize(static_cast<size_t>(tail_start - begin));
+        shard->records_->Read(begin, bytes.size(), bytes.data());
+        bytes += tail;
+      } else {
+        bytes = tail.substr(static_cast<size_t>(begin - tail_start));
+      }
+      for (uint64_t k = 0; k < shard->num_records_; ++k) {
+        limits[k] = LoadU64(bytes.data() + k * kLimitBytes);
+      }
+    } else {
+      shard->ReadRawLimits(0, shard->num_records_, limits.data());
+    }
     shard->limits_in_memory_ = std::move(limits);
     shard->in_memory_ = true;
     // A separate limits file is no longer needed once loaded.

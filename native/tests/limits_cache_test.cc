@@ -238,13 +238,50 @@ TEST(RemoteShard, InMemoryLoadsAllLimitsAtOpenInOneRead) {
   options.storage = LimitsStorage::kInMemory;
   const SourceOpener opener = remote.opener();
   const auto bag = testing::OpenBag({source->path()}, options, &opener);
-  EXPECT_EQ(source->reads(), 2u);  // the trailer, then every limit
-  EXPECT_GE(source->bytes_read(), LimitsBytes(records.size()));
+  // The last 64 KiB of limits with the trailer, then the ones before them:
+  // each byte of them once.
+  EXPECT_EQ(source->reads(), 2u);
+  EXPECT_EQ(source->bytes_read(), LimitsBytes(records.size()));
   source->Reset();
   EXPECT_EQ(testing::ReadAll(*bag), records);
   const uint64_t records_end = source->size() - LimitsBytes(records.size());
   for (const auto& [offset, length] : source->log()) {
     EXPECT_LE(offset + length, records_end) << "a limit read after open";
+  }
+}
+
+TEST(RemoteShard, InMemoryReadsFewLimitsWithTheTrailer) {
+  // Limits of up to 64 KiB come in the read of the trailer: one round trip.
+  for (const size_t n : {size_t{1}, size_t{100}, size_t{8191}}) {
+    const std::vector<std::string> records = SmallRecords(n);
+    RemoteObjects remote;
+    auto source =
+        std::make_shared<CountingRemoteSource>("s3://b/x.bag", testing::TailBag(records));
+    remote.objects[source->path()] = source;
+    testing::OpenOptions options;
+    options.storage = LimitsStorage::kInMemory;
+    const SourceOpener opener = remote.opener();
+    const auto bag = testing::OpenBag({source->path()}, options, &opener);
+    EXPECT_EQ(source->reads(), 1u) << n;
+    EXPECT_LE(source->bytes_read(), 64u * 1024) << n;
+    EXPECT_EQ(testing::ReadAll(*bag), records) << n;
+  }
+  // A damaged limit read that way still raises, naming the file.
+  std::string stored = testing::TailBag(SmallRecords(10));
+  const uint64_t limits_start = stored.size() - LimitsBytes(10);
+  stored[limits_start + 2 * kLimitBytes] = '\x7f';  // limit 2 far past the records
+  RemoteObjects remote;
+  auto source = std::make_shared<CountingRemoteSource>("s3://b/bad.bag", stored);
+  remote.objects[source->path()] = source;
+  testing::OpenOptions options;
+  options.storage = LimitsStorage::kInMemory;
+  const SourceOpener opener = remote.opener();
+  try {
+    const auto bag = testing::OpenBag({source->path()}, options, &opener);
+    testing::ReadAll(*bag);
+    ADD_FAILURE() << "a damaged limit was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("s3://b/bad.bag"), std::string::npos) << e.what();
   }
 }
 
