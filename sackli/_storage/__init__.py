@@ -81,11 +81,10 @@ def open_upload(url: str, client: Any = None) -> Upload:
 
 
 def read_object(url: str) -> bytes:
-    """The whole object (FileNotFoundError naming `url` when missing)."""
+    """The whole object, in one GET (FileNotFoundError naming `url` when
+    missing)."""
     remote = parse(url)
-    store = _store(remote)
-    size = store.size(remote)
-    return store.read(remote, 0, size) if size else b""
+    return _store(remote).read_whole(remote)
 
 
 def write_object(url: str, data: bytes) -> None:

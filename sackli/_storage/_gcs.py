@@ -110,6 +110,15 @@ class GcsStore(Store):
                 timeout=request_timeout()),
         )
 
+    def read_whole(self, path: RemotePath) -> bytes:
+        # A body cut short raises in urllib3 (it enforces Content-Length),
+        # which _call retries.
+        return self._call(
+            "GET", path.url,
+            lambda: self._blob(path).download_as_bytes(
+                raw_download=True, checksum=None, retry=None, timeout=request_timeout()),
+        )
+
     def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
         """(url, size) of every object whose name starts with `path.key`."""
         blobs = self._call(

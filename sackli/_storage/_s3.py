@@ -116,6 +116,16 @@ class S3Store(Store):
 
         return self._call(f"GET bytes {offset}-{offset + length - 1}", path.url, get)
 
+    def read_whole(self, path: RemotePath) -> bytes:
+        def get() -> bytes:
+            response = self._s3().get_object(Bucket=path.bucket, Key=path.key)
+            data = response["Body"].read()
+            if len(data) != int(response["ContentLength"]):  # a body cut short
+                raise Transient(f"{len(data)} of {response['ContentLength']} bytes received")
+            return data
+
+        return self._call("GET", path.url, get)
+
     def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
         """(url, size) of every object whose key starts with `path.key`."""
         def pages() -> list[dict]:

@@ -38,6 +38,12 @@ class Store:
         """Bytes [offset, offset + length) of the object, in one request."""
         raise NotImplementedError
 
+    def read_whole(self, path: RemotePath) -> bytes:
+        """The whole object (FileNotFoundError when missing): here its size
+        and then its bytes; back-ends that can, in one request."""
+        size = self.size(path)
+        return self.read(path, 0, size) if size else b""
+
     def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
         """(url, size) of every object whose key starts with `path.key`."""
         raise NotImplementedError

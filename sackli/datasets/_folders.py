@@ -15,7 +15,7 @@ import os
 import shutil
 from typing import Any
 
-from .._storage import (REMOTE_OPENER, RemoteObject, delete_object, is_remote, list_objects,
+from .._storage import (REMOTE_OPENER, delete_object, is_remote, list_objects, read_object,
                        normalize, open_upload)
 
 __all__ = ["exists", "folder_bytes", "folder_path", "join", "list_folders", "read_bytes", "remove_shard_folder",
@@ -63,8 +63,7 @@ def exists(path: str) -> bool:
 def read_bytes(path: str) -> bytes:
     """The whole file. FileNotFoundError (naming it) when missing."""
     if is_remote(path):
-        remote = RemoteObject(path)
-        return remote.read(0, remote.size) if remote.size else b""
+        return read_object(path)
     with open(path, "rb") as file:
         return file.read()
 
