@@ -138,3 +138,30 @@ def test_a_concurrent_open_raises_the_first_shards_error(remote):
     remote.delete("ds/000002/refs.bag")
     with pytest.raises(FileNotFoundError, match="000002/refs.bag"):
         datasets.DatasetReader(remote.url("ds/000002"))
+
+
+def test_a_remote_shard_closes_its_files_concurrently(remote):
+    # Each close finishes an upload: refs.bag and the field files overlap
+    # theirs (the proxy holds each request 20 ms).
+    remote.proxy.latency = 0.02
+    with datasets.DatasetWriter(remote.url("one"), SPEC) as writer:
+        for i in range(5):
+            writer.append(_point(i))
+        remote.proxy.reset_counts()
+    assert remote.proxy.max_in_flight >= 2, remote.proxy.max_in_flight
+    remote.proxy.latency = 0
+    assert list(datasets.DatasetReader(remote.url("one"))) == [_point(i) for i in range(5)]
+
+
+def test_a_failed_upload_at_close_leaves_no_shard(remote, monkeypatch):
+    monkeypatch.setenv("SACKLI_REMOTE_ATTEMPTS", "2")
+    writer = datasets.DatasetWriter(remote.url("one"), SPEC)
+    for i in range(5):
+        writer.append(_point(i))
+    remote.proxy.fail_fraction(1.0, kinds=["PUT", "POST"])
+    with pytest.raises(OSError):
+        writer.close()
+    remote.proxy.reset_faults()
+    assert not any(name.endswith("spec.json") for name in remote.objects())
+    with pytest.raises(FileNotFoundError, match="spec.json"):
+        datasets.DatasetReader(remote.url("one"))

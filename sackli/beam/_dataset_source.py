@@ -21,7 +21,7 @@ from apache_beam.transforms import display
 from .._storage import is_remote
 from ..datasets import DatasetReader
 from ..datasets._bag import open_records
-from ..datasets._opening import open_all
+from ..datasets._concurrent import concurrently
 from ..datasets._sharded import shard_folder_bytes
 from ..datasets._folders import join
 from ._lazy_concat import LazyConcatSource
@@ -110,7 +110,7 @@ def shard_sources(
     """A source per non-empty shard of the dataset: one listing, and the tail
     of each refs.bag (concurrently for a remote dataset)."""
     folders = shard_folder_bytes(directory)
-    lengths = open_all([functools.partial(_datapoints, folder) for folder, _ in folders],
+    lengths = concurrently([functools.partial(_datapoints, folder) for folder, _ in folders],
                        is_remote(directory))
     return [ShardSource(folder, length, size, decoders, mask)
             for (folder, size), length in zip(folders, lengths) if length]

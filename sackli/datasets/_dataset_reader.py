@@ -29,7 +29,7 @@ from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, folder_path, join, read_bytes
 from ._mask import MaskPlans, Plan, Selection
-from ._opening import open_all
+from ._concurrent import concurrently
 from ._refs import unpack_refs
 from ._spec import FieldType, ShardFolder, parse_spec
 
@@ -94,7 +94,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._files["refs"] = "refs.bag"
         self._decoders = builtin_decoders if decoders is None else decoders
         names = ["refs", *self._fields]
-        opened = open_all([functools.partial(open_records, self._path(name), cache_index)
+        opened = concurrently([functools.partial(open_records, self._path(name), cache_index)
                            for name in names], is_remote(self._directory))
         self._refs, *field_readers = opened
         self._readers = dict(zip(self._fields, field_readers))

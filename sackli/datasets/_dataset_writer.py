@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from ._bag import BagWriter
 from ._closing import DiscardsOnError
+from ._concurrent import concurrently
 from ._builtin_codecs import encoders as builtin_encoders, one_argument
 from .._format import partial_folder_prefix
 from .._storage import is_remote
@@ -211,9 +212,9 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
             return
         self._closed = True
         try:
-            self._refs.close()
-            for writer in self._writers.values():
-                writer.close()
+            # A remote file's close finishes its upload: overlapped.
+            concurrently([self._refs.close, *(w.close for w in self._writers.values())],
+                         self._remote)
             # Last: a remote shard counts as written once spec.json exists.
             write_bytes(join(self._partial, SPEC_FILE), spec_json(self._raw_spec))
             if not self._remote:

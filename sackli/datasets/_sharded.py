@@ -17,7 +17,7 @@ from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._folders import folder_bytes, folder_path, join, list_folders, shard_name
-from ._opening import open_all
+from ._concurrent import concurrently
 from ._spec import FieldType
 
 __all__ = ["ShardedDatasetReader", "ShardedDatasetWriter"]
@@ -177,7 +177,7 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
             raise ValueError(
                 f"{self._directory}: no shard selected (shard_start={shard_start}, "
                 f"shard_step={shard_step}, {len(shard_folders(self._directory))} shards)")
-        self._readers = open_all(
+        self._readers = concurrently(
             [functools.partial(DatasetReader, folder, decoders, cache_index) for folder in folders],
             is_remote(self._directory))
         self._stops = list(itertools.accumulate(len(reader) for reader in self._readers))

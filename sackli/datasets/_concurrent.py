@@ -1,10 +1,10 @@
-"""Opening the many objects of a remote dataset concurrently.
+"""Opening and closing the many objects of a remote dataset concurrently.
 
-Each remote open is a few round trips (a bag: its size, its tail, its
-limits), so a dataset of many shards and fields opened one file after
-another waits for hundreds of them in turn. `open_all` overlaps them, a
-bounded number at a time; local files open in microseconds and stay in
-turn.
+Each remote open is a few round trips (a bag: its size, then its tail and
+limits), and each close of a remote file finishes its upload, so a dataset
+of many shards and fields handled one file after another waits for hundreds
+of round trips in turn. `concurrently` overlaps them, a bounded number at a
+time; local files open and close in microseconds and stay in turn.
 """
 
 from __future__ import annotations
@@ -13,22 +13,22 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
 
-__all__ = ["MAX_CONCURRENT_OPENS", "open_all"]
+__all__ = ["MAX_CONCURRENT_CALLS", "concurrently"]
 
 T = TypeVar("T")
 
 # Requests in flight at once: as the maps' ranged reads (sackli.maps._ranges).
-MAX_CONCURRENT_OPENS = 16
+MAX_CONCURRENT_CALLS = 16
 
-# Set on the threads of an open_all: an open_all inside one (the files of a
+# Set on the threads of a `concurrently`: one inside another (the files of a
 # shard, inside the open of every shard) runs its calls in turn, so the
 # total stays bounded and no pool waits for its own workers.
 _inside = threading.local()
 
 
-def open_all(calls: Sequence[Callable[[], T]], remote: bool) -> list[T]:
+def concurrently(calls: Sequence[Callable[[], T]], remote: bool) -> list[T]:
     """The results of `calls`, in order: run concurrently (at most
-    MAX_CONCURRENT_OPENS at a time) when `remote` and there is more than
+    MAX_CONCURRENT_CALLS at a time) when `remote` and there is more than
     one, else in turn.
 
     If a call raises, the results of the others that have a `close()` are
@@ -46,7 +46,7 @@ def open_all(calls: Sequence[Callable[[], T]], remote: bool) -> list[T]:
         finally:
             _inside.active = False
 
-    with ThreadPoolExecutor(min(MAX_CONCURRENT_OPENS, len(calls)), "sackli-open") as pool:
+    with ThreadPoolExecutor(min(MAX_CONCURRENT_CALLS, len(calls)), "sackli-remote") as pool:
         outcomes = list(pool.map(run, calls))
     errors = [error for _, error in outcomes if error is not None]
     if errors:
