@@ -2,10 +2,11 @@
 split into ranges of datapoints.
 
 Positions are datapoint indices within a shard. A shard's byte size (the sum
-of its files' sizes, from one listing of the dataset) and its number of datapoints (from the
-tail of refs.bag, 8 bytes) turn Beam's `desired_bundle_size` (bytes) into a
-number of datapoints per range, so a large shard becomes many bundles; an
-offset range tracker lets runners split a range again while it is read.
+of its files' sizes, from one listing of the whole dataset) and its number
+of datapoints (from the tail of refs.bag, 8 bytes) turn Beam's
+`desired_bundle_size` (bytes) into a number of datapoints per range, so a
+large shard becomes many bundles; an offset range tracker lets runners
+split a range again while it is read.
 Nothing is listed or opened at pipeline construction.
 """
 
@@ -22,8 +23,8 @@ from .._storage import is_remote
 from ..datasets import DatasetReader
 from ..datasets._bag import open_records
 from ..datasets._concurrent import concurrently
-from ..datasets._sharded import shard_folder_bytes
 from ..datasets._folders import join
+from ..datasets._sharded import shard_folder_bytes
 from ._lazy_concat import LazyConcatSource
 
 __all__ = ["DatasetSource", "ShardSource", "shard_sources"]
@@ -111,7 +112,7 @@ def shard_sources(
     of each refs.bag (concurrently for a remote dataset)."""
     folders = shard_folder_bytes(directory)
     lengths = concurrently([functools.partial(_datapoints, folder) for folder, _ in folders],
-                       is_remote(directory))
+                           is_remote(directory))
     return [ShardSource(folder, length, size, decoders, mask)
             for (folder, size), length in zip(folders, lengths) if length]
 

@@ -25,11 +25,11 @@ from ._bag import open_records
 from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
 from ._closing import ClosesOnExit
+from ._concurrent import concurrently
 from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, folder_path, join, read_bytes
 from ._mask import MaskPlans, Plan, Selection
-from ._concurrent import concurrently
 from ._refs import unpack_refs
 from ._spec import FieldType, ShardFolder, parse_spec
 
@@ -95,7 +95,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._decoders = builtin_decoders if decoders is None else decoders
         names = ["refs", *self._fields]
         opened = concurrently([functools.partial(open_records, self._path(name), cache_index)
-                           for name in names], is_remote(self._directory))
+                               for name in names], is_remote(self._directory))
         self._refs, *field_readers = opened
         self._readers = dict(zip(self._fields, field_readers))
         self._rows = range(len(self._refs))

@@ -18,8 +18,8 @@ from typing import Any
 from .._storage import (REMOTE_OPENER, delete_object, is_remote, list_objects, read_object,
                        normalize, open_upload)
 
-__all__ = ["exists", "folder_bytes", "folder_path", "join", "list_folders", "read_bytes", "remove_shard_folder",
-           "shard_name", "write_bytes"]
+__all__ = ["exists", "folder_bytes", "folder_path", "join", "list_folders", "read_bytes",
+           "remove_shard_folder", "shard_name", "write_bytes"]
 
 SPEC_FILE = "spec.json"
 

@@ -13,11 +13,11 @@ from typing import Any, Mapping
 
 from .._storage import is_remote
 from ._closing import ClosesOnExit, DiscardsOnError
+from ._concurrent import concurrently
 from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._folders import folder_bytes, folder_path, join, list_folders, shard_name
-from ._concurrent import concurrently
 from ._spec import FieldType
 
 __all__ = ["ShardedDatasetReader", "ShardedDatasetWriter"]
