@@ -15,8 +15,8 @@ import os
 import shutil
 from typing import Any
 
-from .._storage import (REMOTE_OPENER, delete_object, is_remote, list_objects, read_object,
-                       normalize, open_upload)
+from .._storage import REMOTE_OPENER, delete_object, is_remote, list_objects, normalize
+from .._whole_files import read_bytes, write_bytes  # spec.json, as schema sidecars
 
 __all__ = ["exists", "folder_bytes", "folder_path", "join", "list_folders", "read_bytes",
            "remove_shard_folder", "shard_name", "write_bytes"]
@@ -58,29 +58,6 @@ def exists(path: str) -> bool:
     if is_remote(path):
         return bool(REMOTE_OPENER.exists(path))
     return os.path.lexists(path)
-
-
-def read_bytes(path: str) -> bytes:
-    """The whole file. FileNotFoundError (naming it) when missing."""
-    if is_remote(path):
-        return read_object(path)
-    with open(path, "rb") as file:
-        return file.read()
-
-
-def write_bytes(path: str, data: bytes) -> None:
-    """Writes the whole file; a remote object appears only once complete."""
-    if not is_remote(path):
-        with open(path, "wb") as file:
-            file.write(data)
-        return
-    upload = open_upload(path)
-    try:
-        upload.write(data)
-        upload.commit()
-    except BaseException:
-        upload.abort()
-        raise
 
 
 def list_folders(directory: str) -> list[str]:
