@@ -53,8 +53,8 @@ def test_dataset_without_media_fields_imports_no_media_library(run_python):
 
 
 @pytest.mark.parametrize("library, spec, extra", [
-    ("PIL", "png", "sackli[images]"), ("PIL", "jpeg(90)", "sackli[images]"),
-    ("av", "mp4(15)", "sackli[video]"),
+    ("PIL", "png", "sackli-bagz[images]"), ("PIL", "jpeg(90)", "sackli-bagz[images]"),
+    ("av", "mp4(15)", "sackli-bagz[video]"),
 ])
 def test_missing_media_library_names_the_extra(run_python, library, spec, extra):
     result = run_python(f"""

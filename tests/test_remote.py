@@ -315,8 +315,8 @@ def test_skip_corrupt_on_a_remote_bag(remote, tmp_path):
 
 
 @pytest.mark.parametrize("scheme,blocked,extra", [
-    ("s3", "boto3", "sackli[s3]"),
-    ("gs", "google.cloud.storage", "sackli[gcs]"),
+    ("s3", "boto3", "sackli-bagz[s3]"),
+    ("gs", "google.cloud.storage", "sackli-bagz[gcs]"),
 ])
 def test_missing_sdk_names_the_extra(run_python, scheme, blocked, extra):
     """Without the SDK, opening a remote bag raises an ImportError that says

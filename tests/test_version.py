@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 def test_version_is_the_installed_distributions() -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+([.-]?\w+)*", sackli.__version__), sackli.__version__
-    assert importlib.metadata.version("sackli") == sackli.__version__
+    assert importlib.metadata.version("sackli-bagz") == sackli.__version__
 
 
 def test_version_is_written_once() -> None:

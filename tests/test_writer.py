@@ -12,10 +12,10 @@ import pathlib
 import pickle
 import random
 import struct
-import subprocess
 
 import numpy as np
 import pytest
+import zstandard
 
 import sackli
 from sackli._bulk import close_unpublished
@@ -399,16 +399,8 @@ def _json_records(count: int, seed: int) -> list[bytes]:
 
 
 @pytest.fixture(scope="module")
-def trained_dictionary(tmp_path_factory) -> bytes:
-    folder = tmp_path_factory.mktemp("samples")
-    for i, sample in enumerate(_json_records(600, 1)):
-        (folder / f"s{i}.json").write_bytes(sample)
-    out = folder / "dictionary"
-    subprocess.run(
-        ["zstd", "--train", "-q", "--maxdict=2048", *map(str, sorted(folder.glob("s*.json"))), "-o", str(out)],
-        check=True, capture_output=True,
-    )
-    dictionary = out.read_bytes()
+def trained_dictionary() -> bytes:
+    dictionary = zstandard.train_dictionary(2048, _json_records(600, 1)).as_bytes()
     assert dictionary[:4] == b"\x37\xa4\x30\xec"  # a real (trained) zstd dictionary
     return dictionary
 

@@ -30,7 +30,7 @@ def _import_storage() -> Any:
     except ImportError as error:
         raise ImportError(
             "reading or writing gs:// paths needs google-cloud-storage: "
-            "pip install 'sackli[gcs]'"
+            "pip install 'sackli-bagz[gcs]'"
         ) from error
     return storage
 

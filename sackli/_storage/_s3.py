@@ -33,7 +33,7 @@ def _import_boto3() -> Any:
         import botocore.config
     except ImportError as error:
         raise ImportError(
-            "reading or writing s3:// paths needs boto3: pip install 'sackli[s3]'"
+            "reading or writing s3:// paths needs boto3: pip install 'sackli-bagz[s3]'"
         ) from error
     return boto3, botocore.config
 

@@ -1,7 +1,7 @@
 """The Arrow bridge: Arrow tables and Parquet into bag shards, bag records
 out as Arrow record batches (and so into pyarrow, Polars and DuckDB).
 
-Needs the `arrow` extra (`pip install 'sackli[arrow]'`, i.e. pyarrow).
+Needs the `arrow` extra (`pip install 'sackli-bagz[arrow]'`, i.e. pyarrow).
 
     >>> import sackli.arrow
     >>> sackli.arrow.write_table("events.parquet", "events@8.bagz")
@@ -22,7 +22,7 @@ try:
     import pyarrow  # noqa: F401
 except ImportError as _error:  # pragma: no cover - depends on the install
     raise ImportError(
-        "sackli.arrow needs pyarrow; install it with: pip install 'sackli[arrow]'"
+        "sackli.arrow needs pyarrow; install it with: pip install 'sackli-bagz[arrow]'"
     ) from _error
 
 from ._decode import records_array

@@ -1,12 +1,12 @@
 """Apache Beam connectors for bags and datasets (needs the `beam` extra:
-`pip install 'sackli[beam]'`). See `sackli.beam.sacklio` and
+`pip install 'sackli-bagz[beam]'`). See `sackli.beam.sacklio` and
 `sackli.beam.datasetio`."""
 
 try:
     import apache_beam  # noqa: F401
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "sackli.beam needs Apache Beam: install it with pip install 'sackli[beam]'"
+        "sackli.beam needs Apache Beam: install it with pip install 'sackli-bagz[beam]'"
     ) from error
 
 from ._file_sink import SackliSink

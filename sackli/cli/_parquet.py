@@ -28,7 +28,7 @@ def _arrow() -> Any:
     try:
         import sackli.arrow
     except ImportError as error:
-        raise ValueError(f"Parquet conversion needs pyarrow: pip install 'sackli[arrow]' "
+        raise ValueError(f"Parquet conversion needs pyarrow: pip install 'sackli-bagz[arrow]' "
                          f"({error})") from None
     return sackli.arrow
 

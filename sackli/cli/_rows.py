@@ -57,7 +57,7 @@ def row_printer(reader: sackli.Reader, args: argparse.Namespace) -> "RowPrinter 
     except ImportError:
         if choice == "auto":
             return None
-        raise ValueError(f"--decode {choice} needs pyarrow: pip install 'sackli[arrow]'") from None
+        raise ValueError(f"--decode {choice} needs pyarrow: pip install 'sackli-bagz[arrow]'") from None
 
     decode, schema = _read.resolve_rows(reader, choice, None)
     if decode is None:
@@ -144,7 +144,7 @@ def schema(args: argparse.Namespace) -> int:
     try:
         from ..arrow._schema_file import find_schema_file, read_set_schema, schema_path
     except ImportError:
-        raise ValueError("sackli schema needs pyarrow: pip install 'sackli[arrow]'") from None
+        raise ValueError("sackli schema needs pyarrow: pip install 'sackli-bagz[arrow]'") from None
     stored, encoding = read_set_schema(args.spec)
     path = find_schema_file(args.spec) or schema_path(args.spec)
     if args.json:

@@ -26,7 +26,7 @@ def _pillow_image() -> Any:
         from PIL import Image
     except ImportError as error:
         raise ImportError(
-            "the jpeg and png codecs need Pillow: pip install 'sackli[images]'") from error
+            "the jpeg and png codecs need Pillow: pip install 'sackli-bagz[images]'") from error
     return Image
 
 
@@ -34,7 +34,7 @@ def _av() -> Any:
     try:
         import av
     except ImportError as error:
-        raise ImportError("the mp4 codec needs PyAV: pip install 'sackli[video]'") from error
+        raise ImportError("the mp4 codec needs PyAV: pip install 'sackli-bagz[video]'") from error
     return av
 
 

@@ -35,7 +35,7 @@ def _brotli() -> Any:
         import brotli
     except ImportError:
         raise ImportError("maps compressed with 'br' need the brotli package: "
-                          "pip install 'sackli[brotli]'") from None
+                          "pip install 'sackli-bagz[brotli]'") from None
     return brotli
 
 
