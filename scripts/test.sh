@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# The whole test suite, exactly as CI runs it (.ci/run): a fresh virtualenv
-# .venv-test/ (a previous one is deleted first), the package built and
-# installed in it with the pinned test dependencies (scripts/install.sh), then
-# pytest against the installed package. Extra arguments go to pytest.
+# The whole test suite, exactly as CI runs it (.ci/run), against the wheel a
+# user would install: a fresh virtualenv .venv-test/ (a previous one is
+# deleted first); scripts/wheel.sh builds the sdist and, from it, the
+# manylinux wheel into dist/; the wheel is installed binary-only, then its
+# pinned test dependencies; pytest runs against the installed package (the
+# Beam worker test gets the wheel as SACKLI_WHEEL). Extra arguments go to
+# pytest.
 #   BASE_PYTHON=python3.12   the interpreter the virtualenv is made from
 #                            (default: python3)
 #   PYTHON=/path/to/python   skip the fresh virtualenv: install into and test
 #                            with this interpreter (e.g. a venv of your own)
+#   SACKLI_WHEEL=dist/x.whl  test this wheel instead of building one
 # Exits non-zero when any test fails and when no test ran (pytest's code 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+LOCK=requirements/dev.lock
 if [ -z "${PYTHON:-}" ]; then
   VENV=.venv-test
   echo "== creating a fresh virtualenv $VENV from ${BASE_PYTHON:-python3}"
@@ -17,7 +22,22 @@ if [ -z "${PYTHON:-}" ]; then
   "${BASE_PYTHON:-python3}" -m venv "$VENV"
   export PYTHON="$PWD/$VENV/bin/python"
 fi
-bash scripts/install.sh
+# GoogleTest, cmake and ninja for the engine's C++ tests, when allowed.
+bash scripts/dev_tools.sh
+
+if [ -z "${SACKLI_WHEEL:-}" ]; then
+  SACKLI_WHEEL="$(BASE_PYTHON="$PYTHON" bash scripts/wheel.sh | tee /dev/stderr | tail -n 1)"
+fi
+SACKLI_WHEEL="$(cd "$(dirname "$SACKLI_WHEEL")" && pwd)/$(basename "$SACKLI_WHEEL")"
+export SACKLI_WHEEL
+PIP=("$PYTHON" -m pip --disable-pip-version-check --quiet)
+if "$PYTHON" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+  "${PIP[@]}" install --constraint "$LOCK" pip
+fi
+echo "== installing $(basename "$SACKLI_WHEEL") binary-only, then its test dependencies"
+"${PIP[@]}" install --only-binary=:all: --no-deps --force-reinstall "$SACKLI_WHEEL"
+"${PIP[@]}" install --constraint "$LOCK" "$SACKLI_WHEEL[test]"
+
 echo "== running the test suite"
 # PYTHONSAFEPATH keeps the source tree off sys.path: tests import the
 # installed package, whose compiled engine the source tree lacks. The
