@@ -4,9 +4,28 @@
 #include <cstring>
 #include <iterator>
 
+// SACKLI_CRC32C_HW: this CPU family has crc32c instructions, compiled in
+// functions marked SACKLI_CRC32C_TARGET (the rest of the file keeps the
+// baseline instruction set) and used when HasHardware() finds them.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
-#define SACKLI_CRC32C_SSE42 1
+#define SACKLI_CRC32C_HW "sse4.2"
+// crc32: newer clang (22 here) no longer counts it in sse4.2.
+#define SACKLI_CRC32C_TARGET __attribute__((target("sse4.2,crc32")))
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#define SACKLI_CRC32C_HW "armv8-crc"
+#if defined(__clang__)
+#define SACKLI_CRC32C_TARGET __attribute__((target("crc")))
+#else
+#include <arm_acle.h>
+#define SACKLI_CRC32C_TARGET __attribute__((target("+crc")))
+#endif
+#if !defined(__ARM_FEATURE_CRC32) && !defined(__APPLE__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)  // the kernel's bit, for C libraries that lack the name
+#endif
+#endif
 #endif
 
 namespace sackli {
@@ -36,7 +55,7 @@ Tables MakeTables() {
   return tables;
 }
 
-uint32_t Crc32cPortable(const unsigned char* p, size_t n, uint32_t crc) {
+uint32_t PortableLoop(const unsigned char* p, size_t n, uint32_t crc) {
   static const Tables tables = MakeTables();
   while (n >= 8) {
     uint32_t low;
@@ -56,9 +75,34 @@ uint32_t Crc32cPortable(const unsigned char* p, size_t n, uint32_t crc) {
   return crc;
 }
 
-#ifdef SACKLI_CRC32C_SSE42
+#ifdef SACKLI_CRC32C_HW
+// One instruction over 8 bytes, and one over 1 byte. Both families compute
+// the reflected CRC-32C register without the complements, as PortableLoop.
+SACKLI_CRC32C_TARGET inline uint64_t HwWord(uint64_t crc, uint64_t word) {
+#if defined(__x86_64__)
+  return _mm_crc32_u64(crc, word);
+#elif defined(__clang__)
+  // clang before 16 declares <arm_acle.h>'s __crc32cd only when the whole
+  // file is compiled for +crc; the builtin behind it works under the
+  // target attribute.
+  return __builtin_arm_crc32cd(static_cast<uint32_t>(crc), word);
+#else
+  return __crc32cd(static_cast<uint32_t>(crc), word);
+#endif
+}
+
+SACKLI_CRC32C_TARGET inline uint32_t HwByte(uint32_t crc, unsigned char byte) {
+#if defined(__x86_64__)
+  return _mm_crc32_u8(crc, byte);
+#elif defined(__clang__)
+  return __builtin_arm_crc32cb(crc, byte);
+#else
+  return __crc32cb(crc, byte);
+#endif
+}
+
 // The crc32 instruction has a latency of three cycles but takes a new one
-// every cycle, so three independent streams (over thirds of a block) run
+// every cycle (on x86_64; ARM cores are alike), so three independent streams (over thirds of a block) run
 // three times as fast as one; the three CRCs are then joined by shifting
 // each over the bytes after it (a table per block length, built once).
 // Block lengths: each round takes the largest that fits three times.
@@ -97,19 +141,17 @@ uint32_t Shift(const ShiftTable& zeros, uint32_t crc) {
 
 // The word at `from + at` into the CRC (and, when copying, out to `to + at`).
 template <bool kCopy>
-__attribute__((target("sse4.2"))) inline uint64_t Step(uint64_t crc,
-                                                       const unsigned char* from,
-                                                       unsigned char* to, size_t at) {
+SACKLI_CRC32C_TARGET inline uint64_t Step(uint64_t crc, const unsigned char* from,
+                                          unsigned char* to, size_t at) {
   uint64_t word;
   std::memcpy(&word, from + at, 8);
   if constexpr (kCopy) std::memcpy(to + at, &word, 8);
-  return _mm_crc32_u64(crc, word);
+  return HwWord(crc, word);
 }
 
 template <bool kCopy>
-__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(const unsigned char* p,
-                                                        size_t n, uint32_t crc,
-                                                        unsigned char* out) {
+SACKLI_CRC32C_TARGET uint32_t Crc32cHw(const unsigned char* p, size_t n,
+                                       uint32_t crc, unsigned char* out) {
   uint64_t crc64 = crc;
   for (size_t i = 0; i < std::size(kStreamBytes); ++i) {
     const size_t length = kStreamBytes[i];
@@ -138,14 +180,23 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cSse42(const unsigned char* p,
   uint32_t crc32 = static_cast<uint32_t>(crc64);
   while (n-- > 0) {
     if constexpr (kCopy) *out++ = *p;
-    crc32 = _mm_crc32_u8(crc32, *p++);
+    crc32 = HwByte(crc32, *p++);
   }
   return crc32;
 }
 
-bool HasSse42() {
+bool HasHardware() {
+#if defined(__x86_64__)
   static const bool has = __builtin_cpu_supports("sse4.2");
   return has;
+#elif defined(__ARM_FEATURE_CRC32) || defined(__APPLE__)
+  return true;  // every CPU the build targets has it (every Apple arm64 does)
+#elif defined(__linux__)
+  static const bool has = (::getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
+  return has;
+#else
+  return false;  // no way to ask here: the table loop
+#endif
 }
 #endif
 
@@ -155,22 +206,33 @@ uint32_t Crc32c(const char* data, size_t n, uint32_t crc) {
   const auto* p = reinterpret_cast<const unsigned char*>(data);
   // The register form is the complement of the published value.
   const uint32_t state = ~crc;
-#ifdef SACKLI_CRC32C_SSE42
-  if (HasSse42()) return ~Crc32cSse42<false>(p, n, state, nullptr);
+#ifdef SACKLI_CRC32C_HW
+  if (HasHardware()) return ~Crc32cHw<false>(p, n, state, nullptr);
 #endif
-  return ~Crc32cPortable(p, n, state);
+  return ~PortableLoop(p, n, state);
 }
 
 uint32_t Crc32cCopy(const char* data, size_t n, char* out, uint32_t crc) {
   const auto* p = reinterpret_cast<const unsigned char*>(data);
   const uint32_t state = ~crc;
-#ifdef SACKLI_CRC32C_SSE42
-  if (HasSse42()) {
-    return ~Crc32cSse42<true>(p, n, state, reinterpret_cast<unsigned char*>(out));
+#ifdef SACKLI_CRC32C_HW
+  if (HasHardware()) {
+    return ~Crc32cHw<true>(p, n, state, reinterpret_cast<unsigned char*>(out));
   }
 #endif
   std::memcpy(out, data, n);
-  return ~Crc32cPortable(p, n, state);
+  return ~PortableLoop(p, n, state);
+}
+
+const char* Crc32cImplementation() {
+#ifdef SACKLI_CRC32C_HW
+  if (HasHardware()) return SACKLI_CRC32C_HW;
+#endif
+  return "portable";
+}
+
+uint32_t Crc32cPortable(const char* data, size_t n, uint32_t crc) {
+  return ~PortableLoop(reinterpret_cast<const unsigned char*>(data), n, ~crc);
 }
 
 }  // namespace sackli

@@ -13,10 +13,19 @@
 namespace sackli {
 namespace {
 
-// The innermost FaultScope of this thread, or null. Initial-exec TLS: the
-// signal handler reads it without a call that might allocate.
-__attribute__((tls_model("initial-exec"))) thread_local const FaultScope*
-    g_innermost = nullptr;
+// The innermost FaultScope of this thread, or null. The signal handler reads
+// it, so it must not take a call that might allocate. glibc may allocate a
+// dlopen()ed module's thread-local block on its first use in a thread:
+// initial-exec TLS there. musl refuses to load a module with initial-exec
+// TLS, and needs none: it allocates every module's blocks at dlopen() and
+// thread start. (On macOS a thread's first use may allocate; a thread that
+// faults inside a scope has used it already.)
+#if defined(__GLIBC__)
+#define SACKLI_SIGNAL_SAFE_TLS __attribute__((tls_model("initial-exec")))
+#else
+#define SACKLI_SIGNAL_SAFE_TLS
+#endif
+SACKLI_SIGNAL_SAFE_TLS thread_local const FaultScope* g_innermost = nullptr;
 
 struct sigaction g_previous;  // the SIGBUS disposition before ours
 uintptr_t g_page_size = 4096;

@@ -14,18 +14,26 @@
 #include "fault_guard.h"
 #include "posix_io.h"
 
-// Linux has both; elsewhere (e.g. macOS) the hints become no-ops and
-// DIRECT_IO reports that it is unavailable.
-#ifndef O_DIRECT
-#define SACKLI_NO_O_DIRECT 1
-#define O_DIRECT 0
+// What bypasses or empties the page cache differs by platform (each choice
+// is listed in docs/platforms.md):
+//   Linux (glibc and musl), FreeBSD: O_DIRECT for DIRECT_IO; posix_fadvise
+//     for DROP_AFTER_READ and the access hints.
+//   macOS: neither. fcntl(F_NOCACHE) keeps a descriptor's reads out of the
+//     page cache, for DIRECT_IO and DROP_AFTER_READ; fcntl(F_RDAHEAD, 0)
+//     turns read-ahead off for RANDOM.
+//   Elsewhere: DIRECT_IO is refused (kInvalidArgument) and the hints are
+//     not given; DROP_AFTER_READ reads the same bytes through the cache.
+#if defined(__linux__) && !defined(O_DIRECT)
+#error "O_DIRECT is missing: compile with _GNU_SOURCE (g++ and clang++ define it)"
 #endif
-#ifndef POSIX_FADV_NORMAL
-#define posix_fadvise(fd, offset, length, advice) 0
-#define POSIX_FADV_NORMAL 0
-#define POSIX_FADV_RANDOM 0
-#define POSIX_FADV_SEQUENTIAL 0
-#define POSIX_FADV_DONTNEED 0
+#if defined(O_DIRECT)
+#define SACKLI_DIRECT_FLAG O_DIRECT
+#elif defined(F_NOCACHE)
+#define SACKLI_DIRECT_NOCACHE 1
+#define SACKLI_DIRECT_FLAG 0
+#else
+#define SACKLI_NO_DIRECT_IO 1
+#define SACKLI_DIRECT_FLAG 0
 #endif
 
 namespace sackli {
@@ -64,7 +72,8 @@ int OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
       ThrowOsError(EISDIR, "open", path);
     }
     errno = error;
-    if (errno == EINVAL && (extra_flags & O_DIRECT)) {
+    if (errno == EINVAL && SACKLI_DIRECT_FLAG != 0 &&
+        (extra_flags & SACKLI_DIRECT_FLAG)) {
       throw Error(ErrorKind::kInvalidArgument,
                   path +
                       ": CachePolicy.DIRECT_IO: the file system refuses "
@@ -104,6 +113,7 @@ void CheckBounds(uint64_t offset, size_t length, uint64_t size,
   }
 }
 
+#if defined(POSIX_FADV_NORMAL)
 int FadviseFor(AccessPattern access) {
   switch (access) {
     case AccessPattern::kRandom:
@@ -114,6 +124,43 @@ int FadviseFor(AccessPattern access) {
       break;
   }
   return POSIX_FADV_NORMAL;
+}
+#endif
+
+// The access pattern of a file read with pread, as a hint to the kernel.
+void AdviseAccess(int fd, AccessPattern access) {
+  if (access == AccessPattern::kSystem) return;
+#if defined(POSIX_FADV_NORMAL)
+  posix_fadvise(fd, 0, 0, FadviseFor(access));
+#elif defined(F_RDAHEAD)
+  // macOS reads ahead by default, which is what SEQUENTIAL asks for.
+  if (access == AccessPattern::kRandom) ::fcntl(fd, F_RDAHEAD, 0);
+#else
+  (void)fd;
+#endif
+}
+
+// Sets up `fd` for DROP_AFTER_READ: where the pages cannot be dropped after
+// each read (DropPages), they are kept out of the cache from the start.
+void PrepareDropAfterRead(int fd) {
+#if !defined(POSIX_FADV_DONTNEED) && defined(F_NOCACHE)
+  ::fcntl(fd, F_NOCACHE, 1);
+#else
+  (void)fd;
+#endif
+}
+
+// Tells the kernel that [offset, offset + length) of `fd` will not be read
+// again: its pages leave the page cache.
+void DropPages(int fd, uint64_t offset, size_t length) {
+#if defined(POSIX_FADV_DONTNEED)
+  posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(length),
+                POSIX_FADV_DONTNEED);
+#else
+  (void)fd;
+  (void)offset;
+  (void)length;
+#endif
 }
 
 class MappedFile final : public ByteSource {
@@ -174,9 +221,8 @@ class PreadFile final : public ByteSource {
   PreadFile(std::string path, AccessPattern access, bool drop_after_read)
       : path_(std::move(path)), drop_after_read_(drop_after_read) {
     fd_ = OpenRegularFile(path_, 0, &size_);
-    if (access != AccessPattern::kSystem) {
-      posix_fadvise(fd_, 0, 0, FadviseFor(access));
-    }
+    AdviseAccess(fd_, access);
+    if (drop_after_read_) PrepareDropAfterRead(fd_);
   }
   ~PreadFile() override { ::close(fd_); }
 
@@ -185,10 +231,7 @@ class PreadFile final : public ByteSource {
   void Read(uint64_t offset, size_t length, char* dst) const override {
     CheckBounds(offset, length, size_, path_);
     PreadFully(fd_, offset, length, dst, path_);
-    if (drop_after_read_ && length > 0) {
-      posix_fadvise(fd_, static_cast<off_t>(offset),
-                      static_cast<off_t>(length), POSIX_FADV_DONTNEED);
-    }
+    if (drop_after_read_ && length > 0) DropPages(fd_, offset, length);
   }
 
  private:
@@ -199,17 +242,32 @@ class PreadFile final : public ByteSource {
 };
 
 // O_DIRECT file: every read is widened to aligned boundaries and goes through
-// an aligned bounce buffer, bypassing the page cache entirely.
+// an aligned bounce buffer, bypassing the page cache entirely. On macOS the
+// descriptor has F_NOCACHE instead, which needs no alignment but moves
+// aligned reads straight from the disk too.
 class DirectFile final : public ByteSource {
  public:
   explicit DirectFile(std::string path) : path_(std::move(path)) {
-#ifdef SACKLI_NO_O_DIRECT
+#if defined(SACKLI_NO_DIRECT_IO)
     throw Error(ErrorKind::kInvalidArgument,
-                path_ + ": CachePolicy.DIRECT_IO needs O_DIRECT, which this "
-                        "platform lacks; use CachePolicy.DROP_AFTER_READ",
+                path_ + ": CachePolicy.DIRECT_IO needs O_DIRECT or F_NOCACHE, "
+                        "which this platform lacks; use "
+                        "CachePolicy.DROP_AFTER_READ",
                 path_);
+#else
+    fd_ = OpenRegularFile(path_, SACKLI_DIRECT_FLAG, &size_);
 #endif
-    fd_ = OpenRegularFile(path_, O_DIRECT, &size_);
+#if defined(SACKLI_DIRECT_NOCACHE)
+    if (::fcntl(fd_, F_NOCACHE, 1) == -1) {
+      const int error = errno;
+      ::close(fd_);
+      throw Error(ErrorKind::kInvalidArgument,
+                  path_ + ": CachePolicy.DIRECT_IO: the file system refuses "
+                          "F_NOCACHE (" + std::strerror(error) +
+                          "); use CachePolicy.DROP_AFTER_READ",
+                  path_);
+    }
+#endif
   }
   ~DirectFile() override { ::close(fd_); }
 
@@ -233,8 +291,10 @@ class DirectFile final : public ByteSource {
     size_t have = 0;
     const size_t need = static_cast<size_t>(offset + length - start);
     while (have < need) {
-      const ssize_t n = ::pread(fd_, bounce.get() + have, span - have,
-                                static_cast<off_t>(start + have));
+      const ssize_t n =
+          ::pread(fd_, bounce.get() + have,
+                  std::min<size_t>(span - have, kMaxTransferBytes),
+                  static_cast<off_t>(start + have));
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EINVAL) {

@@ -4,7 +4,9 @@
 //   kDropAfterRead  pread, then posix_fadvise(DONTNEED) on what was read.
 //   kDirectIo       O_DIRECT with 4 KiB-aligned reads through a bounce buffer;
 //                   a file system that refuses O_DIRECT raises kInvalidArgument.
-// Access patterns become madvise/posix_fadvise hints.
+// Access patterns become madvise/posix_fadvise hints. macOS has neither
+// O_DIRECT nor posix_fadvise: F_NOCACHE and F_RDAHEAD stand in (see
+// local_file.cc and docs/platforms.md).
 #pragma once
 
 #include <memory>

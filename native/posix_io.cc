@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "errors.h"
@@ -11,7 +12,8 @@ namespace sackli {
 void PreadFully(int fd, uint64_t offset, size_t n, char* dst,
                 const std::string& path) {
   while (n > 0) {
-    const ssize_t got = ::pread(fd, dst, n, static_cast<off_t>(offset));
+    const ssize_t got = ::pread(fd, dst, std::min(n, kMaxTransferBytes),
+                                static_cast<off_t>(offset));
     if (got < 0) {
       if (errno == EINTR) continue;
       ThrowOsError(errno, "read", path);
@@ -25,7 +27,7 @@ void PreadFully(int fd, uint64_t offset, size_t n, char* dst,
 
 void WriteFully(int fd, const char* data, size_t n, const std::string& path) {
   while (n > 0) {
-    const ssize_t written = ::write(fd, data, n);
+    const ssize_t written = ::write(fd, data, std::min(n, kMaxTransferBytes));
     if (written < 0) {
       if (errno == EINTR) continue;
       ThrowOsError(errno, "write", path);

@@ -60,10 +60,14 @@ def shard_indices(
       epoch: the epoch number; each gives a new order when `shuffle`.
       seed: the seed shared by every rank and worker of a run.
       shuffle: whether to permute the records (else in index order).
-      rank, world_size: this process among the training processes
-        (e.g. `torch.distributed.get_rank()` and `get_world_size()`).
-      worker_id, num_workers: this loader worker among its rank's workers
-        (e.g. `torch.utils.data.get_worker_info()`'s `id` and `num_workers`).
+      rank: this process among the training processes (e.g.
+        `torch.distributed.get_rank()`).
+      world_size: the number of training processes (e.g.
+        `torch.distributed.get_world_size()`).
+      worker_id: this loader worker among its rank's workers (e.g.
+        `torch.utils.data.get_worker_info()`'s `id`).
+      num_workers: the number of loader workers of each rank (e.g.
+        `torch.utils.data.get_worker_info()`'s `num_workers`).
       drop_remainder: leave records out rather than repeat some (see above).
 
     Returns:

