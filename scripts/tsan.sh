@@ -2,11 +2,12 @@
 # The engine's C++ tests (native/tests/, tests/test_native_engine.py) under
 # ThreadSanitizer: the engine and the tests are built with -fsanitize=thread
 # into build/tsan (kept between runs) and run; any data race or lock-order
-# report fails the run. Needs cmake, ninja and GoogleTest (scripts/install.sh
-# installs them). Extra arguments go to the test binary, e.g.
+# report fails the run. Needs cmake, ninja and GoogleTest
+# (scripts/dev_tools.sh installs them when it may). Extra arguments go to the test binary, e.g.
 # --gtest_filter='Writer.*' --gtest_repeat=20.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/dev_tools.sh
 BUILD=build/tsan
 FLAGS="-fsanitize=thread -fno-omit-frame-pointer -O1 -g"
 echo "== building the engine's C++ tests with ThreadSanitizer in $BUILD"

@@ -240,7 +240,7 @@ def test_brotli_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
     built = MapBuffer({1: b"x"}, compress="br").tobytes()
     monkeypatch.setitem(sys.modules, "brotli", None)
     mb = MapBuffer(built)
-    with pytest.raises(ImportError, match=r"sackli\[brotli\]"):
+    with pytest.raises(ImportError, match=r"sackli-bagz\[brotli\]"):
         mb[1]
 
 

@@ -1,17 +1,24 @@
 """sackli.__version__ (written once, in sackli/_version.py, and read from there
-by the build) and sackli.zstd_version()."""
+by the build), sackli.zstd_version(), and the zstd compiled in from
+third_party/zstd."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import pathlib
 import re
 import subprocess
 import sys
 
+import pytest
+
 import sackli
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+ZSTD = ROOT / "third_party" / "zstd"
+# The release in third_party/zstd (third_party/zstd/VERSION.md).
+ZSTD_VERSION = "1.5.7"
 
 
 def test_version_is_the_installed_distributions() -> None:
@@ -40,3 +47,34 @@ def test_zstd_version_is_the_engines() -> None:
     assert tuple(int(part) for part in version.split(".")) >= (1, 4, 0)
     assert "zstd_version" in sackli.__all__
     assert sackli.zstd_version.__doc__
+
+
+def test_the_engine_runs_the_compiled_in_zstd() -> None:
+    # Every build compiles in third_party/zstd (only -DSACKLI_SYSTEM_ZSTD=ON
+    # links the system's, and nothing here builds that way).
+    assert sackli.zstd_version() == ZSTD_VERSION
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/maps").exists(), reason="needs Linux's /proc")
+def test_the_engine_loads_no_shared_libzstd() -> None:
+    code = ("import sackli._engine, sys; "
+            "sys.stdout.write(open('/proc/self/maps').read())")
+    maps = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout
+    assert "sackli/_engine" in maps
+    assert "libzstd" not in maps, [line for line in maps.splitlines() if "libzstd" in line]
+
+
+def test_third_party_zstd_is_the_release_noted() -> None:
+    listed = {}
+    for line in (ZSTD / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split()
+        listed[name] = digest
+    assert set(listed) == {"zstd.c", "zstd.h", "zdict.h", "zstd_errors.h", "LICENSE", "COPYING"}
+    for name, digest in listed.items():
+        assert hashlib.sha256((ZSTD / name).read_bytes()).hexdigest() == digest, name
+        assert digest in (ZSTD / "VERSION.md").read_text(), name
+    header = (ZSTD / "zstd.h").read_text()
+    major, minor, release = ZSTD_VERSION.split(".")
+    for part, value in (("MAJOR", major), ("MINOR", minor), ("RELEASE", release)):
+        assert re.search(rf"^#define ZSTD_VERSION_{part}\s+{value}$", header, re.MULTILINE), part

@@ -1,0 +1,187 @@
+"""Every ```python block of README.md and of docs/**/*.md runs as written.
+
+Each block runs in a fresh interpreter, in a fresh temporary working folder,
+with a timeout. An HTML comment on the line before a block changes that:
+
+    <!-- docs-test: continue -->       runs the block after the one before
+                                       it on the same page, in one program
+    <!-- docs-test: skip (reason) -->  does not run it; the reason is listed
+
+The skipped blocks are pinned in SKIPPED below, so a new skip is a visible
+change to this file. Signatures and other text that is not a program go in
+blocks without a language (or ```text), which this test does not run.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TIMEOUT_SECONDS = 240
+
+# (page, section, reason) of every block the pages mark to skip: only what
+# cannot run on a test machine (PyTorch, real cloud buckets).
+SKIPPED = [
+    ("docs/cloud.md", "Cloud storage: `gs://` and `s3://`",
+     "needs a GCS bucket and an S3 bucket"),
+    ("docs/loaders.md", "PyTorch", "needs PyTorch"),
+]
+
+_MARK = re.compile(r"<!--\s*docs-test:\s*(continue|skip\s*\((?P<reason>[^)]*)\))\s*-->")
+
+
+def pages() -> list[pathlib.Path]:
+    """README.md, then every page under docs/, in path order."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+@dataclasses.dataclass
+class Program:
+    """One or more blocks run together: the page, the first block's line and
+    section, the code, and why it is skipped (None: it runs)."""
+
+    page: str
+    line: int
+    section: str
+    code: str
+    skip: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.page}:{self.line} ({self.section})"
+
+
+def programs(page: str, text: str) -> list[Program]:
+    """A page's python blocks, joined where marked `continue`."""
+    found: list[Program] = []
+    lines = text.splitlines()
+    section = "(top)"
+    mark = None
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("#"):
+            section = line.lstrip("#").strip()
+        match = _MARK.fullmatch(line.strip())
+        if match:
+            mark = match
+        elif line.lstrip().startswith("```"):
+            fence = line.lstrip()
+            indent = line[: len(line) - len(fence)]
+            start = index + 1
+            end = start
+            while lines[end].strip() != "```":
+                end += 1
+            index = end + 1
+            if fence.strip() != "```python":
+                mark = None
+                continue
+            code = "\n".join(body[len(indent):] if body.startswith(indent) else body
+                             for body in lines[start:end]) + "\n"
+            if mark is not None and mark.group(1) == "continue":
+                if not found:
+                    raise ValueError(f"{page}:{start}: 'continue' without a block before it")
+                found[-1].code += code
+            else:
+                reason = mark.group("reason") if mark is not None and mark.group("reason") else None
+                found.append(Program(page, start, section, code, reason))
+            mark = None
+            continue
+        elif line.strip():
+            mark = None  # a mark applies to the block right after it
+        index += 1
+    return found
+
+
+PROGRAMS = [program
+            for path in pages()
+            for program in programs(path.relative_to(ROOT).as_posix(),
+                                    path.read_text(encoding="utf-8"))]
+
+
+def test_the_pages_have_python_blocks() -> None:
+    readme = [program for program in PROGRAMS if program.page == "README.md"]
+    assert len(readme) >= 1
+    assert len(PROGRAMS) >= 20
+
+
+def test_skipped_blocks_are_listed_with_their_reasons() -> None:
+    skipped = [(program.page, program.section, program.skip)
+               for program in PROGRAMS if program.skip]
+    assert skipped == SKIPPED
+
+
+def test_marks_sit_right_before_a_python_block() -> None:
+    """A mark anywhere else would silently do nothing."""
+    misplaced = []
+    for path in pages():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines):
+            if _MARK.fullmatch(line.strip()) and (
+                    number + 1 >= len(lines) or lines[number + 1].strip() != "```python"):
+                misplaced.append(f"{path.relative_to(ROOT)}:{number + 1}")
+    assert misplaced == []
+
+
+def test_readme_links_lead_somewhere() -> None:
+    """The README is the package's long description and the repository's
+    front page: its relative links (to docs/*.md, examples/) must exist.
+    Links between docs pages are checked by `mkdocs build --strict`."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = [link.split("#")[0] for link in re.findall(r"\]\(([^)\s]+)\)", text)
+               if "://" not in link and not link.startswith("#")]
+    assert targets
+    assert [target for target in targets if not (ROOT / target).exists()] == []
+
+
+def test_install_lines_name_the_distribution() -> None:
+    """The distribution is sackli-bagz: `pip install sackli` would install
+    another project (the upstream Säckli fork)."""
+    wrong = re.compile(r"pip install +['\"]?sackli(\[|['\"]|\s|$)")
+    found = [f"{path.relative_to(ROOT)}:{number}"
+             for path in pages()
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if wrong.search(line)]
+    assert found == []
+
+
+@pytest.mark.parametrize("module,page", [
+    ("sackli", "sackli.md"), ("sackli.arrow", "arrow.md"), ("sackli.beam", "beam.md"),
+    ("sackli.datasets", "datasets.md"), ("sackli.maps", "maps.md"),
+])
+def test_api_reference_lists_every_public_name(module: str, page: str) -> None:
+    """docs/api/<page> names everything in the module's `__all__` (read from
+    the source, which mkdocstrings documents), so a new public name needs
+    its entry."""
+    source = ROOT.joinpath(*module.split("."), "__init__.py").read_text(encoding="utf-8")
+    public = next(ast.literal_eval(node.value) for node in ast.parse(source).body
+                  if isinstance(node, ast.Assign)
+                  and any(getattr(target, "id", None) == "__all__" for target in node.targets))
+    text = (ROOT / "docs" / "api" / page).read_text(encoding="utf-8")
+    # `::: module.name`, a `- name` line of a `members:` list, or a heading
+    # written by hand (`module.name`, for what griffe cannot read).
+    missing = [name for name in public if not re.search(
+        rf"^(::: {re.escape(module)}\.{name}|\s+- {name}|#+ `{re.escape(module)}\.{name}`)\s*$",
+        text, re.MULTILINE)]
+    assert missing == []
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=[program.name for program in PROGRAMS])
+def test_docs_block_runs(program: Program, tmp_path) -> None:
+    if program.skip:
+        pytest.skip(f"{program.name}: {program.skip}")
+    completed = subprocess.run(
+        [sys.executable, "-c", program.code], cwd=tmp_path, capture_output=True, text=True,
+        timeout=TIMEOUT_SECONDS, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+    )
+    assert completed.returncode == 0, (
+        f"{program.name} failed:\n{program.code}\n--- stdout\n{completed.stdout}\n"
+        f"--- stderr\n{completed.stderr}")
