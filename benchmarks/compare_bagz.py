@@ -27,8 +27,9 @@ Commands (from the repository root):
     python benchmarks/compare_bagz.py                     # full, 5 repetitions; writes docs/benchmark_bagz.png
     python benchmarks/compare_bagz.py --json out.json --chart out.png
 
-Needs g++ (and libzstd-dev unless sackli compiled zstd in) for the ceiling
-(`--no-ceiling` skips it), and
+Needs g++ and gcc for the ceiling, which compiles in third_party/zstd as
+sackli does (libzstd-dev only for a sackli built with SACKLI_SYSTEM_ZSTD;
+`--no-ceiling` skips it), and
 matplotlib for the chart (`pip install matplotlib`).
 """
 
@@ -59,8 +60,10 @@ DEFAULT_CHART = os.path.join(os.path.dirname(HERE), "docs", "benchmark_bagz.png"
 SHARDS = 8
 ZSTD_LEVEL = 3
 OPENS = 100  # readers opened per repetition of "open reader"
-# zstd as sackli compiles it in (scripts/fetch_zstd.py); the ceiling uses it too.
-ZSTD_SOURCE = os.path.join(os.path.dirname(HERE), "build", "deps", "zstd-1.5.7")
+# zstd as sackli compiles it in; the ceiling uses it too, compiled once into
+# ZSTD_OBJECT.
+ZSTD_SOURCE = os.path.join(os.path.dirname(HERE), "third_party", "zstd")
+ZSTD_OBJECT = os.path.join(os.path.dirname(HERE), "build", "ceiling", "zstd.o")
 
 
 # --- Libraries: one adapter each, so that workloads call the same API ------
@@ -343,10 +346,10 @@ def compile_ceiling(folder: str) -> str:
     commands = []
     if sackli._engine.zstd_version() != zstd_version("libzstd.so.1") and \
             os.path.exists(os.path.join(ZSTD_SOURCE, "zstd.c")):
-        zstd_object = os.path.join(ZSTD_SOURCE, "zstd.o")  # cached: zstd.c takes ~30 s
-        if not os.path.exists(zstd_object):
-            commands.append(["gcc", "-O3", "-c", os.path.join(ZSTD_SOURCE, "zstd.c"), "-o", zstd_object])
-        commands.append(["g++", "-O2", "-std=c++17", "-pthread", f"-I{ZSTD_SOURCE}", source, zstd_object,
+        if not os.path.exists(ZSTD_OBJECT):  # cached: zstd.c takes ~30 s
+            os.makedirs(os.path.dirname(ZSTD_OBJECT), exist_ok=True)
+            commands.append(["gcc", "-O3", "-c", os.path.join(ZSTD_SOURCE, "zstd.c"), "-o", ZSTD_OBJECT])
+        commands.append(["g++", "-O2", "-std=c++17", "-pthread", f"-I{ZSTD_SOURCE}", source, ZSTD_OBJECT,
                          "-o", binary])
     else:
         commands.append(["g++", "-O2", "-std=c++17", "-pthread", source, "-o", binary, "-lzstd"])
@@ -356,7 +359,7 @@ def compile_ceiling(folder: str) -> str:
         except (OSError, subprocess.CalledProcessError) as error:
             details = getattr(error, "stderr", None) or str(error)
             sys.exit(f"cannot compile the ceiling ({' '.join(command)}):\n{details}\n"
-                     "install g++ and libzstd-dev, or pass --no-ceiling")
+                     "install gcc and g++, or pass --no-ceiling")
     return binary
 
 
