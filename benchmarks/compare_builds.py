@@ -68,7 +68,7 @@ def main() -> None:
     for library in ("sackli", "bagz"):
         a, b = medians(runs["a"], f"{library}_s"), medians(runs["b"], f"{library}_s")
         ratios[library] = {key: b[key] / a[key] for key in a}
-    print(f"| workload | sackli B/A | bagz B/A (control) |\n|---|--:|--:|")
+    print("| workload | sackli B/A | bagz B/A (control) |\n|---|--:|--:|")
     for key in ratios["sackli"]:
         print(f"| {key} | {ratios['sackli'][key]:.2f} | {ratios['bagz'][key]:.2f} |")
     print()

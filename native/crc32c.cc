@@ -8,6 +8,7 @@
 // functions marked SACKLI_CRC32C_TARGET (the rest of the file keeps the
 // baseline instruction set) and used when HasHardware() finds them.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <nmmintrin.h>
 #define SACKLI_CRC32C_HW "sse4.2"
 // crc32: newer clang (22 here) no longer counts it in sse4.2.
@@ -102,9 +103,10 @@ SACKLI_CRC32C_TARGET inline uint32_t HwByte(uint32_t crc, unsigned char byte) {
 }
 
 // The crc32 instruction has a latency of three cycles but takes a new one
-// every cycle (on x86_64; ARM cores are alike), so three independent streams (over thirds of a block) run
-// three times as fast as one; the three CRCs are then joined by shifting
-// each over the bytes after it (a table per block length, built once).
+// every cycle (ARM's crc32cx is alike on most cores), so three independent
+// streams (over thirds of a block) run three times as fast as one; the three
+// CRCs are then joined by shifting each over the bytes after it (a table per
+// block length, built once).
 // Block lengths: each round takes the largest that fits three times.
 constexpr size_t kStreamBytes[] = {4096, 512, 128};
 
@@ -187,7 +189,13 @@ SACKLI_CRC32C_TARGET uint32_t Crc32cHw(const unsigned char* p, size_t n,
 
 bool HasHardware() {
 #if defined(__x86_64__)
-  static const bool has = __builtin_cpu_supports("sse4.2");
+  // cpuid itself, not __builtin_cpu_supports: that reads a table the
+  // compiler's runtime fills in at start-up, which some runtimes (zig's)
+  // leave empty.
+  static const bool has = [] {
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_SSE4_2) != 0;
+  }();
   return has;
 #elif defined(__ARM_FEATURE_CRC32) || defined(__APPLE__)
   return true;  // every CPU the build targets has it (every Apple arm64 does)

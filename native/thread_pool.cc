@@ -9,10 +9,40 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <system_error>
 #include <vector>
 
 namespace sackli {
+namespace {
+
+// Pool threads decompress, and for remote files run the storage clients'
+// Python code. glibc gives a new thread the main thread's stack limit (8 MiB
+// unless ulimit -s says otherwise); musl gives 128 KiB and macOS 512 KiB,
+// too little for that Python code. Pool threads get at least this.
+constexpr size_t kMinStackBytes = size_t{8} << 20;
+
+// Starts a detached thread running run(arg); throws std::system_error as
+// std::thread would when the system refuses.
+void StartDetached(void* (*run)(void*), void* arg) {
+  pthread_attr_t attr;
+  int error = ::pthread_attr_init(&attr);
+  if (error != 0) {
+    throw std::system_error(error, std::generic_category(), "pthread_attr_init");
+  }
+  size_t stack = 0;
+  if (::pthread_attr_getstacksize(&attr, &stack) != 0 || stack < kMinStackBytes) {
+    ::pthread_attr_setstacksize(&attr, kMinStackBytes);
+  }
+  ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  error = ::pthread_create(&thread, &attr, run, arg);
+  ::pthread_attr_destroy(&attr);
+  if (error != 0) {
+    throw std::system_error(error, std::generic_category(), "pthread_create");
+  }
+}
+
+}  // namespace
 
 struct ThreadPool::State {
   std::mutex mutex;
@@ -26,7 +56,12 @@ struct ThreadPool::State {
     while (threads < wanted) {
       // Workers never exit: the pool lives until the process does, so a
       // read-ahead task still running at interpreter exit finds it intact.
-      std::thread([this] { WorkerLoop(); }).detach();
+      StartDetached(
+          [](void* state) -> void* {
+            static_cast<State*>(state)->WorkerLoop();
+            return nullptr;
+          },
+          this);
       ++threads;
     }
   }

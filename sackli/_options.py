@@ -87,8 +87,9 @@ class CachePolicy(enum.IntEnum):
     DROP_AFTER_READ = 1
     """Read with pread and tell the kernel to drop what was read."""
     DIRECT_IO = 2
-    """Bypass the page cache with O_DIRECT (aligned reads); raises ValueError
-    when the file system refuses O_DIRECT."""
+    """Bypass the page cache: O_DIRECT with aligned reads on Linux (a
+    ValueError when the file system refuses it), F_NOCACHE on macOS; a
+    ValueError on a platform with neither (docs/platforms.md)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,18 +34,8 @@ import time
 import pytest
 
 
-def _load(name: str):
-    """A sibling helper module of tests/ (not on sys.path), once."""
-    if name not in sys.modules:
-        path = pathlib.Path(__file__).with_name(f"{name}.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-remote_servers = _load("remote_servers")
+# The servers' module, as remote_helpers loads it (tests/ is not on sys.path).
+from remote_helpers import remote_servers  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 LOCK = REPO / "requirements" / "dev.lock"

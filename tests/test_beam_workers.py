@@ -20,14 +20,12 @@ was started with (sackli's own S3 back-end) and the pipelines' --s3_* options
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import os
 import pathlib
 import re
 import shutil
-import sys
 
 import apache_beam as beam
 import boto3
@@ -38,20 +36,10 @@ from apache_beam.testing.util import assert_that, equal_to
 import sackli
 from sackli import datasets
 from sackli.beam import ReadFromSackli, ReadFromSackliDataset, WriteToSackli, WriteToSackliDataset
+import beam_workers
 from beam_helpers import _quiet_beam, make_records, shard_names, write_bag  # noqa: F401
 
 
-def _load(name: str):
-    if name not in sys.modules:
-        path = pathlib.Path(__file__).with_name(f"{name}.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-beam_workers = _load("beam_workers")
 
 # A stuck pool or worker fails its test instead of hanging the suite (the
 # fixtures then stop the pool and the job server); the first test also waits

@@ -15,7 +15,6 @@ import json
 import pathlib
 import random
 import struct
-import subprocess
 import textwrap
 
 import pytest

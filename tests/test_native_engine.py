@@ -1,7 +1,7 @@
 """The engine's own C++ tests (native/tests/, GoogleTest), built with CMake
 and Ninja into build/native-tests (kept between runs, so only changed files
 recompile) and run; a failing C++ test fails this test with its output.
-scripts/install.sh provides cmake, ninja and GoogleTest (libgtest-dev)."""
+scripts/dev_tools.sh provides cmake, ninja and GoogleTest (libgtest-dev)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "native-tests"
-TOOLS_HINT = "cmake, ninja and GoogleTest are needed: bash scripts/install.sh installs them"
+TOOLS_HINT = "cmake, ninja and GoogleTest are needed: bash scripts/dev_tools.sh installs them"
 
 
 def _run(command: list[str], what: str, timeout: float) -> str:
@@ -31,7 +31,7 @@ def engine_tests() -> pathlib.Path:
     """The built test binary."""
     cmake, ninja = shutil.which("cmake"), shutil.which("ninja")
     assert cmake and ninja, TOOLS_HINT
-    # The engine alone (no Python module), against the system's zstd.
+    # The engine alone (no Python module), with the compiled-in zstd.
     _run([cmake, "-S", str(ROOT), "-B", str(BUILD), "-G", "Ninja",
           f"-DCMAKE_MAKE_PROGRAM={ninja}", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
           "-DSACKLI_BUILD_TESTS=ON", "-DSACKLI_ENGINE_ONLY=ON"],

@@ -18,6 +18,10 @@ PyObject* NewBytes(uint64_t size) {
 }
 
 void KeepHeapForBatches(uint64_t total) {
+#if !defined(__GLIBC__)
+  (void)total;  // see buffers.h: only glibc's thresholds move
+  return;
+#endif
   // Below this, trimming and faulting the memory back costs little.
   constexpr uint64_t kSmallestBatch = 1 << 20;
   constexpr uint64_t kLargestBlock = 16 << 20;

@@ -27,10 +27,10 @@ PyObject* NewBytes(uint64_t size);
 // the mmap threshold to that block's size and the trim threshold to twice
 // it; most processes that handle large arrays or files are in that state.
 // This puts a process in it once, with a block of the batch's size (at most
-// 16 MiB, so the trim threshold stays at most 32 MiB). Elsewhere than glibc,
-// or when the thresholds are high enough already, it costs one malloc/free.
-// The environment variable SACKLI_KEEP_BATCH_MEMORY=0 (read once) turns it
-// off.
+// 16 MiB, so the trim threshold stays at most 32 MiB). When the thresholds
+// are high enough already, it costs one malloc/free. Elsewhere than glibc
+// (musl, macOS) it does nothing: the thresholds it moves are glibc's. The
+// environment variable SACKLI_KEEP_BATCH_MEMORY=0 (read once) turns it off.
 void KeepHeapForBatches(uint64_t total);
 
 // The writable storage of a `bytes` made by NewBytes.

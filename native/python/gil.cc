@@ -3,6 +3,16 @@
 #include <cxxabi.h>
 #include <unistd.h>
 
+// The exception glibc's pthread_exit unwinds a thread with. libstdc++ names
+// it; libc++abi does not, but (...) catches it, and nothing else can leave
+// the C calls it is caught around. musl's and macOS's pthread_exit unwind
+// nothing.
+#if defined(__GLIBCXX__)
+#define SACKLI_FORCED_UNWIND abi::__forced_unwind&
+#else
+#define SACKLI_FORCED_UNWIND ...
+#endif
+
 namespace py = pybind11;
 
 namespace sackli::python {
@@ -52,7 +62,7 @@ ReleaseGil::~ReleaseGil() {
   // noexcept destructor and abort. Park instead.
   try {
     PyEval_RestoreThread(state_);
-  } catch (abi::__forced_unwind&) {
+  } catch (SACKLI_FORCED_UNWIND) {
     Park();
   }
 }
@@ -61,7 +71,7 @@ AcquireGil::AcquireGil() {
   ParkIfFinalizing();
   try {
     state_ = PyGILState_Ensure();
-  } catch (abi::__forced_unwind&) {  // see ~ReleaseGil
+  } catch (SACKLI_FORCED_UNWIND) {  // see ~ReleaseGil
     Park();
   }
 }

@@ -2,6 +2,8 @@
 // bounds checks, crc32c, and batched lookups through int_map_lookup.h.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -82,12 +84,28 @@ TEST(MapCrc32c, EveryLengthAndAlignmentMatchesTheDefinition) {
       const std::string data = bytes.substr(align, n);
       const uint32_t expected = BitwiseCrc32c(data, 0xDEADBEEFu);
       ASSERT_EQ(Crc32c(data.data(), n, 0xDEADBEEFu), expected) << n << " " << align;
+      ASSERT_EQ(Crc32cPortable(data.data(), n, 0xDEADBEEFu), expected) << n;
       std::string copy(n + 2, 'x');
       ASSERT_EQ(Crc32cCopy(data.data(), n, copy.data() + 1, 0xDEADBEEFu), expected) << n;
       ASSERT_EQ(copy.substr(1, n), data) << n;
       ASSERT_EQ(copy.front(), 'x');
       ASSERT_EQ(copy.back(), 'x');
     }
+  }
+}
+
+// Which implementation ran, for the log (scripts/cross_test.sh shows it).
+// With SACKLI_EXPECT_CRC32C set (e.g. "armv8-crc" where the CPU has the
+// instructions), a build or CPU that falls back to another fails here
+// instead of passing on the table loop unnoticed.
+TEST(MapCrc32c, ImplementationIsTheExpectedOne) {
+  const std::string implementation = Crc32cImplementation();
+  std::printf("crc32c implementation: %s\n", implementation.c_str());
+  EXPECT_TRUE(implementation == "sse4.2" || implementation == "armv8-crc" ||
+              implementation == "portable")
+      << implementation;
+  if (const char* expected = std::getenv("SACKLI_EXPECT_CRC32C")) {
+    EXPECT_EQ(implementation, expected);
   }
 }
 
