@@ -23,31 +23,17 @@ not a package: pytest runs them with --import-mode=importlib).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import itertools
 import os
-import pathlib
 import random
 import re
-import sys
 
 import pytest
 
 import sackli
 from sackli import _storage
 
-
-def _load_helpers():
-    # The suite runs with --import-mode=importlib: tests/ is not on sys.path.
-    path = pathlib.Path(__file__).with_name("remote_servers.py")
-    spec = importlib.util.spec_from_file_location("remote_servers", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("remote_servers", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-remote_servers = _load_helpers()
+import remote_servers  # loaded through conftest.py
 
 
 FaultProxy = remote_servers.FaultProxy

@@ -251,13 +251,56 @@ def _error_body(flavor: str, status: int) -> tuple[bytes, str]:
 
 class _Rule:
     """One fault: applies to the next `count` matching requests, or to each
-    matching request with probability `fraction`."""
+    matching request with probability `fraction`. A request matches if its
+    kind is in `kinds` (None: any) and `match` (None: any) is a substring of
+    its target (as sent or percent-decoded); a "shift" fault matches only
+    GETs with a `Range: bytes=a-b` header."""
 
     def __init__(self, action: str, count: float, fraction: float, kinds: Iterable[str] | None,
-                 status: int = 503, mode: str = "close") -> None:
+                 status: int = 503, mode: str = "close", seconds: float = 30.0,
+                 match: str | None = None) -> None:
         self.action, self.count, self.fraction = action, count, fraction
         self.kinds = None if kinds is None else set(kinds)
-        self.status, self.mode = status, mode
+        self.status, self.mode, self.seconds, self.match = status, mode, seconds, match
+
+    @property
+    def name(self) -> str:
+        """The fault's name in `FaultProxy.faults_applied`."""
+        return self.mode if self.action == "drop" else self.action
+
+    def matches(self, kind: str, method: str, target: str, headers) -> bool:
+        if self.kinds is not None and kind not in self.kinds:
+            return False
+        if self.match is not None and self.match not in target \
+                and self.match not in urllib.parse.unquote(target):
+            return False
+        if self.action == "shift" and (method != "GET" or _byte_range(headers) is None):
+            return False
+        return True
+
+
+def _byte_range(headers) -> tuple[int, int] | None:
+    """(a, b) of a `Range: bytes=a-b` header (both ends given), else None."""
+    value = headers.get("Range") if headers is not None else None
+    if not value:
+        return None
+    unit, _, spec = value.strip().partition("=")
+    first, sep, last = spec.strip().partition("-")
+    if unit.strip().lower() != "bytes" or not sep or "," in spec:
+        return None
+    try:
+        a, b = int(first), int(last)
+    except ValueError:
+        return None
+    return (a, b) if 0 <= a <= b else None
+
+
+def _total_size(response: http.client.HTTPResponse) -> int | None:
+    """The object size from a response's `Content-Range: bytes x-y/size`
+    (or `bytes */size`), else None."""
+    value = response.getheader("Content-Range") or ""
+    _, _, total = value.rpartition("/")
+    return int(total) if total.strip().isdigit() else None
 
 
 class FaultProxy:
@@ -271,8 +314,34 @@ class FaultProxy:
         connection without a response (the request is not forwarded); mode
         "cut" forwards the request, sends the response headers and half the
         body, then closes the connection.
+      lose_next(n), lose_fraction(p): forward the request (the server acts),
+        read the whole response, then close the client connection without
+        sending anything: a response lost after the server acted.
+      stall_next(n, seconds=30), stall_fraction(p, seconds=30): forward the
+        request, then wait `seconds` (less if the proxy is stopped or
+        `end_stalls()` is called) before relaying the response; the client
+        normally times out first.
+      duplicate_next(n), duplicate_fraction(p): forward the request twice (the
+        server acts twice) and relay the second answer.
+      shift_next(n), shift_fraction(p): only for GETs with `Range: bytes=a-b`
+        (others pass, not counted against the rule): ask the server for
+        another range of the same length L=b-a+1 of the same object
+        (a+L..b+L; else a-L..b-L if a >= L; else a+1..b+1, or a-1..b-1 when
+        that is past the end) and relay its answer unchanged, with its own,
+        true Content-Range: a misdirected answer of the right length.
+      double_next(n, seconds=0.05), double_fraction(p, seconds=0.05): relay
+        the response, then, `seconds` later, write the very same bytes
+        (status line, headers, body) again on the keep-alive connection: the
+        client's next request on that connection reads the stale copy first
+        (an HTTP desync). The proxy keeps forwarding. (The pause lets the
+        client finish reading the first copy: http.client reads a response
+        through a buffer of its own and throws away what follows it.)
       latency: seconds to wait before forwarding each request.
       kinds=...: restricts a fault to requests of those kinds (see `classify`).
+      match=...: restricts a fault to requests whose target (as sent, or
+        percent-decoded) contains that substring, e.g. an object name. (A
+        GCS resumable upload names its object only in the first request;
+        the later ones carry an upload_id.)
       reset_faults(): all of the above off.
 
     Counting: `counts` is a Counter of request kinds ("GET", "HEAD", "LIST",
@@ -280,9 +349,12 @@ class FaultProxy:
     `bytes_sent` a Counter of the response body bytes relayed to clients,
     by request kind (what a reader really downloaded); `reset_counts()`
     zeroes both; `log` lists (method, target, kind).
-    `faults_applied` counts the faults injected ("fail", "close", "cut")
-    since the last `reset_faults()`. `max_in_flight` is the most requests
-    the proxy was handling at once since the last `reset_counts()`: with
+    `faults_applied` counts the faults injected ("fail", "close", "cut",
+    "lose", "stall", "duplicate", "shift", "double") since the last
+    `reset_faults()`; `fault_log` lists them as (fault, method, target).
+    `in_flight()` is how many requests the proxy is handling now (a stalled
+    one included; `end_stalls()` lets stalled answers go at once).
+    `max_in_flight` is the most requests the proxy was handling at once since the last `reset_counts()`: with
     `latency` set, it shows whether a client overlaps its requests without
     timing them.
     """
@@ -296,6 +368,9 @@ class FaultProxy:
         self.bytes_sent: collections.Counter = collections.Counter()
         self.log: list[tuple[str, str, str]] = []
         self.faults_applied: collections.Counter = collections.Counter()
+        self.fault_log: list[tuple[str, str, str]] = []
+        self._stopping = threading.Event()
+        self._stall_generation = 0
         self.max_in_flight = 0
         self._in_flight = 0
         self._rules: list[_Rule] = []
@@ -312,23 +387,70 @@ class FaultProxy:
 
     # --- switches ---------------------------------------------------------
 
-    def fail_next(self, n: int, status: int = 503, kinds: Iterable[str] | None = None) -> None:
+    def _add(self, action: str, n: float | None, p: float | None, **options) -> None:
+        """A rule for the next `n` matching requests, or for each with
+        probability `p` (none at all if p <= 0)."""
+        if p is not None and p <= 0:
+            return
+        rule = _Rule(action, float("inf") if n is None else n, p or 0.0, **options)
         with self._lock:
-            self._rules.append(_Rule("fail", n, 0.0, kinds, status=status))
+            self._rules.append(rule)
 
-    def fail_fraction(self, p: float, status: int = 503, kinds: Iterable[str] | None = None) -> None:
-        with self._lock:
-            self._rules.append(_Rule("fail", float("inf"), p, kinds, status=status))
+    def fail_next(self, n: int, status: int = 503, kinds: Iterable[str] | None = None,
+                  match: str | None = None) -> None:
+        self._add("fail", n, None, kinds=kinds, status=status, match=match)
 
-    def drop_next(self, n: int, mode: str = "close", kinds: Iterable[str] | None = None) -> None:
+    def fail_fraction(self, p: float, status: int = 503, kinds: Iterable[str] | None = None,
+                      match: str | None = None) -> None:
+        self._add("fail", None, p, kinds=kinds, status=status, match=match)
+
+    def drop_next(self, n: int, mode: str = "close", kinds: Iterable[str] | None = None,
+                  match: str | None = None) -> None:
         assert mode in ("close", "cut")
-        with self._lock:
-            self._rules.append(_Rule("drop", n, 0.0, kinds, mode=mode))
+        self._add("drop", n, None, kinds=kinds, mode=mode, match=match)
 
-    def drop_fraction(self, p: float, mode: str = "close", kinds: Iterable[str] | None = None) -> None:
+    def drop_fraction(self, p: float, mode: str = "close", kinds: Iterable[str] | None = None,
+                      match: str | None = None) -> None:
         assert mode in ("close", "cut")
-        with self._lock:
-            self._rules.append(_Rule("drop", float("inf"), p, kinds, mode=mode))
+        self._add("drop", None, p, kinds=kinds, mode=mode, match=match)
+
+    def lose_next(self, n: int, kinds: Iterable[str] | None = None, match: str | None = None) -> None:
+        self._add("lose", n, None, kinds=kinds, match=match)
+
+    def lose_fraction(self, p: float, kinds: Iterable[str] | None = None,
+                      match: str | None = None) -> None:
+        self._add("lose", None, p, kinds=kinds, match=match)
+
+    def stall_next(self, n: int, seconds: float = 30.0, kinds: Iterable[str] | None = None,
+                   match: str | None = None) -> None:
+        self._add("stall", n, None, kinds=kinds, seconds=seconds, match=match)
+
+    def stall_fraction(self, p: float, seconds: float = 30.0, kinds: Iterable[str] | None = None,
+                       match: str | None = None) -> None:
+        self._add("stall", None, p, kinds=kinds, seconds=seconds, match=match)
+
+    def duplicate_next(self, n: int, kinds: Iterable[str] | None = None,
+                       match: str | None = None) -> None:
+        self._add("duplicate", n, None, kinds=kinds, match=match)
+
+    def duplicate_fraction(self, p: float, kinds: Iterable[str] | None = None,
+                           match: str | None = None) -> None:
+        self._add("duplicate", None, p, kinds=kinds, match=match)
+
+    def shift_next(self, n: int, kinds: Iterable[str] | None = None, match: str | None = None) -> None:
+        self._add("shift", n, None, kinds=kinds, match=match)
+
+    def shift_fraction(self, p: float, kinds: Iterable[str] | None = None,
+                       match: str | None = None) -> None:
+        self._add("shift", None, p, kinds=kinds, match=match)
+
+    def double_next(self, n: int, seconds: float = 0.05, kinds: Iterable[str] | None = None,
+                    match: str | None = None) -> None:
+        self._add("double", n, None, kinds=kinds, seconds=seconds, match=match)
+
+    def double_fraction(self, p: float, seconds: float = 0.05, kinds: Iterable[str] | None = None,
+                        match: str | None = None) -> None:
+        self._add("double", None, p, kinds=kinds, seconds=seconds, match=match)
 
     def reset_faults(self, seed: int = 0) -> None:
         """No faults, no latency; the fraction faults' random choices start
@@ -338,6 +460,7 @@ class FaultProxy:
             self._random.seed(seed)
             self.latency = 0.0
             self.faults_applied.clear()
+            self.fault_log.clear()
 
     def reset_counts(self) -> None:
         with self._lock:
@@ -355,14 +478,14 @@ class FaultProxy:
         with self._lock:
             self._in_flight -= 1
 
-    def _decide(self, method: str, target: str) -> tuple[str, _Rule | None]:
+    def _decide(self, method: str, target: str, headers=None) -> tuple[str, _Rule | None]:
         """Counts the request; the kind and the fault to apply (or None)."""
         kind = classify(self.flavor, method, target)
         with self._lock:
             self.counts[kind] += 1
             self.log.append((method, target, kind))
             for rule in self._rules:
-                if rule.kinds is not None and kind not in rule.kinds:
+                if not rule.matches(kind, method, target, headers):
                     continue
                 if rule.fraction > 0:
                     if self._random.random() >= rule.fraction:
@@ -371,7 +494,8 @@ class FaultProxy:
                     continue
                 else:
                     rule.count -= 1
-                self.faults_applied[rule.action if rule.action == "fail" else rule.mode] += 1
+                self.faults_applied[rule.name] += 1
+                self.fault_log.append((rule.name, method, target))
                 return kind, rule
         return kind, None
 
@@ -385,10 +509,17 @@ class FaultProxy:
             allow_reuse_address = True
             request_queue_size = 128
 
+            def handle_error(self, request, client_address) -> None:
+                # A client that resets its connection (after a lost, cut or
+                # doubled answer) is no error of the proxy: no traceback.
+                if not isinstance(sys.exc_info()[1], OSError):
+                    super().handle_error(request, client_address)
+
         class Handler(_ProxyHandler):
             pass
 
         Handler.proxy = proxy
+        self._stopping.clear()
         self._server = Server(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever,
@@ -402,6 +533,7 @@ class FaultProxy:
         get connection refused."""
         if self._server is None:
             return
+        self._stopping.set()  # ends stalls
         self._server.shutdown()
         self._server.server_close()
         with self._lock:
@@ -412,6 +544,28 @@ class FaultProxy:
             except OSError:
                 pass
         self._server = None
+
+    def end_stalls(self) -> None:
+        """Ends the stalls (and doubled answers) waiting now: their answers
+        go out at once (to clients that have usually given up)."""
+        with self._lock:
+            self._stall_generation += 1
+
+    def in_flight(self) -> int:
+        """How many requests the proxy is handling now."""
+        with self._lock:
+            return self._in_flight
+
+    def _pause(self, seconds: float) -> None:
+        """Waits `seconds`, in small steps: less if the proxy is stopped or
+        `end_stalls()` is called."""
+        generation = self._stall_generation
+        end = time.monotonic() + seconds
+        while not self._stopping.is_set() and self._stall_generation == generation:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            self._stopping.wait(min(0.05, left))
 
     def _count_sent(self, kind: str, n: int) -> None:
         with self._lock:
@@ -499,42 +653,126 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     def _forward(self) -> None:
         proxy = self.proxy
         body = self._read_body()
-        kind, rule = proxy._decide(self.command, self.path)
+        kind, rule = proxy._decide(self.command, self.path, self.headers)
+        fault = None if rule is None else rule.name
         if proxy.latency:
             time.sleep(proxy.latency)
-        if rule is not None and rule.action == "fail":
+        if fault == "fail":
             self._send_error(rule.status)
             return
-        if rule is not None and rule.action == "drop" and rule.mode == "close":
+        if fault == "close":
             self._drop()
             return
-        upstream = urllib.parse.urlsplit(proxy.upstream)
+        connection = None
+        try:
+            if fault == "duplicate":  # the first answer is thrown away
+                first, response = self._upstream(body)
+                try:
+                    response.read()
+                finally:
+                    first.close()
+            if fault == "shift":
+                connection, response = self._shifted(body)
+            else:
+                connection, response = self._upstream(body)
+            if fault == "lose":
+                response.read()
+                self._drop()
+                return
+            if fault == "stall":
+                proxy._pause(rule.seconds)
+            if fault == "double":
+                self._relay_twice(response, kind, rule.seconds)
+                return
+            self._relay(response, kind, cut=fault == "cut")
+        except (ConnectionError, http.client.HTTPException, OSError):
+            # The upstream failed (or the client went away): close the client
+            # connection; the client sees a dropped connection.
+            self._drop()
+        finally:
+            if connection is not None:
+                connection.close()
+
+    def _upstream(self, body: bytes, byte_range: tuple[int, int] | None = None
+                  ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Sends this request to the upstream (with `Range: bytes=a-b` for
+        `byte_range` if given); the connection and its response."""
+        upstream = urllib.parse.urlsplit(self.proxy.upstream)
         connection = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=120)
         try:
             connection.connect()
             connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
             for name, value in self.headers.items():
-                if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
-                    connection.putheader(name, value)
+                lower = name.lower()
+                if lower in _HOP_BY_HOP or lower == "content-length":
+                    continue
+                if byte_range is not None and lower == "range":
+                    value = f"bytes={byte_range[0]}-{byte_range[1]}"
+                connection.putheader(name, value)
             if body or self.command in ("PUT", "POST", "PATCH"):
                 connection.putheader("Content-Length", str(len(body)))
             connection.endheaders()
             if body:
                 connection.send(body)
-            response = connection.getresponse()
-            self._relay(response, kind, cut=rule is not None)
-        except (ConnectionError, http.client.HTTPException, OSError):
-            # The upstream failed (or the client went away): close the client
-            # connection; the client sees a dropped connection.
-            self._drop()
-        finally:
+            return connection, connection.getresponse()
+        except BaseException:
             connection.close()
+            raise
+
+    def _shifted(self, body: bytes) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """The upstream's answer for another range of the same length (see
+        FaultProxy's "shift")."""
+        a, b = _byte_range(self.headers)
+        length = b - a + 1
+        connection, response = self._upstream(body, (a + length, b + length))
+        size = _total_size(response)
+        if response.status != 416 and not (response.status == 206 and size is not None
+                                             and b + length >= size):
+            return connection, response  # the whole shifted range, or no range answer at all
+        response.read()
+        connection.close()
+        if size is None:  # a 416 without the size: ask for the first byte
+            probe, answer = self._upstream(body, (0, 0))
+            try:
+                answer.read()
+            finally:
+                probe.close()
+            size = _total_size(answer)
+        if a >= length:
+            start = a - length
+        elif size is None or b + 1 < size or a == 0:
+            start = a + 1
+        else:
+            start = a - 1
+        return self._upstream(body, (start, start + length - 1))
 
     def _send_body(self, kind: str, data: bytes) -> None:
         # Counted first: a client that has the bytes finds them counted.
         self.proxy._count_sent(kind, len(data))
         self.wfile.write(data)
+
+    def _relay_twice(self, response: http.client.HTTPResponse, kind: str, pause: float) -> None:
+        """Relays the whole response, then, `pause` seconds later, the very
+        same bytes again."""
+        no_body = self.command == "HEAD" or response.status in (204, 304) or 100 <= response.status < 200
+        length_header = response.getheader("Content-Length")
+        data = response.read()
+        lines = [f"{self.protocol_version} {response.status} {response.reason}\r\n"]
+        for name, value in response.getheaders():
+            if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
+                lines.append(f"{name}: {value}\r\n")
+        if not no_body:
+            lines.append(f"Content-Length: {len(data)}\r\n")
+        elif length_header is not None:
+            lines.append(f"Content-Length: {length_header}\r\n")
+        raw = "".join(lines + ["\r\n"]).encode("latin-1") + (b"" if no_body else data)
+        for copy in range(2):
+            if copy:
+                self.proxy._pause(pause)
+            self.proxy._count_sent(kind, 0 if no_body else len(data))
+            self.wfile.write(raw)
+            self.wfile.flush()
 
     def _relay(self, response: http.client.HTTPResponse, kind: str, cut: bool) -> None:
         no_body = self.command == "HEAD" or response.status in (204, 304) or 100 <= response.status < 200
