@@ -16,7 +16,8 @@ from ._shard_spec import expand_file_spec
 from ._skipping import (
     SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
 )
-from ._storage import REMOTE_OPENER, is_remote
+from ._consistency import check_opened
+from ._storage import RemoteOpener, is_remote
 
 __all__ = ["Reader", "checked_range"]
 
@@ -35,9 +36,14 @@ _CLOSED = _ClosedCore()
 
 
 def _open_core(paths: list[str], options: ReaderOptions) -> Any:
-    remote = REMOTE_OPENER if any(map(is_remote, paths)) else None
+    # Remote objects are recorded as they open, to check that they belong
+    # together (a SEPARATE bag's two objects, a shard set's manifest).
+    remote = RemoteOpener(record=True) if any(map(is_remote, paths)) else None
     try:
-        return _engine.open_reader(paths, options._engine_options, remote)
+        core = _engine.open_reader(paths, options._engine_options, remote)
+        if remote is not None:
+            check_opened(paths, remote.opened or {})
+        return core
     except FileNotFoundError as error:
         missing = error.filename
         if not isinstance(missing, str) or is_remote(missing) or not partial_writes(missing):

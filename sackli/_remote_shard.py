@@ -65,6 +65,9 @@ class RemoteBagShard(BagShard):
         remove_quietly(self._files(self._temp))
         return published
 
+    def targets(self, target: str) -> list[str]:
+        return [limits_path_for(target), target]
+
     def discard(self) -> None:
         """Deletes what this shard wrote: an unfinished upload leaves
         nothing; finished objects (the hidden ones, or a single bag's) are

@@ -23,7 +23,12 @@ The plan, whatever the format:
 Every shard file stays under a hidden temporary name until every shard is
 complete; `close()` then publishes them one after the other (a reader or a
 glob sees the old files or the complete new set). Any failure, or
-`abort()`, discards every shard file, published ones included.
+`abort()`, discards every shard file, published ones included (every
+target a publish may have reached). Companion files (`write_first`: a row
+set's schema) are written before the first shard is published, and put
+back as they were on failure. On a bucket a manifest brackets the publish
+(`sackli._consistency`): sackli's readers of the set see a mixture of two
+writes as an error.
 
 The Beam sink (`sackli.beam._sink`) does not use it: Beam decides the shard
 count and which records go to each bundle, and its FileBasedSink owns the
@@ -43,12 +48,13 @@ from typing import Any, Callable, Iterable, Protocol
 
 from . import _bulk
 from ._batching import Gatherer, records_per_batch
+from ._consistency import SetManifest
 from ._format import limits_path_for, stored_bytes
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._shard_spec import shard_name, split_shard_entry
 from ._storage import is_remote
-from ._whole_files import remove_quietly
+from ._whole_files import read_bytes, remove_quietly, write_bytes
 from ._writer import Writer
 
 __all__ = [
@@ -109,6 +115,10 @@ class ShardFile(Protocol):
         """After `finish`: moves the file (and its companions) onto
         `target`; returns the files now under final names."""
 
+    def targets(self, target: str) -> list[str]:
+        """Every file `publish(target)` may create or replace (a failed
+        publish may have reached any of them)."""
+
     def discard(self) -> None:
         """Deletes the temporary files (finished or not)."""
 
@@ -147,6 +157,9 @@ class BagShard:
 
     def publish(self, target: str) -> list[str]:
         _bulk.publish(self._writer, target)
+        return files_of(target)
+
+    def targets(self, target: str) -> list[str]:
         return files_of(target)
 
     def discard(self) -> None:
@@ -208,7 +221,12 @@ class ShardSetWriter:
         self._shard: ShardFile | None = None  # the open shard
         self._spool: BagShard | None = None
         self._finished: list[ShardFile] = []
+        # Every target a publish may have reached (deleted on failure).
         self._published: list[str] = []
+        self._companions: list[Callable[[list[str]], tuple[str, bytes]]] = []
+        # (path, old content or None) of companion files written.
+        self._replaced: list[tuple[str, bytes | None]] = []
+        self._manifest: SetManifest | None = None
         self._gathered = Gatherer(self._write_list, _GATHER_RECORDS, _GATHER_BYTES)
         self._closed = False
         self._records = 0
@@ -388,19 +406,56 @@ class ShardSetWriter:
                 count = self._shard_index
                 self._paths = [shard_name(self._base, i, count, self._suffix) for i in range(count)]
             else:
+                if len(self._counts) == 1 and split_shard_entry(self._spec) is None:
+                    # A plain remote path appears when its shard finishes.
+                    self._write_companions()
                 while self._shard_index < len(self._paths):
                     self._current_shard()
                     self._finish_shard()
                 if None not in self._counts and self._records != sum(self._counts):
                     raise ValueError(f"{self._records} records came, "
                                      f"{sum(self._counts)} were announced")
-            for shard, target in zip(self._finished, self._paths):
-                self._published.extend(shard.publish(target))
+            self._publish()
         except BaseException:
             self.abort()
             raise
         self._closed = True
         return self.paths
+
+    def write_first(self, make: Callable[[list[str]], tuple[str, bytes]]) -> None:
+        """Registers a companion file: `make(paths)` gives its path and
+        content once the set's paths are known; it is written (atomically)
+        before any shard is published, so the set never appears without
+        it, and put back as it was if the write fails."""
+        self._companions.append(make)
+
+    def _write_companions(self) -> list[str]:
+        """Writes the companion files (once), keeping what they replace."""
+        written = []
+        for make in self._companions:
+            path, data = make(self.paths)
+            try:
+                old = read_bytes(path)
+            except FileNotFoundError:
+                old = None
+            self._replaced.append((path, old))
+            write_bytes(path, data)
+            written.append(path)
+        self._companions.clear()
+        return written
+
+    def _publish(self) -> None:
+        """Writes the companions, then moves every finished shard onto its
+        name; on a bucket inside a manifest's "publishing" ... "complete"."""
+        if is_remote(self._spec) and split_shard_entry(self._spec) is not None:
+            self._manifest = SetManifest(self._paths, f"pid {os.getpid()} {uuid.uuid4().hex[:12]}")
+            self._manifest.begin()
+        files = self._write_companions()
+        for shard, target in zip(self._finished, self._paths):
+            self._published.extend(shard.targets(target))  # before: it may fail half-way
+            files.extend(shard.publish(target))
+        if self._manifest is not None:
+            self._manifest.complete(files)
 
     def _split_spool(self) -> None:
         """Copies the spooled records into even shards."""
@@ -445,5 +500,31 @@ class ShardSetWriter:
                 shard.discard()
             except Exception:  # the files go anyway
                 pass
-        remove_quietly(self._published)
-        self._published.clear()
+        reached, self._published = self._published, []
+        try:
+            remove_quietly(reached)
+            removed = True
+        except OSError:
+            removed = False
+        for path, old in reversed(self._replaced):
+            try:
+                if old is None:
+                    remove_quietly([path])
+                else:
+                    write_bytes(path, old)
+            except OSError:
+                pass
+        self._replaced.clear()
+        manifest, self._manifest = self._manifest, None
+        if manifest is not None:
+            # Untouched, the old set is whole again under its old manifest;
+            # with new shards removed, what is left has shards missing,
+            # which readers report. New shards left behind (a removal
+            # failed) keep the manifest "publishing": readers refuse them.
+            try:
+                if not reached:
+                    manifest.roll_back()
+                elif removed:
+                    manifest.remove()
+            except OSError:
+                pass

@@ -10,7 +10,7 @@ final name.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ._format import LIMIT_BYTES
 from ._options import WriterOptions, with_overrides
@@ -140,6 +140,12 @@ class ShardedWriter:
         """Stops writing and deletes every file written so far; files of the
         set that were already renamed into place are deleted too."""
         self._set.abort()
+
+    def _write_first(self, make: Callable[[list[str]], tuple[str, bytes]]) -> None:
+        """For sackli.arrow: a companion file (path and content from the
+        set's paths), written before any shard is published and put back
+        if the write fails (see ShardSetWriter.write_first)."""
+        self._set.write_first(make)
 
     def __enter__(self) -> "ShardedWriter":
         return self

@@ -88,9 +88,9 @@ class Writer:
         else:
             self._core = _engine.WriterCore(self._path, self._options._engine_options)
 
-    def _open_remote(self, opener: OpenUpload) -> None:
+    def _open_remote(self, opener: OpenUpload, tag_limits: bool = True) -> None:
         # The records stream into an upload; only the limits stay local.
-        self._remote = RemoteWrite(self._path, opener)
+        self._remote = RemoteWrite(self._path, opener, tag_limits)
         try:
             self._core = _engine.WriterCore(
                 self._remote.local_path, self._options._engine_options,
@@ -106,7 +106,7 @@ class Writer:
         writer = cls.__new__(cls)
         writer._options = options
         writer._path = url
-        writer._open_remote(opener)
+        writer._open_remote(opener, tag_limits=False)
         return writer
 
     @property

@@ -40,8 +40,10 @@ def test_sharded_writer_writes_a_set_of_n(remote, placement, num_records):
         writer.write_many(records)
     names = shard_names("set", 3, ".bagz")
     assert writer.paths == [remote.url(n) for n in names]
-    # Nothing hidden is left: only the set (and its limits objects).
-    assert sorted(remote.objects()) == (with_limits(names) if placement == SEPARATE else names)
+    # Nothing hidden is left: only the set (and its limits objects), and the
+    # set's manifest.
+    assert sorted(remote.objects()) == sorted(
+        (with_limits(names) if placement == SEPARATE else names) + ["set-of-00003.bagz.sackli_set"])
     assert read_all(remote.url("set@*.bagz"), limits_placement=placement) == records
     # Contiguous, even runs: 101, 100, 100 records.
     assert [len(read_all(remote.url(n), limits_placement=placement)) for n in names] == [101, 100, 100]
@@ -53,7 +55,8 @@ def test_sharded_writer_by_size_names_the_set_at_close(remote):
         writer.write_many(records)
     count = len(writer.paths)
     assert count > 2
-    assert sorted(remote.objects()) == shard_names("big", count, ".bag")
+    assert sorted(remote.objects()) == sorted(
+        shard_names("big", count, ".bag") + [f"big-of-{count:05d}.bag.sackli_set"])
     assert read_all(remote.url("big@*.bag")) == records
 
 
@@ -97,7 +100,9 @@ def test_write_table_and_read_it_back_with_its_schema(remote, encoding, spec):
     assert paths == ([remote.url("tab.bagz")] if "@" not in spec
                      else [remote.url(n) for n in shard_names("tab", 2, ".bagz")])
     schema_name = "tab-of-00002.bagz.arrow_schema" if "@" in spec else "tab.bagz.arrow_schema"
-    assert sorted(remote.objects()) == sorted([p.rpartition("/")[2] for p in paths] + [schema_name])
+    manifest = ["tab-of-00002.bagz.sackli_set"] if "@" in spec else []
+    assert sorted(remote.objects()) == sorted(
+        [p.rpartition("/")[2] for p in paths] + [schema_name] + manifest)
     assert sackli.arrow.read_schema(remote.url(spec)) == table.schema
     assert sackli.arrow.row_encoding(remote.url(spec)) == encoding
     read_spec = spec.replace("@2", "@*")

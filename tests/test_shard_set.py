@@ -120,6 +120,9 @@ class _ListShard:
         _ListShard.published[target] = self.records
         return []
 
+    def targets(self, target: str) -> list[str]:
+        return []
+
     def discard(self) -> None:
         self.records = []
 

@@ -14,12 +14,13 @@ from typing import Any
 
 from ._gcs import GcsStore
 from ._s3 import S3Store
+from ._store import ObjectStat
 from ._upload import Upload, UploadFile
 from ._urls import RemotePath, is_remote, normalize, parse
 
-__all__ = ["REMOTE_OPENER", "RemoteObject", "Upload", "UploadFile", "copy_object", "delete_object",
-           "is_remote", "list_objects", "normalize", "object_exists", "open_upload", "read_object",
-           "reset_clients", "write_object"]
+__all__ = ["REMOTE_OPENER", "ObjectStat", "RemoteObject", "RemoteOpener", "Upload", "UploadFile", "copy_object", "delete_object",
+           "is_remote", "list_objects", "normalize", "object_exists", "open_upload", "put_file", "read_object",
+           "reset_clients", "stat_object", "write_object"]
 
 _STORES: dict[str, Any] = {"gs": GcsStore(), "s3": S3Store()}
 
@@ -29,24 +30,38 @@ def _store(path: RemotePath) -> Any:
 
 
 class RemoteObject:
-    """One remote object as the engine reads it: its size (fetched once, on
-    open) and ranged reads with retries."""
+    """One remote object as the engine reads it: its size, identity and
+    metadata (fetched once, on open) and ranged reads with retries, each
+    checked to be the range asked for of the version seen at open (a
+    replaced object raises OSError instead of serving other bytes)."""
 
     def __init__(self, url: str) -> None:
         self._path = parse(url)
         self.url = self._path.url
-        self.size = _store(self._path).size(self._path)
+        self.size, self.identity, self.metadata = _store(self._path).stat(self._path)
 
     def read(self, offset: int, length: int) -> bytes:
         """Bytes [offset, offset + length) in one request (with retries)."""
-        return _store(self._path).read(self._path, offset, length)
+        return _store(self._path).read(self._path, offset, length, self.identity or None)
 
 
-class _RemoteOpener:
-    """The engine's hook: a `RemoteObject` for remote paths, None for local."""
+class RemoteOpener:
+    """The engine's hook: a `RemoteObject` for remote paths, None for local.
+
+    With `record=True` it keeps every object it opened in `opened` (URL ->
+    RemoteObject), so that whoever opened a bag can check afterwards that
+    the objects belong together (`sackli._set_manifest`)."""
+
+    def __init__(self, record: bool = False) -> None:
+        self.opened: dict[str, RemoteObject] | None = {} if record else None
 
     def __call__(self, path: str) -> RemoteObject | None:
-        return RemoteObject(path) if is_remote(path) else None
+        if not is_remote(path):
+            return None
+        remote = RemoteObject(path)
+        if self.opened is not None:
+            self.opened[remote.url] = remote
+        return remote
 
     def exists(self, path: str) -> bool | None:
         if not is_remote(path):
@@ -55,7 +70,7 @@ class _RemoteOpener:
         return _store(remote).exists(remote)
 
 
-REMOTE_OPENER = _RemoteOpener()
+REMOTE_OPENER = RemoteOpener()
 
 
 def reset_clients() -> None:
@@ -95,6 +110,37 @@ def write_object(url: str, data: bytes) -> None:
         upload.commit()
     finally:
         upload.abort()  # a no-op once committed
+
+
+def stat_object(url: str) -> ObjectStat:
+    """The object's size, identity (S3 ETag, GCS generation) and metadata;
+    FileNotFoundError naming `url` when missing."""
+    remote = parse(url)
+    return _store(remote).stat(remote)
+
+
+def put_file(url: str, file: Any, metadata: dict[str, str]) -> str:
+    """Uploads the seekable binary `file` as the object `url` with user
+    `metadata` (retried from the start of the file); returns the new
+    object's identity (S3 ETag, GCS generation)."""
+    remote = parse(url)
+    store = _store(remote)
+    try:
+        return store.put_file(remote, file, metadata)
+    except (FileNotFoundError, PermissionError):
+        raise
+    except OSError:
+        # Ambiguous: the last attempt may have succeeded with its answer
+        # lost. The object tells: our size and our metadata, or not ours.
+        size = file.seek(0, 2)
+        try:
+            found = store.stat(remote)
+        except OSError:
+            found = None
+        if found is not None and found.size == size and all(
+                found.metadata.get(key) == value for key, value in metadata.items()):
+            return found.identity
+        raise
 
 
 def object_exists(url: str) -> bool:

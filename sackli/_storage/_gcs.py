@@ -16,12 +16,21 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ._gcs_upload import GcsUpload
 from ._retry import Transient, request_timeout, with_retries
-from ._store import Store
+from ._store import ObjectStat, Store, changed_error, check_content_range
 from ._urls import RemotePath
 
 __all__ = ["GcsStore"]
 
 T = TypeVar("T")
+
+
+def _media_url(client: Any, path: RemotePath) -> str:
+    """The JSON API's download URL of an object (on the client's endpoint:
+    an emulator's with STORAGE_EMULATOR_HOST)."""
+    from urllib.parse import quote
+
+    base = client._connection.API_BASE_URL.rstrip("/")
+    return f"{base}/download/storage/v1/b/{path.bucket}/o/{quote(path.key, safe='')}"
 
 
 def _import_storage() -> Any:
@@ -92,23 +101,47 @@ class GcsStore(Store):
     def _blob(self, path: RemotePath) -> Any:
         return self._gcs().bucket(path.bucket).blob(path.key)
 
-    def size(self, path: RemotePath) -> int:
-        def head() -> int:
+    def stat(self, path: RemotePath) -> ObjectStat:
+        def head() -> ObjectStat:
             blob = self._gcs().bucket(path.bucket).get_blob(path.key, retry=None, timeout=request_timeout())
             if blob is None:
                 raise FileNotFoundError(errno.ENOENT, f"{path.url}: no such object", path.url)
-            return int(blob.size)
+            if blob.name != path.key or blob.size is None or blob.generation is None:
+                # Another request's answer (a connection out of step).
+                raise Transient(f"the metadata answer names {blob.name!r}, size {blob.size}")
+            return ObjectStat(int(blob.size), str(blob.generation), dict(blob.metadata or {}))
 
         return self._call("HEAD", path.url, head)
 
-    def read(self, path: RemotePath, offset: int, length: int) -> bytes:
+    def read(self, path: RemotePath, offset: int, length: int,
+             identity: str | None = None) -> bytes:
         end = offset + length - 1
-        return self._call(
-            f"GET bytes {offset}-{end}", path.url,
-            lambda: self._blob(path).download_as_bytes(
-                start=offset, end=end, raw_download=True, checksum=None, retry=None,
-                timeout=request_timeout()),
-        )
+
+        def get() -> bytes:
+            # A plain media GET, for its headers (Content-Range, the
+            # generation), which the client's download helpers hide.
+            client = self._gcs()
+            params = {"alt": "media"}
+            if identity:  # a replaced object answers 412, never other bytes
+                params["ifGenerationMatch"] = identity
+            response = client._http.get(
+                _media_url(client, path), params=params, stream=True, timeout=request_timeout(),
+                headers={"Range": f"bytes={offset}-{end}", "Accept-Encoding": "gzip"})
+            with response:
+                if identity and response.status_code == 412:
+                    raise changed_error(path.url, f"generation {identity}", None)
+                if response.status_code >= 400:
+                    from google.api_core import exceptions as api_errors
+
+                    raise api_errors.from_http_response(response)
+                data = response.raw.read(decode_content=False)  # stored bytes, as asked
+            generation = response.headers.get("x-goog-generation")
+            if identity and generation and generation != identity:
+                raise changed_error(path.url, f"generation {identity}", f"generation {generation}")
+            check_content_range(response.headers.get("Content-Range"), offset, length, len(data))
+            return data
+
+        return self._call(f"GET bytes {offset}-{end}", path.url, get)
 
     def read_whole(self, path: RemotePath) -> bytes:
         # A body cut short raises in urllib3 (it enforces Content-Length),
@@ -121,11 +154,16 @@ class GcsStore(Store):
 
     def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
         """(url, size) of every object whose name starts with `path.key`."""
-        blobs = self._call(
-            "LIST", path.url,
-            lambda: list(self._gcs().list_blobs(
-                path.bucket, prefix=path.key, retry=None, timeout=request_timeout())))
-        for blob in blobs:
+        def listing() -> list:
+            blobs = list(self._gcs().list_blobs(
+                path.bucket, prefix=path.key, retry=None, timeout=request_timeout()))
+            if any(blob.name is None or not blob.name.startswith(path.key) or blob.size is None
+                   for blob in blobs):
+                raise Transient("the listing names objects outside its prefix "
+                                "(another request's answer)")
+            return blobs
+
+        for blob in self._call("LIST", path.url, listing):
             yield f"gs://{path.bucket}/{blob.name}", int(blob.size)
 
     def open_upload(self, path: RemotePath, client: Any = None) -> GcsUpload:
@@ -145,6 +183,22 @@ class GcsStore(Store):
                     return
 
         self._call("COPY", f"{source.url} -> {target.url}", rewrite)
+
+    def put_file(self, path: RemotePath, file: Any, metadata: dict[str, str]) -> str:
+        """Uploads the seekable binary `file` (from its start) as the
+        object, with `metadata`; returns its identity (the generation)."""
+        size = file.seek(0, os.SEEK_END)
+
+        def put() -> str:
+            file.seek(0)
+            blob = self._blob(path)
+            blob.metadata = metadata
+            # With the size known, up to 8 MiB go in one request.
+            blob.upload_from_file(file, size=size, content_type="application/octet-stream",
+                                  retry=None, timeout=request_timeout())
+            return str(blob.generation)
+
+        return self._call("PUT", path.url, put)
 
     def delete(self, path: RemotePath) -> None:
         from google.api_core import exceptions as api_errors

@@ -4,6 +4,13 @@ jitter, bounded by a number of attempts and an overall deadline.
 Bounds come from the environment, read at each call:
 `SACKLI_REMOTE_ATTEMPTS` (default 8) and `SACKLI_REMOTE_DEADLINE` seconds
 (default 120) for one request with its retries.
+
+Each attempt's network timeout (connecting, or waiting between bytes of a
+response) is a quarter of the deadline, at most 60 s (the SDKs' own
+default) and at least 0.5 s: 30 s with the defaults. A response that
+stalls (a server that acted but answers late, a connection lost silently)
+then costs one attempt, not the whole deadline, and leaves time to retry
+or to check what the server did.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ _FIRST_DELAY = 0.05
 _MAX_DELAY = 5.0
 # The SDKs' own default: a request idle this long is dead.
 _MAX_REQUEST_TIMEOUT = 60.0
+_MIN_REQUEST_TIMEOUT = 0.5
+# The share of the deadline one attempt may wait on the network.
+_ATTEMPT_SHARE = 0.25
 
 
 class Transient(Exception):
@@ -33,10 +43,12 @@ def _bounds() -> tuple[int, float]:
 
 
 def request_timeout() -> float:
-    """Seconds one request may wait on the network (connect, or between
-    bytes of a response): no more than the deadline, so a hanging server
-    cannot hold a read past it."""
-    return max(0.5, min(_bounds()[1], _MAX_REQUEST_TIMEOUT))
+    """Seconds one attempt may wait on the network (connect, or between
+    bytes of a response): a quarter of the deadline, within [0.5, 60] s
+    (see the module's docstring), so a stalled attempt leaves time for
+    others."""
+    deadline = _bounds()[1]
+    return max(_MIN_REQUEST_TIMEOUT, min(deadline * _ATTEMPT_SHARE, _MAX_REQUEST_TIMEOUT))
 
 
 def with_retries(request: Callable[[], T], what: str) -> T:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ._retry import Transient, request_timeout, with_retries
 from ._s3_upload import S3Upload
-from ._store import Store
+from ._store import ObjectStat, Store, changed_error, check_content_range
 from ._urls import RemotePath
 
 __all__ = ["S3Store"]
@@ -88,6 +88,10 @@ class S3Store(Store):
                 info = error.response.get("Error", {})
                 code = str(info.get("Code", ""))
                 status = str(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+                if code == "NoSuchUpload":  # the multipart upload, not the object
+                    # (Not errno ENOENT: that would make a FileNotFoundError.)
+                    raise OSError(f"{url}: {what} failed: the multipart upload no longer exists "
+                                  "(completed, aborted or expired)") from error
                 if code in _NOT_FOUND or status == "404":
                     raise FileNotFoundError(errno.ENOENT, f"{url}: no such object or bucket", url) from None
                 if code in _DENIED or status == "403":
@@ -98,21 +102,50 @@ class S3Store(Store):
             except (botocore_errors.NoCredentialsError, botocore_errors.PartialCredentialsError) as error:
                 raise PermissionError(errno.EACCES, f"{url}: no AWS credentials ({error})", url) from None
             except (botocore_errors.EndpointConnectionError, botocore_errors.ConnectionError,
-                    botocore_errors.HTTPClientError, ConnectionError, TimeoutError) as error:
+                    botocore_errors.HTTPClientError, botocore_errors.FlexibleChecksumError,
+                    ConnectionError, TimeoutError) as error:
+                # FlexibleChecksumError: a body that does not match the
+                # checksum S3 sent with it (damaged on the way).
                 raise Transient(f"{type(error).__name__}: {error}") from error
 
         return with_retries(attempt, f"{url}: {what}")
 
-    def size(self, path: RemotePath) -> int:
-        response = self._call(
-            "HEAD", path.url, lambda: self._s3().head_object(Bucket=path.bucket, Key=path.key))
-        return int(response["ContentLength"])
+    def stat(self, path: RemotePath) -> ObjectStat:
+        def head() -> ObjectStat:
+            response = self._s3().head_object(Bucket=path.bucket, Key=path.key)
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status != 200 or "ContentRange" in response or "ContentLength" not in response:
+                # Another request's answer (a connection out of step): a
+                # HEAD is a 200 with the object's length, never a range.
+                raise Transient(f"not an answer to a HEAD (status {status}, "
+                                f"Content-Range {response.get('ContentRange')!r})")
+            return ObjectStat(int(response["ContentLength"]), str(response.get("ETag", "")),
+                              dict(response.get("Metadata") or {}))
 
-    def read(self, path: RemotePath, offset: int, length: int) -> bytes:
+        return self._call("HEAD", path.url, head)
+
+    def read(self, path: RemotePath, offset: int, length: int,
+             identity: str | None = None) -> bytes:
+        from botocore.exceptions import ClientError
+
         def get() -> bytes:
-            response = self._s3().get_object(
-                Bucket=path.bucket, Key=path.key, Range=f"bytes={offset}-{offset + length - 1}")
-            return response["Body"].read()  # a dropped body raises a ConnectionError
+            # If-Match: a replaced object answers 412, never other bytes.
+            condition = {"IfMatch": identity} if identity else {}
+            try:
+                response = self._s3().get_object(
+                    Bucket=path.bucket, Key=path.key,
+                    Range=f"bytes={offset}-{offset + length - 1}", **condition)
+            except ClientError as error:
+                status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+                if identity and (status == 412 or error.response.get("Error", {}).get(
+                        "Code") == "PreconditionFailed"):
+                    raise changed_error(path.url, f"ETag {identity}", None) from None
+                raise
+            data = response["Body"].read()  # a dropped body raises a ConnectionError
+            if identity and response.get("ETag") not in (None, identity):
+                raise changed_error(path.url, f"ETag {identity}", f"ETag {response['ETag']}")
+            check_content_range(response.get("ContentRange"), offset, length, len(data))
+            return data
 
         return self._call(f"GET bytes {offset}-{offset + length - 1}", path.url, get)
 
@@ -130,7 +163,12 @@ class S3Store(Store):
         """(url, size) of every object whose key starts with `path.key`."""
         def pages() -> list[dict]:
             paginator = self._s3().get_paginator("list_objects_v2")
-            return list(paginator.paginate(Bucket=path.bucket, Prefix=path.key))
+            answers = list(paginator.paginate(Bucket=path.bucket, Prefix=path.key))
+            if any(page.get("Prefix", path.key) != path.key or any(
+                    not item.get("Key", "").startswith(path.key) or "Size" not in item
+                    for item in page.get("Contents", [])) for page in answers):
+                raise Transient("the listing is of another prefix (another request's answer)")
+            return answers
 
         for page in self._call("LIST", path.url, pages):
             for item in page.get("Contents", []):
@@ -146,6 +184,16 @@ class S3Store(Store):
         objects over its threshold (CopyObject stops at 5 GB)."""
         self._call("COPY", f"{source.url} -> {target.url}", lambda: self._s3().copy(
             {"Bucket": source.bucket, "Key": source.key}, target.bucket, target.key))
+
+    def put_file(self, path: RemotePath, file: Any, metadata: dict[str, str]) -> str:
+        """Uploads the seekable binary `file` (from its start, in one PUT)
+        as the object, with `metadata`; returns its identity (the ETag)."""
+        def put() -> str:
+            file.seek(0)
+            return self._s3().put_object(
+                Bucket=path.bucket, Key=path.key, Body=file, Metadata=metadata)["ETag"]
+
+        return self._call("PUT", path.url, put)
 
     def delete(self, path: RemotePath) -> None:
         # S3 answers a deletion of a missing key with success.

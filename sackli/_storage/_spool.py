@@ -27,11 +27,15 @@ class RemoteWrite:
     go to `records`, an `Upload`); it keeps the limits beside it. The local
     name is the object's, so compression detection by suffix sees the same
     name as for a local file. `open_upload` opens the streams (the storage
-    layer's, or for Beam, ones configured by the pipeline's options).
+    layer's, or for Beam, ones configured by the pipeline's options; then
+    `tag_limits=False`: the limits go through them too, without metadata).
     """
 
-    def __init__(self, url: str, open_upload: OpenUpload) -> None:
+    def __init__(self, url: str, open_upload: OpenUpload, tag_limits: bool = True) -> None:
         self.url = url
+        # Whether a SEPARATE limits object names the version of its records
+        # (not for Beam's temporary objects, which Beam renames by copying).
+        self._tag_limits = tag_limits and is_remote(url)
         key = parse(url, object_name=False).key if is_remote(url) else url.partition("://")[2]
         name = key.rpartition("/")[2]
         if not name:
@@ -45,13 +49,27 @@ class RemoteWrite:
 
     def publish(self, with_limits_file: bool) -> None:
         """After the engine closed (and published locally, which renames a
-        SEPARATE limits file onto `limits.<name>` here): uploads that limits
-        file first, then completes the records' upload. Deletes the folder;
-        on failure, aborts the upload too."""
+        SEPARATE limits file onto `limits.<name>` here): completes the
+        records' upload, then uploads that limits file, its metadata naming
+        the records object's version (see `sackli._consistency`). The
+        records go first: an upload that fails changes nothing, and a
+        reader of a bag whose limits upload failed after its records
+        changed sees the mismatch. Deletes the folder; on failure, aborts
+        the upload too."""
         try:
-            if with_limits_file:
-                self._upload_file(limits_path_for(self.local_path), limits_path_for(self.url))
             self.records.commit()
+            if with_limits_file and self._tag_limits:
+                # Imported here: sackli._consistency needs the engine, which
+                # this storage layer does not.
+                from .._consistency import limits_metadata
+                from . import put_file, stat_object
+
+                version = self.records.identity or stat_object(self.url).identity
+                with open(limits_path_for(self.local_path), "rb") as limits:
+                    put_file(limits_path_for(self.url), limits,
+                             limits_metadata(self.url, version))
+            elif with_limits_file:
+                self._upload_file(limits_path_for(self.local_path), limits_path_for(self.url))
         finally:
             self.discard()
 

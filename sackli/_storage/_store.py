@@ -2,12 +2,51 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import errno
+from typing import Any, Iterator, NamedTuple
 
+from ._retry import Transient
 from ._upload import Upload
 from ._urls import RemotePath
 
-__all__ = ["Store"]
+__all__ = ["ObjectStat", "Store", "changed_error", "check_content_range"]
+
+
+class ObjectStat(NamedTuple):
+    """What a metadata request tells of an object."""
+
+    size: int
+    # What changes whenever the object is replaced: S3's ETag (as S3 quotes
+    # it), GCS's generation (a decimal string).
+    identity: str
+    # The object's user metadata (S3's x-amz-meta-*, GCS's metadata).
+    metadata: dict[str, str]
+
+
+def changed_error(url: str, opened: str, now: str | None) -> OSError:
+    """The error for an object replaced since a reader opened it."""
+    seen = f", now {now}" if now else ""
+    return OSError(errno.ESTALE, f"{url}: the object changed since it was opened "
+                   f"(it was {opened}{seen}): open it again to read the new one", url)
+
+
+def check_content_range(header: str | None, offset: int, length: int, received: int) -> None:
+    """Raises `Transient` unless a ranged answer is the range asked for:
+    `Content-Range: bytes offset-(offset+length-1)/...` and `length` bytes.
+    A replayed answer, a misbehaving cache or a desynchronised connection
+    can bring another range of the same length; a new request may not."""
+    expected = f"bytes {offset}-{offset + length - 1}/"
+    if header is None:
+        # Without a Content-Range only a whole object (a 200) can be right:
+        # the bytes from 0, as many as asked for.
+        if offset != 0 or received != length:
+            raise Transient(f"asked for bytes {offset}-{offset + length - 1}, got an answer "
+                            f"without Content-Range ({received} bytes)")
+        return
+    if not header.strip().startswith(expected):
+        raise Transient(f"asked for {expected}..., got Content-Range {header!r}")
+    if received != length:
+        raise Transient(f"asked for {length} bytes at offset {offset}, got {received}")
 
 
 class Store:
@@ -22,9 +61,14 @@ class Store:
         """Drops any cached client: the next request reads the configuration."""
         raise NotImplementedError
 
+    def stat(self, path: RemotePath) -> ObjectStat:
+        """The object's size, identity and metadata (FileNotFoundError when
+        missing)."""
+        raise NotImplementedError
+
     def size(self, path: RemotePath) -> int:
         """The object's size in bytes (FileNotFoundError when missing)."""
-        raise NotImplementedError
+        return self.stat(path).size
 
     def exists(self, path: RemotePath) -> bool:
         """Whether the object exists."""
@@ -34,8 +78,12 @@ class Store:
             return False
         return True
 
-    def read(self, path: RemotePath, offset: int, length: int) -> bytes:
-        """Bytes [offset, offset + length) of the object, in one request."""
+    def read(self, path: RemotePath, offset: int, length: int,
+             identity: str | None = None) -> bytes:
+        """Bytes [offset, offset + length) of the object, in one request,
+        checked to be that range (`check_content_range`). With `identity`
+        (from `stat`), only of that version of the object: OSError
+        (`changed_error`) once it was replaced."""
         raise NotImplementedError
 
     def read_whole(self, path: RemotePath) -> bytes:
@@ -51,6 +99,11 @@ class Store:
     def open_upload(self, path: RemotePath, client: Any = None) -> Upload:
         """A stream that uploads the object as it is written; with `client`,
         through that SDK client instead of the store's own."""
+        raise NotImplementedError
+
+    def put_file(self, path: RemotePath, file: Any, metadata: dict[str, str]) -> str:
+        """Uploads a seekable binary file as the object, with user
+        `metadata`; returns the new object's identity."""
         raise NotImplementedError
 
     def copy(self, source: RemotePath, target: RemotePath) -> None:

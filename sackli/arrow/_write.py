@@ -14,14 +14,13 @@ from .._format import has_zstd_suffix
 from .._options import WriterOptions
 from .._shard_spec import split_shard_entry, strip_local_prefix
 from .._shard_writer import ShardedWriter
-from .._whole_files import remove_quietly
 from ._dataset_write import write_dataset_table
 from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder
 from ._inputs import open_table_stream
 from ._literals import with_chosen_literals
 from ._row_codec import ROW_ENCODING, default_encoding
-from ._schema_file import schema_path, write_schema_file
+from ._schema_file import schema_message, schema_path
 
 __all__ = ["write_table"]
 
@@ -203,14 +202,13 @@ def write_table(
                 bar.update(rows)
             if in_flight is not None:
                 in_flight.result()
+        if column is None and encoding in (ROW_ENCODING, "arrow", "json"):
+            # Rows cannot be decoded without their schema: it is written
+            # before any shard appears (and put back if the write fails).
+            message = schema_message(stream.schema, str(encoding))
+            sink._write_first(lambda paths: (schema_path(paths[0]), message))
         paths = sink.close()
     except BaseException:
         sink.abort()
         raise
-    if column is None and encoding in (ROW_ENCODING, "arrow", "json"):
-        try:
-            write_schema_file(schema_path(paths[0]), stream.schema, str(encoding))
-        except BaseException:
-            remove_quietly(paths)  # rows without their schema could not be decoded
-            raise
     return paths

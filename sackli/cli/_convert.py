@@ -85,6 +85,9 @@ class _TempNamedShard:
                 remove_quietly([final_file])
         return published
 
+    def targets(self, target: str) -> list[str]:
+        return files_of(self._kind, target)
+
     def discard(self) -> None:
         try:
             if self._kind == BAG and not self._writer.closed:
