@@ -118,27 +118,11 @@ class GcsStore(Store):
         end = offset + length - 1
 
         def get() -> bytes:
-            # A plain media GET, for its headers (Content-Range, the
-            # generation), which the client's download helpers hide.
-            client = self._gcs()
-            params = {"alt": "media"}
-            if identity:  # a replaced object answers 412, never other bytes
-                params["ifGenerationMatch"] = identity
-            response = client._http.get(
-                _media_url(client, path), params=params, stream=True, timeout=request_timeout(),
-                headers={"Range": f"bytes={offset}-{end}", "Accept-Encoding": "gzip"})
-            with response:
-                if identity and response.status_code == 412:
-                    raise changed_error(path.url, f"generation {identity}", None)
-                if response.status_code >= 400:
-                    from google.api_core import exceptions as api_errors
-
-                    raise api_errors.from_http_response(response)
-                data = response.raw.read(decode_content=False)  # stored bytes, as asked
-            generation = response.headers.get("x-goog-generation")
+            data, headers = self._media_get(path, f"bytes={offset}-{end}", identity)
+            generation = headers.get("x-goog-generation")
             if identity and generation and generation != identity:
                 raise changed_error(path.url, f"generation {identity}", f"generation {generation}")
-            check_content_range(response.headers.get("Content-Range"), offset, length, len(data))
+            check_content_range(headers.get("Content-Range"), offset, length, len(data))
             return data
 
         return self._call(f"GET bytes {offset}-{end}", path.url, get)
@@ -146,11 +130,31 @@ class GcsStore(Store):
     def read_whole(self, path: RemotePath) -> bytes:
         # A body cut short raises in urllib3 (it enforces Content-Length),
         # which _call retries.
-        return self._call(
-            "GET", path.url,
-            lambda: self._blob(path).download_as_bytes(
-                raw_download=True, checksum=None, retry=None, timeout=request_timeout()),
-        )
+        return self._call("GET", path.url, lambda: self._media_get(path, None, None)[0])
+
+    def _media_get(self, path: RemotePath, byte_range: str | None,
+                   identity: str | None) -> tuple[bytes, Any]:
+        """(stored bytes, response headers) of a plain media GET: the
+        client's download helpers hide the headers (Content-Range, the
+        generation) that the callers check. With `identity`, only of that
+        generation: a replaced object answers 412, never other bytes."""
+        client = self._gcs()
+        params = {"alt": "media"}
+        if identity:
+            params["ifGenerationMatch"] = identity
+        headers = {"Accept-Encoding": "gzip"}  # the stored bytes, never transcoded
+        if byte_range:
+            headers["Range"] = byte_range
+        response = client._http.get(_media_url(client, path), params=params, stream=True,
+                                    timeout=request_timeout(), headers=headers)
+        with response:
+            if identity and response.status_code == 412:
+                raise changed_error(path.url, f"generation {identity}", None)
+            if response.status_code >= 400:
+                from google.api_core import exceptions as api_errors
+
+                raise api_errors.from_http_response(response)
+            return response.raw.read(decode_content=False), response.headers
 
     def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
         """(url, size) of every object whose name starts with `path.key`."""
