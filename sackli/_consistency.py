@@ -35,6 +35,7 @@ from typing import Any, Iterable, Mapping
 
 from . import _storage
 from ._engine import CorruptionError
+from ._format import LIMITS_PREFIX
 
 __all__ = [
     "RECORDS_OBJECT_KEY", "RECORDS_VERSION_KEY", "SetManifest", "check_opened", "limits_metadata",
@@ -46,7 +47,6 @@ RECORDS_VERSION_KEY = "sackli-records-version"
 MANIFEST_SUFFIX = ".sackli_set"
 _FORMAT = "sackli-shard-set/1"
 _SHARD = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})(?P<suffix>[^/]*)$")
-_LIMITS = "limits."
 
 
 def limits_metadata(records_url: str, version: str) -> dict[str, str]:
@@ -91,9 +91,9 @@ def _check_limits_pairs(opened: Mapping[str, Any]) -> None:
     for url, limits in opened.items():
         folder, name = _split(url)
         described = limits.metadata.get(RECORDS_OBJECT_KEY)
-        if not name.startswith(_LIMITS) or described is None:
+        if not name.startswith(LIMITS_PREFIX) or described is None:
             continue
-        records = opened.get(f"{folder}/{name[len(_LIMITS):]}")
+        records = opened.get(f"{folder}/{name[len(LIMITS_PREFIX):]}")
         if records is None:
             continue
         remote = _storage.parse(records.url)
@@ -153,13 +153,13 @@ def _check_set(manifest_url_: str, shards: list[str], opened: Mapping[str, Any])
         raise CorruptionError(
             f"{spec}: a write of this shard set is being published, or was interrupted "
             f"(its manifest {manifest_url_} says {manifest.get('state')!r}, since "
-            f"{manifest.get('started', '?')}): some shards may be new and others old. Wait for "
+            f"{manifest.get('written', '?')}): some shards may be new and others old. Wait for "
             "the writer, or write the set again")
     objects = manifest["objects"]
     members = set()
     for shard in shards:
         name = _split(shard)[1]
-        members.update((f"{folder}/{name}", f"{folder}/{_LIMITS}{name}"))
+        members.update((f"{folder}/{name}", f"{folder}/{LIMITS_PREFIX}{name}"))
     for url in members & opened.keys():
         name = _split(url)[1]
         version = objects.get(name)
@@ -206,7 +206,7 @@ class SetManifest:
 
     def _write(self, state: str, objects: dict[str, str]) -> None:
         document = {"format": _FORMAT, "state": state, "writer": self._writer,
-                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "objects": objects}
         _storage.write_object(self.url, json.dumps(document, indent=1, sort_keys=True).encode())
 

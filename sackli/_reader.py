@@ -42,7 +42,8 @@ def _open_core(paths: list[str], options: ReaderOptions) -> Any:
     try:
         core = _engine.open_reader(paths, options._engine_options, remote)
         if remote is not None:
-            check_opened(paths, remote.opened or {})
+            opened, remote.opened = remote.opened or {}, None  # recorded for this check only
+            check_opened(paths, opened)
         return core
     except FileNotFoundError as error:
         missing = error.filename

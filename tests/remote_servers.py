@@ -556,10 +556,11 @@ class FaultProxy:
         with self._lock:
             return self._in_flight
 
-    def _pause(self, seconds: float) -> None:
+    def _pause(self, seconds: float, generation: int | None = None) -> None:
         """Waits `seconds`, in small steps: less if the proxy is stopped or
         `end_stalls()` is called."""
-        generation = self._stall_generation
+        if generation is None:
+            generation = self._stall_generation
         end = time.monotonic() + seconds
         while not self._stopping.is_set() and self._stall_generation == generation:
             left = end - time.monotonic()
@@ -653,6 +654,9 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     def _forward(self) -> None:
         proxy = self.proxy
         body = self._read_body()
+        # A stall begins when it is decided (and counted): end_stalls() from
+        # then on ends it.
+        stall_generation = proxy._stall_generation
         kind, rule = proxy._decide(self.command, self.path, self.headers)
         fault = None if rule is None else rule.name
         if proxy.latency:
@@ -680,7 +684,7 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
                 self._drop()
                 return
             if fault == "stall":
-                proxy._pause(rule.seconds)
+                proxy._pause(rule.seconds, stall_generation)
             if fault == "double":
                 self._relay_twice(response, kind, rule.seconds)
                 return

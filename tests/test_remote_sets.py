@@ -130,7 +130,8 @@ def test_convert_a_local_bag_to_a_remote_set_and_back(remote, tmp_path):
     with sackli.Writer(tmp_path / "src.bag") as writer:
         writer.write_many(records)
     ok("convert", "src.bag", remote.url("out@3.bagz"), cwd=tmp_path)
-    assert sorted(remote.objects()) == shard_names("out", 3, ".bagz")
+    assert sorted(remote.objects()) == sorted(
+        shard_names("out", 3, ".bagz") + ["out-of-00003.bagz.sackli_set"])
     assert read_all(remote.url("out@*.bagz")) == records
     ok("convert", remote.url("out@*.bagz"), "back.bag", cwd=tmp_path)
     assert read_all(str(tmp_path / "back.bag")) == records
@@ -147,8 +148,10 @@ def test_convert_by_size_and_force_replaces_the_older_set(remote, tmp_path):
     ok("convert", "src.bag", remote.url("out@*.bag"), "--max-shard-bytes", "10000", "--force",
        cwd=tmp_path)
     names = sorted(remote.objects())
-    count = len(names)
-    assert count > 2 and names == shard_names("out", count, ".bag")  # the @2 set is gone
+    count = len(names) - 1  # and the set's manifest
+    # The @2 set (and its manifest) is gone.
+    assert count > 2 and names == sorted(
+        shard_names("out", count, ".bag") + [f"out-of-{count:05d}.bag.sackli_set"])
     assert read_all(remote.url("out@*.bag")) == records
 
 

@@ -200,6 +200,8 @@ class GcsStore(Store):
             # With the size known, up to 8 MiB go in one request.
             blob.upload_from_file(file, size=size, content_type="application/octet-stream",
                                   retry=None, timeout=request_timeout())
+            if blob.name != path.key or blob.size != size:
+                raise Transient("the answer to the upload is another request's")
             return str(blob.generation)
 
         return self._call("PUT", path.url, put)

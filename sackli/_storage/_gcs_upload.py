@@ -132,6 +132,8 @@ class GcsUpload(PartedUpload):
         def upload() -> dict:
             blob.upload_from_string(rest, content_type="application/octet-stream", retry=None,
                                     timeout=request_timeout())
+            if blob.name != self._path.key or blob.size != len(rest):
+                return {}  # another request's answer: the object's metadata decides
             return {"generation": blob.generation}
 
         return self._publish("upload", upload, _generation)

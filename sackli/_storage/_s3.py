@@ -190,8 +190,14 @@ class S3Store(Store):
         as the object, with `metadata`; returns its identity (the ETag)."""
         def put() -> str:
             file.seek(0)
-            return self._s3().put_object(
-                Bucket=path.bucket, Key=path.key, Body=file, Metadata=metadata)["ETag"]
+            response = self._s3().put_object(
+                Bucket=path.bucket, Key=path.key, Body=file, Metadata=metadata)
+            headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+            if "last-modified" in headers or "content-range" in headers or "ETag" not in response:
+                # A GET's answer (a connection out of step): the PUT may not
+                # have gone out whole. Again.
+                raise Transient("the answer to the PUT is another request's")
+            return str(response["ETag"])
 
         return self._call("PUT", path.url, put)
 

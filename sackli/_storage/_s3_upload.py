@@ -182,6 +182,14 @@ class S3Upload(PartedUpload):
 
 
 def _etag(response: dict) -> str | None:
+    """The ETag of a PutObject or CompleteMultipartUpload answer; None when
+    the answer is not one (then the object's metadata decides): on a
+    connection out of step (a response sent twice) another request's
+    answer can come, such as a GET's, which carries Last-Modified and often
+    Content-Range, as these answers never do."""
+    headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+    if "last-modified" in headers or "content-range" in headers:
+        return None
     etag = response.get("ETag")
     return str(etag) if etag else None
 

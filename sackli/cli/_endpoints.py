@@ -15,6 +15,7 @@ import sackli
 
 from .. import formats
 from .._batching import batched
+from .._consistency import manifest_url
 from .._format import LIMIT_BYTES, has_zstd_suffix
 from .. import _whole_files
 from .._shard_spec import existing_shard_sets, expand_file_spec, shard_name, split_shard_entry
@@ -182,3 +183,6 @@ def remove_other_shard_sets(kind: str, spec: str, written: list[str]) -> None:
     for paths in existing_shard_sets(base, suffix).values():
         if not set(paths) & set(written):
             remove_quietly(file for path in paths for file in files_of(kind, path))
+            manifest = manifest_url(paths[0]) if is_remote(paths[0]) else None
+            if manifest is not None:  # a set on a bucket: its manifest goes with it
+                remove_quietly([manifest])
