@@ -607,7 +607,9 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
 
     do_HEAD = do_PUT = do_POST = do_DELETE = do_PATCH = do_OPTIONS = do_GET
 
-    def _read_body(self) -> bytes:
+    def _read_body(self) -> bytes | None:
+        """The request's body; None when the client went away before sending
+        all of it (a server never acts on such a request)."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             parts = []
             while True:
@@ -617,11 +619,15 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
                     while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
                         pass  # trailers
                     break
-                parts.append(self.rfile.read(size))
+                part = self.rfile.read(size)
+                if len(part) < size:
+                    return None
+                parts.append(part)
                 self.rfile.readline(65537)  # CRLF after the chunk
             return b"".join(parts)
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        body = self.rfile.read(length) if length else b""
+        return body if len(body) == length else None
 
     def _drop(self) -> None:
         self.close_connection = True
@@ -654,6 +660,9 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     def _forward(self) -> None:
         proxy = self.proxy
         body = self._read_body()
+        if body is None:  # cut short: nothing to forward, nobody to answer
+            self.close_connection = True
+            return
         # A stall begins when it is decided (and counted): end_stalls() from
         # then on ends it.
         stall_generation = proxy._stall_generation
