@@ -53,7 +53,7 @@ from ._format import limits_path_for, stored_bytes
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._shard_spec import shard_name, split_shard_entry
-from ._storage import is_remote
+from ._storage import is_remote, reset_clients
 from ._whole_files import read_bytes, remove_quietly, write_bytes
 from ._writer import Writer
 
@@ -489,6 +489,10 @@ class ShardSetWriter:
         """Stops writing and deletes every file written so far; files of the
         set that were already published are deleted too."""
         self._closed = True
+        if is_remote(self._spec):
+            # The failure may have left a connection out of step (answers
+            # off by one): the cleanup goes out on fresh connections.
+            reset_clients()
         shards = list(self._finished)
         for open_shard in (self._shard, self._spool):
             if open_shard is not None:
