@@ -61,9 +61,12 @@ def manifest_url(shard_url: str) -> str | None:
     is not a shard's (`name-0000i-of-0000N.ext`)."""
     folder, _, name = shard_url.rpartition("/")
     match = _SHARD.match(name)
-    if match is None:
-        return None
-    return f"{folder}/{match['base']}-of-{match['count']}{match['suffix']}{MANIFEST_SUFFIX}"
+    return None if match is None else _manifest_in(folder, match)
+
+
+def _manifest_in(folder: str, shard: re.Match) -> str:
+    """The manifest URL of the set of a shard name matched by `_SHARD`."""
+    return f"{folder}/{shard['base']}-of-{shard['count']}{shard['suffix']}{MANIFEST_SUFFIX}"
 
 
 def _split(url: str) -> tuple[str, str]:
@@ -112,20 +115,22 @@ def _complete_sets(paths: Iterable[str]) -> dict[str, list[str]]:
     """Manifest URL -> shard URLs, for every set all of whose shards are in
     `paths` (a reader of one shard alone does not check its set)."""
     sets: dict[str, list[str]] = {}
+    indices: dict[str, set[int]] = {}
+    counts: dict[str, int] = {}
     for path in paths:
         if not _storage.is_remote(path):
             continue
         url = _storage.normalize(path)
-        manifest = manifest_url(url)
-        if manifest is not None:
-            sets.setdefault(manifest, []).append(url)
-    complete = {}
-    for manifest, shards in sets.items():
-        count = int(_SHARD.match(_split(shards[0])[1])["count"])
-        indices = {int(_SHARD.match(_split(url)[1])["index"]) for url in shards}
-        if indices == set(range(count)):
-            complete[manifest] = shards
-    return complete
+        folder, name = _split(url)
+        match = _SHARD.match(name)
+        if match is None:
+            continue
+        manifest = _manifest_in(folder, match)
+        sets.setdefault(manifest, []).append(url)
+        indices.setdefault(manifest, set()).add(int(match["index"]))
+        counts[manifest] = int(match["count"])
+    return {manifest: shards for manifest, shards in sets.items()
+            if indices[manifest] == set(range(counts[manifest]))}
 
 
 def _read_manifest(url: str) -> dict | None:

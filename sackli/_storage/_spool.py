@@ -62,9 +62,9 @@ class RemoteWrite:
                 # Imported here: sackli._consistency needs the engine, which
                 # this storage layer does not.
                 from .._consistency import limits_metadata
-                from . import put_file, stat_object
+                from . import put_file
 
-                version = self.records.identity or stat_object(self.url).identity
+                version = self.records.identity  # set by every store's commit
                 with open(limits_path_for(self.local_path), "rb") as limits:
                     put_file(limits_path_for(self.url), limits,
                              limits_metadata(self.url, version))
