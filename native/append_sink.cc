@@ -40,6 +40,10 @@ void AppendFile::FlushBuffer() {
   buffer_.clear();
 }
 
+void AppendFile::Sync() {
+  if (fd_ >= 0 && ::fsync(fd_) != 0) ThrowOsError(errno, "fsync", path_);
+}
+
 void AppendFile::Close() {
   if (fd_ < 0) return;
   const int fd = fd_;

@@ -20,6 +20,10 @@ class AppendSink {
   virtual void Append(const char* data, size_t n) = 0;
   // Hands the buffered bytes on to the destination.
   virtual void FlushBuffer() = 0;
+  // Makes the bytes handed on so far durable where the destination can
+  // (fsync for a local file); a no-op for destinations that commit
+  // durably on their own (an upload, committed when it completes).
+  virtual void Sync() {}
   // Closes; bytes not yet flushed are dropped (the writer flushes first
   // unless it is discarding the bag). Idempotent.
   virtual void Close() = 0;
@@ -44,6 +48,7 @@ class AppendFile : public AppendSink {
   void Open(std::string path);
   void Append(const char* data, size_t n) override;
   void FlushBuffer() override;
+  void Sync() override;
   void Close() override;
   size_t buffered() const override { return buffer_.size(); }
   const std::string& path() const override { return path_; }

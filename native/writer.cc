@@ -64,23 +64,47 @@ std::string UniqueTag() {
   return tag;
 }
 
-// Creates the partial folder for `target` and returns it. Errors name the
-// target: for the user, that is the file being written.
-std::string CreatePartialFolder(const std::string& target) {
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string FolderOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The file that writing `path` replaces: `path` itself, or where the chain
+// of symbolic links starting at it ends (the end may not exist yet, as for
+// open(2) through a dangling link). Writers replace that file and keep the
+// links, as writing through open(2) would.
+std::string ResolveLinks(const std::string& path) {
+  std::string current = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+    std::string link(static_cast<size_t>(st.st_size > 0 ? st.st_size : 4096), '\0');
+    const ssize_t n = ::readlink(current.c_str(), link.data(), link.size());
+    if (n < 0) ThrowOsError(errno, "read the link", current);
+    link.resize(static_cast<size_t>(n));
+    current = (!link.empty() && link[0] == '/') ? link : FolderOf(current) + "/" + link;
+  }
+  ThrowOsError(ELOOP, "open for writing", path);
+}
+
+// Creates the partial folder for `records`, the file to be replaced, and
+// returns it. Errors name `target`: for the user, the file being written.
+std::string CreatePartialFolder(const std::string& target, const std::string& records) {
   struct stat st;
   if (::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     ThrowOsError(EISDIR, "open for writing", target);
   }
-  const std::string folder = PartialFolderPrefix(target) + UniqueTag();
+  const std::string folder = PartialFolderPrefix(records) + UniqueTag();
   if (::mkdir(folder.c_str(), 0777) != 0) {
     ThrowOsError(errno, "open for writing", target);
   }
   return folder;
-}
-
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 void RemoveQuietly(const std::string& path) { ::unlink(path.c_str()); }
@@ -91,31 +115,106 @@ void Rename(const std::string& from, const std::string& to) {
   }
 }
 
+// fsync of a folder, so that the names renamed into it survive power loss.
+// File systems that cannot sync a folder (EINVAL) keep names durable on
+// their own terms; that is not an error.
+void SyncFolder(const std::string& folder) {
+  int fd;
+  do {
+    fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) ThrowOsError(errno, "open the folder", folder);
+  const int result = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (result != 0 && error != EINVAL && error != ENOTSUP) {
+    ThrowOsError(error, "fsync the folder", folder);
+  }
+}
+
+// Moves `from` onto `to` atomically. rename(2) where it can; across file
+// systems (a link into another mount) it copies into a temporary file beside
+// `to` (synced when `durable`) and renames that.
+void MoveFile(const std::string& from, const std::string& to, bool durable) {
+  if (::rename(from.c_str(), to.c_str()) == 0) return;
+  if (errno != EXDEV) ThrowOsError(errno, "rename " + from + " to", to);
+  const std::string temporary =
+      FolderOf(to) + "/." + BaseName(to) + ".sackli-copy-" + UniqueTag();
+  int in;
+  do {
+    in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (in < 0 && errno == EINTR);
+  if (in < 0) ThrowOsError(errno, "open", from);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } close_in{in};
+  AppendFile out;
+  try {
+    out.Open(temporary);
+    CopyFileContents(in, from, FileSize(in, from),
+                     [&](const char* data, size_t n) { out.Append(data, n); });
+    out.FlushBuffer();
+    if (durable) out.Sync();
+    out.Close();
+    Rename(temporary, to);
+  } catch (...) {
+    RemoveQuietly(temporary);
+    throw;
+  }
+  RemoveQuietly(from);
+}
+
 }  // namespace
 
 Writer::Writer(std::string path, WriterOptions options)
     : Writer(std::move(path), std::move(options), nullptr) {}
 
+namespace {
+
+// The partial folder of a writer: none for a write in place.
+std::string PartialFolderFor(const std::string& path, const WriterOptions& options,
+                             bool streamed) {
+  if (options.atomic) return CreatePartialFolder(path, ResolveLinks(path));
+  if (streamed) {
+    throw Error(ErrorKind::kInvalidArgument,
+                path + ": a streamed write (an upload) cannot be in place: "
+                       "its object appears only when the upload completes",
+                path);
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    ThrowOsError(EISDIR, "open for writing", path);
+  }
+  return "";
+}
+
+}  // namespace
+
 Writer::Writer(std::string path, WriterOptions options,
                std::unique_ptr<AppendSink> records)
     : path_(std::move(path)),
       options_(std::move(options)),
-      partial_folder_(CreatePartialFolder(path_)),
-      partial_path_(partial_folder_ + "/" + BaseName(path_)),
+      partial_folder_(PartialFolderFor(path_, options_, records != nullptr)),
+      partial_path_(options_.atomic
+                        ? partial_folder_ + "/" + BaseName(ResolveLinks(path_))
+                        : path_),
       streamed_(records != nullptr),
       records_(std::move(records)),
       max_in_flight_(2 * std::max<size_t>(options_.max_parallelism, 1)) {
   try {
     if (!streamed_) {
       auto file = std::make_unique<AppendFile>();
-      file->Open(partial_path_);
+      file->Open(partial_path_);  // in place: truncates the target
       records_ = std::move(file);
     }
     limits_.Open(LimitsPathFor(partial_path_));
   } catch (...) {
-    RemoveQuietly(partial_path_);
-    RemoveQuietly(LimitsPathFor(partial_path_));
-    ::rmdir(partial_folder_.c_str());
+    if (options_.atomic) {
+      RemoveQuietly(partial_path_);
+      RemoveQuietly(LimitsPathFor(partial_path_));
+      ::rmdir(partial_folder_.c_str());
+    }
     throw;
   }
 }
@@ -292,12 +391,17 @@ void Writer::Close(bool publish) {
       if (options_.placement == LimitsPlacement::kTail) {
         AppendLimitsToRecordsLocked();
         records_->FlushBuffer();
+        if (options_.durable) records_->Sync();
         records_->Close();
         limits_.Close();
         if (::unlink(limits_.path().c_str()) != 0 && errno != ENOENT) {
           ThrowOsError(errno, "delete", limits_.path());
         }
       } else {
+        if (options_.durable) {
+          records_->Sync();
+          limits_.Sync();
+        }
         records_->Close();
         limits_.Close();
       }
@@ -307,27 +411,46 @@ void Writer::Close(bool publish) {
   if (publish) Publish(path_);
 }
 
-void Writer::Publish(const std::string& target) {
+void Writer::Publish(const std::string& target, bool sync_folder) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (published_) return;
   if (!finished_) {
+    const std::string where =
+        options_.atomic ? "its files stay in " + partial_folder_
+                        : "its files stay at " + partial_path_;
     throw Error(ErrorKind::kClosed,
-                path_ + ": cannot publish a write that did not finish (its "
-                        "files stay in " + partial_folder_ + " for sackli.recover)",
+                path_ + ": cannot publish a write that did not finish (" + where +
+                    " for sackli.recover)",
                 path_);
   }
+  // In place, the records are already at `target` unless it is another
+  // name (a shard written under its pending name).
+  const bool move = options_.atomic || target != partial_path_;
+  const bool durable = options_.durable;
+  std::string folders[2];
   if (options_.placement == LimitsPlacement::kSeparate) {
-    Rename(LimitsPathFor(partial_path_), LimitsPathFor(target));
+    // Beside `target`, where readers of `target` look for it.
+    const std::string limits_target = ResolveLinks(LimitsPathFor(target));
+    if (move) MoveFile(LimitsPathFor(partial_path_), limits_target, durable);
+    folders[0] = FolderOf(limits_target);
   }
   // Streamed records are published by the sink's owner.
-  if (!streamed_) Rename(partial_path_, target);
+  if (!streamed_) {
+    const std::string records_target = ResolveLinks(target);
+    if (move) MoveFile(partial_path_, records_target, durable);
+    folders[1] = FolderOf(records_target);
+  }
   if (options_.placement == LimitsPlacement::kTail) {
     // A limits file beside the target belonged to its old content (a bag
     // with SEPARATE limits): left there, sackli.recover would take it for an
     // interrupted write of the new one.
     RemoveQuietly(LimitsPathFor(target));
   }
-  ::rmdir(partial_folder_.c_str());
+  if (durable && sync_folder) {
+    if (!folders[0].empty()) SyncFolder(folders[0]);
+    if (!folders[1].empty() && folders[1] != folders[0]) SyncFolder(folders[1]);
+  }
+  if (options_.atomic) ::rmdir(partial_folder_.c_str());
   published_ = true;
 }
 
@@ -336,15 +459,28 @@ void Writer::Discard() {
   if (published_ || discarded_) return;
   closed_ = true;
   WaitAllLocked(lock);  // the pool must be done with this writer
+  if (!options_.atomic) {
+    // In place, what was written stays for sackli.recover: as much of it
+    // as can still reach the file, records before their limits.
+    try {
+      DrainLocked();
+      records_->FlushBuffer();
+      limits_.FlushBuffer();
+    } catch (...) {
+      // What reached the file is recoverable; the rest is lost with the write.
+    }
+  }
   try {
     records_->Close();
     limits_.Close();
   } catch (const Error&) {
     // The files go anyway.
   }
-  RemoveQuietly(partial_path_);
-  RemoveQuietly(LimitsPathFor(partial_path_));
-  ::rmdir(partial_folder_.c_str());
+  if (options_.atomic) {
+    RemoveQuietly(partial_path_);
+    RemoveQuietly(LimitsPathFor(partial_path_));
+    ::rmdir(partial_folder_.c_str());
+  }
   discarded_ = true;
 }
 

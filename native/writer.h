@@ -36,13 +36,23 @@ struct WriterOptions {
   LimitsPlacement placement = LimitsPlacement::kTail;
   Codec codec;
   size_t max_parallelism = 1;  // threads WriteMany may compress on
+  // false: write into the target itself, as bagz does (no partial folder):
+  // with SEPARATE placement, Flush makes the records so far readable there.
+  // Local files only (a streamed writer must be atomic).
+  bool atomic = true;
+  // fsync the files before the rename that publishes them, and the folder
+  // after it: a Close that returned survives power loss.
+  bool durable = false;
 };
 
 class Writer {
  public:
-  // Creates the partial folder of `path` and the files in it. Throws
-  // kNotFound when the folder of `path` does not exist, kIo (EISDIR) when
-  // `path` is a directory.
+  // Creates the partial folder of `path` and the files in it (or, not
+  // atomic, `path` and its limits file themselves). A `path` that is a
+  // symbolic link is written through: the file it points to is replaced,
+  // with the partial folder beside that file. Throws kNotFound when the
+  // folder of `path` does not exist, kIo (EISDIR) when `path` is a
+  // directory, kInvalidArgument for a streamed writer that is not atomic.
   Writer(std::string path, WriterOptions options);
   // Streams the records (and, for TAIL, the limits) into `records` instead
   // of a local file: the bytes leave as they are written, so the local disk
@@ -83,16 +93,22 @@ class Writer {
   void Close(bool publish = true);
   // After Close(false): renames the finished file onto `target` (and, for
   // SEPARATE, its limits file onto `limits.<target name>` first) and removes
-  // the partial folder. Idempotent.
-  void Publish(const std::string& target);
+  // the partial folder. Links are followed: the file a symbolic link
+  // `target` points to is replaced, the link stays. Durable, it then fsyncs
+  // the folders renamed into unless `sync_folder` is false (a shard set
+  // syncs its folder once, after its last shard). Idempotent.
+  void Publish(const std::string& target, bool sync_folder = true);
   // Stops writing and deletes the partial files: the target is left as it
-  // was. For a write that failed. Idempotent; no-op once published.
+  // was. For a write that failed. Idempotent; no-op once published. A write
+  // in place (not atomic) keeps what it wrote, with its limits file, for
+  // sackli.recover: the target holds it already.
   void Discard();
 
   // The target.
   const std::string& path() const { return path_; }
   // The records file being written, in the partial folder (for a streamed
-  // writer, the name its limits file is derived from; no records there).
+  // writer, the name its limits file is derived from; no records there);
+  // the target itself when not atomic.
   const std::string& partial_path() const { return partial_path_; }
   // Whether the records go to a sink given to the constructor.
   bool streamed() const { return streamed_; }

@@ -123,10 +123,12 @@ def close_unpublished(writer: "Writer") -> None:
     writer._core.close(publish=False)
 
 
-def publish(writer: "Writer", target: str) -> None:
+def publish(writer: "Writer", target: str, sync_folder: bool = True) -> None:
     """After `close_unpublished`: renames the finished file (and its limits
-    file, for SEPARATE placement) onto local `target`."""
-    writer._core.publish(target)
+    file, for SEPARATE placement) onto local `target`; for a durable writer,
+    then fsyncs the folder unless `sync_folder` is False (a set syncs its
+    folders once, after its last file)."""
+    writer._core.publish(target, sync_folder=sync_folder)
 
 
 def discard(writer: "Writer") -> None:

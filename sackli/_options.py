@@ -198,6 +198,12 @@ def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     return value
 
 
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
 # os.cpu_count() reads /sys on every call (microseconds): once is enough.
 _CORES = max(1, min(os.cpu_count() or 1, 32))
 
@@ -286,20 +292,38 @@ class WriterOptions:
       compression: how records are stored; by default zstd level 3 for files
         named `*.bagz`, raw otherwise.
       max_parallelism: threads that compress records in the background.
+      atomic: True (the default): the bag is written under a hidden
+        temporary name and renamed onto its path by `close()`, so readers
+        see the old file or the whole new one. False: it is written into
+        its path as bagz does; with SEPARATE placement every `flush()` makes
+        the records so far readable there, for readers that follow a
+        growing bag, and a crash leaves a bag that `sackli.recover`
+        completes. Local paths only (`gs://` and `s3://` objects appear
+        whole when their upload completes).
+      durable: fsync every file before the rename that publishes it, and
+        its folder after: a `close()` that returned survives a power cut,
+        not only a crash of the process. The modes are compared in
+        docs/usage.md (Write modes).
     """
 
     limits_placement: LimitsPlacement = LimitsPlacement.TAIL
     compression: Compression = dataclasses.field(default_factory=CompressionAutoDetect)
     max_parallelism: int = dataclasses.field(default_factory=_default_parallelism)
+    atomic: bool = True
+    durable: bool = False
 
     def __post_init__(self) -> None:
         _set_checked(self, "limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
         _set_checked(self, "compression", _check_compression(self.compression))
         _set_checked(self, "max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
+        _check_bool("atomic", self.atomic)
+        _check_bool("durable", self.durable)
         object.__setattr__(self, "_engine_options", _engine.WriterOptions(
             **_engine_compression(self.compression),
             limits_placement=int(self.limits_placement),
             max_parallelism=self.max_parallelism,
+            atomic=self.atomic,
+            durable=self.durable,
         ))
 
     __getstate__ = _state_without_engine_options

@@ -247,9 +247,10 @@ class Reader(collections.abc.Sequence):
             read_ahead=self._options.read_ahead_bytes > 0,
         )
 
-    def __reversed__(self) -> Iterator[bytes]:
-        """Iterates over all records from last to first."""
-        return iter(self[::-1])
+    def __reversed__(self) -> "Reader":
+        """A Reader view of the records from last to first (`self[::-1]`,
+        as bagz and upstream Säckli return); iterate it for the records."""
+        return self[::-1]
 
     def __contains__(self, value: object) -> bool:
         """Whether some record equals `value` (a scan in parallel batches).

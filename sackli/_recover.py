@@ -62,6 +62,9 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
     3. `path` itself is such a temporary file: it is completed and renamed
        onto its target.
 
+    A `path` that is a symbolic link is recovered through: the write's
+    temporary files are beside the file it points to, which is replaced.
+
     It keeps every record whose limit was written and lies inside the file,
     truncates what follows, appends the limits and deletes `limits.<name>`;
     a temporary file is then renamed onto its target. Do not recover a bag
@@ -78,6 +81,10 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
         return _complete_partial(local, target)
     if os.path.exists(limits_path_for(local)):
         return RecoveryReport(*_engine.recover(local))
+    # A write through a symbolic link keeps its temporary files beside the
+    # file the link points to, and replaces that file.
+    if os.path.islink(local):
+        local = os.path.realpath(local)
     partials = partial_writes(local)
     if len(partials) > 1:
         listed = "\n  ".join(partials)

@@ -54,7 +54,7 @@ from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._shard_spec import shard_name, split_shard_entry
 from ._storage import is_remote, reset_clients
-from ._whole_files import read_bytes, remove_quietly, write_bytes
+from ._whole_files import read_bytes, remove_quietly, sync_folders, write_bytes
 from ._writer import Writer
 
 __all__ = [
@@ -156,7 +156,8 @@ class BagShard:
         _bulk.close_unpublished(self._writer)
 
     def publish(self, target: str) -> list[str]:
-        _bulk.publish(self._writer, target)
+        # A durable set syncs its folder once, after its last shard.
+        _bulk.publish(self._writer, target, sync_folder=False)
         return files_of(target)
 
     def targets(self, target: str) -> list[str]:
@@ -197,12 +198,16 @@ class ShardSetWriter:
         payload (8 for a bag's limit), for `max_shard_bytes`.
       max_shard_bytes: with `name@*.ext`, and only with it.
       num_records: for `name@N.ext`, the number of records when known.
+      durable: every shard file is synced when it finishes (the shard
+        files' own job), the companions when written, and the folders after
+        the last publish: a `close()` that returned survives power loss.
 
     Raises ValueError for a `max_shard_bytes` that does not go with `spec`.
     """
 
     def __init__(self, spec: str, open_shard: OpenShard, *, record_overhead: int,
-                 max_shard_bytes: int | None = None, num_records: int | None = None) -> None:
+                 max_shard_bytes: int | None = None, num_records: int | None = None,
+                 durable: bool = False) -> None:
         sharded = split_shard_entry(spec)
         by_size = sharded is not None and sharded[1] == "*"
         if by_size != (max_shard_bytes is not None):
@@ -215,6 +220,7 @@ class ShardSetWriter:
         if num_records is not None and num_records < 0:
             raise ValueError(f"num_records must be >= 0, not {num_records}")
         self._spec = spec
+        self._durable = durable
         self._open_shard = open_shard
         self._overhead = record_overhead
         self._max_shard_bytes = max_shard_bytes
@@ -439,7 +445,7 @@ class ShardSetWriter:
             except FileNotFoundError:
                 old = None
             self._replaced.append((path, old))
-            write_bytes(path, data)
+            write_bytes(path, data, durable=self._durable)
             written.append(path)
         self._companions.clear()
         return written
@@ -454,6 +460,8 @@ class ShardSetWriter:
         for shard, target in zip(self._finished, self._paths):
             self._published.extend(shard.targets(target))  # before: it may fail half-way
             files.extend(shard.publish(target))
+        if self._durable:
+            sync_folders(files)
         if self._manifest is not None:
             self._manifest.complete(files)
 

@@ -18,7 +18,7 @@ from ._remote_shard import RemoteBagShard, partial_folder
 from ._shard_set import BagShard, OpenShard, ShardSetWriter
 from ._shard_spec import split_shard_entry, strip_local_prefix
 from ._storage import is_remote
-from ._writer import Record
+from ._writer import Record, check_placement
 
 __all__ = ["ShardedWriter", "bag_shard_opener"]
 
@@ -56,6 +56,13 @@ class ShardedWriter:
     or the complete new set, never part of one. A `with` block that raises
     (or `abort()`) leaves nothing behind. Not thread-safe.
 
+    `atomic=False` writes each shard in place instead, as `sackli.Writer`
+    does (local paths only): a `name@*.ext` shard under its pending name
+    `name-0000i-of-pending.ext` until `close()` names it, and a `name@N.ext`
+    set without `num_records` from the hidden spool at `close()`. With
+    `durable=True` every shard is fsynced before any is renamed, and the
+    folder after the last rename.
+
     On gs:// and s3:// each shard streams into a hidden object
     (`<folder>/.sackli-partial-.../<name>`) and `close()` copies the set
     onto its names on the server, then deletes the hidden objects; a single
@@ -86,10 +93,12 @@ class ShardedWriter:
         for name, value in (("max_shard_bytes", max_shard_bytes), ("num_records", num_records)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        check_placement(spec, options)
         self._spec = spec
         self._set = ShardSetWriter(
             spec, bag_shard_opener(spec, options), record_overhead=LIMIT_BYTES,
-            max_shard_bytes=max_shard_bytes, num_records=num_records)
+            max_shard_bytes=max_shard_bytes, num_records=num_records,
+            durable=options.durable)
         folder = os.path.dirname(spec)
         if folder and not is_remote(spec) and not os.path.isdir(folder):
             raise FileNotFoundError(2, f"{file_spec}: the folder does not exist", folder)

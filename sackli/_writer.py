@@ -17,8 +17,19 @@ __all__ = ["Writer"]
 Record = Any  # bytes, str (written as UTF-8), bytearray, memoryview, any buffer
 
 
+def check_placement(spec: str, options: WriterOptions) -> None:
+    """ValueError when `options` ask for a write in place where there is no
+    place to write into: a `gs://` or `s3://` object."""
+    if not options.atomic and is_remote(spec):
+        raise ValueError(
+            f"{spec}: atomic=False writes into the file as it grows, which a bucket "
+            "cannot do: a gs:// or s3:// object appears only when its upload completes. "
+            "Write it with atomic=True (the default)"
+        )
+
+
 class Writer:
-    """Writes records to one bag file, atomically.
+    """Writes records to one bag file, atomically (unless `atomic=False`).
 
     The bag is written under a temporary name, in a hidden folder beside the
     target (`partial_path`: `.<name>.sackli-partial-<tag>/<name>`), and
@@ -34,6 +45,19 @@ class Writer:
     `close()`, TAIL placement (the default) appends the limits to the file
     and deletes `limits.<name>`; SEPARATE placement renames `limits.<name>`
     onto the target's first. Thread-safe; use it as a context manager.
+
+    With `atomic=False` (a `Writer.Options` field) the bag is written into
+    `path` itself, as bagz writes: its limits go to `limits.<name>` beside
+    it, and with SEPARATE placement `flush()` makes the records so far
+    readable at `path` (`Reader(path, limits_placement=SEPARATE)`). A crash,
+    or a `with` block that raises, leaves the records written so far and
+    their limits file there: `sackli.recover(path)` completes the bag. With
+    `durable=True` the files are fsynced before they are published and
+    their folder after, so a `close()` that returned survives power loss
+    (docs/usage.md compares the modes).
+
+    A `path` that is a symbolic link is written through: the link stays and
+    the file it points to is replaced (its temporary files beside that file).
 
     Compressed records are copied into batches that the engine's thread pool
     compresses while the caller goes on (up to `max_parallelism` threads,
@@ -57,6 +81,7 @@ class Writer:
     Raises:
       FileNotFoundError: the folder does not exist.
       IsADirectoryError: `path` is a directory.
+      ValueError: `atomic=False` for a `gs://` or `s3://` path.
 
     Example:
       >>> with sackli.Writer("out.bagz") as writer:
@@ -82,6 +107,7 @@ class Writer:
                 f"{spec!r} is a shard spec: sackli.Writer writes one file; write shard "
                 f"sets with sackli.ShardedWriter({spec!r})"
             )
+        check_placement(self._path, self._options)
         self._remote: RemoteWrite | None = None
         if is_remote(self._path):
             self._open_remote(open_upload)
@@ -117,8 +143,9 @@ class Writer:
     @property
     def partial_path(self) -> str:
         """Where the records are written until `close()` renames them onto
-        `path`. For a remote target no records are there (they stream into
-        the upload); its limits are kept beside it."""
+        `path` (`path` itself with `atomic=False`). For a remote target no
+        records are there (they stream into the upload); its limits are kept
+        beside it."""
         return self._core.partial_path
 
     @property
@@ -160,7 +187,9 @@ class Writer:
 
         Afterwards a Reader of `partial_path` with
         `limits_placement=SEPARATE` sees every record written so far (`path`
-        itself changes only at `close()`). It does not fsync. For a `gs://`
+        itself changes only at `close()`, unless `atomic=False`: then
+        `partial_path` is `path`). It does not fsync, even when `durable`.
+        For a `gs://`
         or `s3://` path it hands the records to the upload, which sends the
         parts that are full; nothing becomes visible to readers before
         `close()`.
@@ -169,7 +198,8 @@ class Writer:
 
     def close(self) -> None:
         """Finishes the file (appending the limits for TAIL) and renames it
-        onto `path`. Idempotent. It does not fsync.
+        onto `path`. Idempotent. With `durable=True` the files are fsynced
+        before the rename and the folder after it.
 
         For a `gs://` or `s3://` path it then completes the upload (with
         SEPARATE placement, after uploading its `limits.` object); the object
@@ -189,7 +219,8 @@ class Writer:
 
     def _discard(self) -> None:
         """Stops writing and deletes the temporary files; `path` is left as
-        it was."""
+        it was. In place (`atomic=False`), what was written stays at `path`
+        with its limits file, for `sackli.recover`."""
         self._core.discard()
         if self._remote is not None:
             self._remote.discard()

@@ -93,7 +93,7 @@ class _HelperModules(importlib.abc.MetaPathFinder):
 
     NAMES = (
         "arrow_helpers", "beam_helpers", "beam_workers", "cli_helpers", "datasets_helpers",
-        "fault_campaign", "remote_helpers", "remote_servers")
+        "fault_campaign", "remote_helpers", "remote_servers", "syscall_trace")
 
     def find_spec(self, name: str, path: object = None, target: object = None):
         if path is None and name in self.NAMES:

@@ -138,8 +138,18 @@ def test_view_behaves_like_a_list(reader):
     assert (value in view) and (b"absent" not in view)
 
 
-def test_reversed_and_iter(reader):
+def test_reversed_is_a_reader_view_as_in_bagz_and_saeckli(reader):
     backwards = reversed(reader)
+    assert isinstance(backwards, sackli.Reader)
+    assert len(backwards) == len(RECORDS)
+    assert backwards[0] == RECORDS[-1] and backwards[-1] == RECORDS[0]
+    assert list(backwards) == RECORDS[::-1]
+    assert list(reversed(backwards)) == RECORDS
+    assert list(backwards[1:3]) == RECORDS[-2:-4:-1]
+
+
+def test_reversed_and_iter(reader):
+    backwards = iter(reversed(reader))
     assert next(backwards) == RECORDS[-1]
     assert list(backwards) == RECORDS[-2::-1]
     forwards = iter(reader)

@@ -76,8 +76,11 @@ void RegisterOptions(py::module_& m) {
                                 "sackli.WriterOptions; enum fields as ints).")
       .def(py::init([](int compression_mode, int level, py::bytes dictionary,
                        bool raw_literals,
-                       int limits_placement, int64_t max_parallelism) {
+                       int limits_placement, int64_t max_parallelism,
+                       bool atomic, bool durable) {
              WriterOpenOptions o;
+             o.atomic = atomic;
+             o.durable = durable;
              o.compression = MakeChoice(compression_mode, level, dictionary, raw_literals);
              o.placement = CheckedEnum<LimitsPlacement>("limits_placement",
                                                         limits_placement, 2);
@@ -87,7 +90,8 @@ void RegisterOptions(py::module_& m) {
            py::kw_only(), py::arg("compression_mode"), py::arg("level"),
            py::arg("dictionary"), py::arg("raw_literals") = false,
            py::arg("limits_placement"),
-           py::arg("max_parallelism"));
+           py::arg("max_parallelism"), py::arg("atomic") = true,
+           py::arg("durable") = false);
 }
 
 }  // namespace sackli::python

@@ -28,6 +28,8 @@ struct WriterOpenOptions {
   LimitsPlacement placement = LimitsPlacement::kTail;
   CompressionChoice compression;
   size_t max_parallelism = 1;
+  bool atomic = true;
+  bool durable = false;
 };
 
 }  // namespace sackli::python

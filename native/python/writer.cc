@@ -41,6 +41,8 @@ Writer* NewWriter(const std::string& path, const WriterOpenOptions& options,
   engine.placement = options.placement;
   engine.codec = Codec::ForPaths({path}, options.compression)[0];
   engine.max_parallelism = options.max_parallelism;
+  engine.atomic = options.atomic;
+  engine.durable = options.durable;
   std::unique_ptr<AppendSink> sink;
   if (!stream.is_none()) sink = MakeUploadSink(std::move(stream), url.empty() ? path : url);
   ReleaseGil release;
@@ -176,7 +178,8 @@ void RegisterWriter(py::module_& m) {
       .def("write_packed", &WritePacked, py::arg("data"), py::arg("offsets"))
       .def("flush", Released(&Writer::Flush))
       .def("close", Released(&Writer::Close), py::arg("publish") = true)
-      .def("publish", Released(&Writer::Publish), py::arg("target"))
+      .def("publish", Released(&Writer::Publish), py::arg("target"),
+           py::arg("sync_folder") = true)
       .def("discard", Released(&Writer::Discard))
       .def_property_readonly("path", &Writer::path)
       .def_property_readonly("partial_path", &Writer::partial_path)

@@ -1,9 +1,13 @@
 // The writer: the bytes of TAIL and SEPARATE bags as docs/format.md gives
 // them, compressed writes from several threads, the files that Close,
-// Publish and Discard leave, and Flush.
+// Publish and Discard leave, Flush, writes in place (not atomic) and
+// writes through symbolic links.
 #include "writer.h"
 
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -231,6 +235,121 @@ TEST(Writer, MissingFolderIsNotFound) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
   }
+}
+
+WriterOptions InPlace(LimitsPlacement placement) {
+  WriterOptions options = Options(placement);
+  options.atomic = false;
+  return options;
+}
+
+TEST(Writer, InPlaceFlushMakesRecordsReadableAtThePath) {
+  TempDir dir;
+  const std::string path = dir.File("x.bag");
+  Writer writer(path, InPlace(LimitsPlacement::kSeparate));
+  EXPECT_EQ(writer.partial_path(), path);
+  WriteExample(writer);
+  writer.Flush();
+  OpenOptions separate;
+  separate.placement = LimitsPlacement::kSeparate;
+  EXPECT_EQ(testing::ReadAll(*OpenBag({path}, separate)),
+            (std::vector<std::string>{"abcdef", "123", "catcat"}));
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"limits.x.bag", "x.bag"}));
+  writer.Close();
+  EXPECT_EQ(ReadFile(path), kPayload);
+  EXPECT_EQ(ReadFile(dir.File("limits.x.bag")), kLimits);
+}
+
+TEST(Writer, InPlaceTailIsTheSameBagAndLeavesNoLimitsFile) {
+  TempDir dir;
+  const std::string path = dir.File("x.bag");
+  testing::WriteFile(path, "old content, longer than the new bag");
+  Writer writer(path, InPlace(LimitsPlacement::kTail));
+  WriteExample(writer);
+  writer.Close();
+  EXPECT_EQ(ReadFile(path), kPayload + kLimits);
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"x.bag"});
+}
+
+TEST(Writer, InPlaceDiscardKeepsWhatWasWrittenForRecovery) {
+  TempDir dir;
+  const std::string path = dir.File("x.bag");
+  Writer writer(path, InPlace(LimitsPlacement::kTail));
+  WriteExample(writer);
+  writer.Discard();
+  EXPECT_EQ(ReadFile(path), kPayload);
+  EXPECT_EQ(ReadFile(dir.File("limits.x.bag")), kLimits);
+  EXPECT_EQ(RecoverBag(path).records, 3u);
+  EXPECT_EQ(ReadFile(path), kPayload + kLimits);
+}
+
+TEST(Writer, InPlacePublishUnderAnotherNameRenames) {
+  TempDir dir;
+  const std::string pending = dir.File("x-00000-of-pending.bag");
+  Writer writer(pending, InPlace(LimitsPlacement::kSeparate));
+  WriteExample(writer);
+  writer.Close(/*publish=*/false);
+  writer.Publish(dir.File("x-00000-of-00001.bag"));
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"limits.x-00000-of-00001.bag",
+                                                  "x-00000-of-00001.bag"}));
+  EXPECT_EQ(ReadFile(dir.File("x-00000-of-00001.bag")), kPayload);
+}
+
+TEST(Writer, DurableWriteIsTheSameBag) {
+  TempDir dir;
+  const std::string path = dir.File("x.bag");
+  WriterOptions options = Options(LimitsPlacement::kSeparate);
+  options.durable = true;
+  Writer writer(path, options);
+  WriteExample(writer);
+  writer.Close();
+  EXPECT_EQ(ReadFile(path), kPayload);
+  EXPECT_EQ(ReadFile(dir.File("limits.x.bag")), kLimits);
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"limits.x.bag", "x.bag"}));
+}
+
+TEST(Writer, WritesThroughASymbolicLinkAndKeepsIt) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.File("store").c_str(), 0777), 0);
+  const std::string real = dir.File("store/real.bag");
+  testing::WriteFile(real, "old");
+  const std::string link = dir.File("link.bag");
+  ASSERT_EQ(::symlink("store/real.bag", link.c_str()), 0);
+  Writer writer(link, Options(LimitsPlacement::kSeparate));
+  // The partial folder is beside the file the link points to.
+  EXPECT_NE(writer.partial_path().find("/store/.real.bag.sackli-partial-"), std::string::npos)
+      << writer.partial_path();
+  WriteExample(writer);
+  writer.Close();
+  char target[256] = {};
+  ASSERT_GT(::readlink(link.c_str(), target, sizeof(target) - 1), 0);
+  EXPECT_EQ(std::string(target), "store/real.bag");
+  EXPECT_EQ(ReadFile(real), kPayload);
+  // SEPARATE limits beside the link, where readers of the link look.
+  EXPECT_EQ(ReadFile(dir.File("limits.link.bag")), kLimits);
+}
+
+TEST(Writer, StreamedWriteCannotBeInPlace) {
+  TempDir dir;
+  class NullSink : public AppendSink {
+   public:
+    void Append(const char*, size_t) override {}
+    void FlushBuffer() override {}
+    void Close() override {}
+    size_t buffered() const override { return 0; }
+    const std::string& path() const override { return path_; }
+
+   private:
+    std::string path_ = "upload";
+  };
+  try {
+    Writer writer(dir.File("x.bag"), InPlace(LimitsPlacement::kTail),
+                  std::make_unique<NullSink>());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  }
+  EXPECT_EQ(dir.List(), std::vector<std::string>{});
 }
 
 TEST(RecoverBag, KeepsTheUsablePrefix) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import itertools
 import os
 import sys
@@ -83,6 +84,7 @@ def write_table(
     max_shard_bytes: int | None = None,
     progress: bool | None = None,
     spec: Mapping[str, str] | str | None = None,
+    durable: bool = False,
     **dataset_options: Any,
 ) -> list[str]:
     """Writes the rows of an Arrow table (or Parquet data) to bag shards,
@@ -142,6 +144,9 @@ def write_table(
         shard folder (spec.json directly in `file_spec`). `column`,
         `encoding`, `skip_nulls`, `options` and `max_shard_bytes` are for
         bags only. If the write fails, no shard of it is left.
+      durable: fsync every file before the rename that publishes it and the
+        folders after the last (as `Writer.Options(durable=True)`, which
+        `options` may also give): a return survives power loss.
 
     Returns:
       The paths of the shards written, in order (shard folders for a dataset).
@@ -163,6 +168,8 @@ def write_table(
                  if value not in (None, False, "auto")]
         if given:
             raise ValueError(f"{', '.join(given)}: for bags, not for a dataset (spec= given)")
+        if durable:
+            dataset_options["durable"] = True
         return write_dataset_table(data, file_spec, spec, **dataset_options)
     if dataset_options:
         raise TypeError(f"{', '.join(dataset_options)}: for datasets only (give spec=)")
@@ -187,7 +194,10 @@ def write_table(
         # Row-encoded records: the first rows decide how zstd stores literals.
         options = with_chosen_literals(options, has_zstd_suffix(_file_name(target)),
                                        None if first is None else first[1])
-    sink = ShardedWriter(target, options or WriterOptions(), max_shard_bytes=max_shard_bytes,
+    options = options or WriterOptions()
+    if durable and not options.durable:
+        options = dataclasses.replace(options, durable=True)
+    sink = ShardedWriter(target, options, max_shard_bytes=max_shard_bytes,
                          num_records=num_records)
     try:
         with _progress_bar(stream.num_rows, progress) as bar, \
