@@ -75,10 +75,14 @@ class Sackli:
     MultiIndex = sackli.MultiIndex
 
     @staticmethod
-    def writer(path: str) -> Any:
+    def writer_options(path: str) -> sackli.Writer.Options:
         compressed = path.endswith(".bagz")
-        return sackli.Writer(path, compression=sackli.CompressionZstd(level=ZSTD_LEVEL)
-                             if compressed else sackli.CompressionNone())
+        return sackli.Writer.Options(compression=sackli.CompressionZstd(level=ZSTD_LEVEL)
+                                     if compressed else sackli.CompressionNone())
+
+    @staticmethod
+    def writer(path: str) -> Any:
+        return sackli.Writer(path, Sackli.writer_options(path))
 
     @staticmethod
     def write_many(writer: Any, records: list[bytes]) -> None:
@@ -229,6 +233,28 @@ def write_many(lib: Any, data: Data) -> Callable[[], Any]:
     return run
 
 
+def write_durable(lib: Any, data: Data) -> Callable[[], Any]:
+    """write_many that survives power loss: sackli's durable=True (fsync
+    before the rename, the folder after); bagz has no such option, so its
+    file and folder are fsynced after close, the same guarantee."""
+    def run() -> None:
+        path = data.out_path(lib)
+        if lib is Sackli:
+            options = dataclasses.replace(lib.writer_options(path), durable=True)
+            with sackli.Writer(path, options) as writer:
+                writer.write_many(data.records)
+            return
+        with lib.writer(path) as writer:
+            lib.write_many(writer, data.records)
+        for name in (path, os.path.dirname(path)):
+            fd = os.open(name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    return run
+
+
 def on_reader(action: Callable[[Any, Any, Data], Any], layout: str | None = None) -> Callable[..., Any]:
     """A workload's prepare: opens a reader of the bag (or, given a layout,
     of its shard set) untimed, then times `action(lib, reader, data)`."""
@@ -281,6 +307,7 @@ def sharded_workloads() -> list[Workload]:
 WORKLOADS = (
     Workload("write: write() loop", write_loop),
     Workload("write: write_many (bagz: loop)", write_many),
+    Workload("write: durable=True (bagz: loop, fsync)", write_durable),
     # One open takes microseconds, too little to time alone: 100 readers, all
     # kept open until the timing ends (as a set of shards would be).
     Workload(f"open reader x{OPENS}", lambda lib, data: lambda: [lib.reader(data.path) for _ in range(OPENS)],
