@@ -16,7 +16,13 @@ brotli and (zstd) oracle.decode_record's strict rules.
   from an object of unknown size: when its slice comes back short; the last
   value is whatever follows its offset), in format 1 when it is shorter
   than its crc32c or (when crcs are checked) its crc32c differs, and in a
-  compressed map when it is empty or does not decompress.
+  compressed map when it is empty or does not decompress. A gzip value is
+  exactly one gzip member: a second member or any byte after the first is
+  corrupt (a reader of the first member alone would lose data silently).
+* Sizes: `datasize()` is the map's size less the header and index (unknown
+  without the map's size); `size(key)` a value's stored bytes less its
+  crc32c, answered like a lookup (without the map's size, from the index
+  alone, except the last value's: what its slice gives).
 * Lookups: with the keys in Eytzinger order (an in-order walk strictly
   increasing) a key has one answer: its value, or absent. In a damaged index
   no search is specified: a lookup may answer "absent" or the value of any
@@ -70,8 +76,20 @@ def _brotli(data: bytes) -> bytes:
     return brotli.decompress(data)
 
 
+def _gunzip(data: bytes) -> bytes:
+    """One gzip member and nothing after it (zlib.decompress alone would
+    ignore what follows the first member)."""
+    inflater = zlib.decompressobj(wbits=31)
+    content = inflater.decompress(data)
+    if not inflater.eof:
+        raise ValueError("truncated gzip member")
+    if inflater.unused_data:
+        raise ValueError(f"{len(inflater.unused_data)} bytes after the gzip member")
+    return content
+
+
 _DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
-    "gzip": lambda data: zlib.decompress(data, wbits=31),
+    "gzip": _gunzip,
     "00br": _brotli,
     "lzma": lzma.decompress,
     "zstd": decode_record,
@@ -167,6 +185,34 @@ class OracleMap:
         docstring): outcomes of positions holding it, and ABSENT."""
         positions = [p for p, k in enumerate(self.keys) if k == key]
         answers = [self.outcome(p, check_crc) for p in positions]
+        if self.ordered():
+            return answers[:1] or [ABSENT]
+        return answers + [ABSENT]
+
+    def stored_size(self, position: int) -> int | OracleError:
+        """What `size(key)` gives for the value at `position`: its stored
+        bytes without the crc32c, or why they cannot be read."""
+        key, n = self.keys[position], len(self.keys)
+        if self.size_known or position + 1 == n:
+            stored = self.stored(position)
+            if isinstance(stored, OracleError):
+                return stored
+            size = len(stored)
+        else:
+            # Without the map's size, a value's size comes from the index
+            # alone (as `validate()` judges it): the value is not fetched.
+            begin, end = self.words[position], self.words[position + 1]
+            if begin < self.data_offset or end < begin:
+                return _corrupt(f"value of key {key}: offsets {begin}, {end} out of order", self.path)
+            size = end - begin
+        if self.version >= 1 and size < CRC_BYTES:
+            return _corrupt(f"value of key {key}: {size} bytes, no room for a crc32c", self.path)
+        return size - (CRC_BYTES if self.version >= 1 else 0)
+
+    def size_answers(self, key: int) -> list[Any]:
+        """Every acceptable answer to `size(key)`, as `lookup` gives them."""
+        positions = [p for p, k in enumerate(self.keys) if k == key]
+        answers: list[Any] = [self.stored_size(p) for p in positions]
         if self.ordered():
             return answers[:1] or [ABSENT]
         return answers + [ABSENT]

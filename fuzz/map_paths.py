@@ -16,6 +16,8 @@ Rules (see docs/fuzzing.md, "Maps"):
             a batch at a time, so an error may come before the first bad value
             but the values yielded must be right.
   validate  raises exactly when the index is out of order or an extent is bad.
+  sizes     datasize() and size(key): the oracle's sizes; datasize() of an
+            object without __len__ is a TypeError naming it.
 """
 
 from __future__ import annotations
@@ -275,12 +277,32 @@ def m_validate(ctx: MapContext, judge: Judge) -> None:
     judge.value("m.validate()", True if expected is None else expected, capture(mapped.validate))
 
 
+def m_sizes(ctx: MapContext, judge: Judge) -> None:
+    """datasize() and size(key) of the index's keys and absent ones."""
+    assert isinstance(ctx.oracle, OracleMap)
+    if ctx.combo.kind == "intmap":
+        return
+    mapped = ctx.open()
+    datasize = capture(mapped.datasize)
+    if ctx.oracle.size_known:
+        judge.value("m.datasize()", len(ctx.oracle.data) - ctx.oracle.data_offset, datasize)
+    elif isinstance(datasize, Raised) and datasize.type == "TypeError" and judge.names_a_file(datasize):
+        judge.agree("m.datasize()")  # the size is unknown: a clear error, naming the map
+    else:
+        judge.fail("mismatch", "m.datasize()", "want a TypeError naming the map (size unknown)",
+                   None, datasize)
+    for key in ctx.probe_keys():
+        judge_lookup(judge, f"m.size({key})", ctx.oracle.size_answers(key),
+                     capture(lambda: mapped.size(key)))
+
+
 MAP_PATHS: dict[str, Callable[[MapContext, Judge], None]] = {
     "map_open": m_open,
     "map_lookup": m_lookup,
     "map_get_many": m_get_many,
     "map_scan": m_scan,
     "map_validate": m_validate,
+    "map_sizes": m_sizes,
 }
 
 

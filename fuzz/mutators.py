@@ -31,6 +31,7 @@ Ops:
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -631,6 +632,17 @@ def _gen_map_entry(rng: random.Random, name: str, data: bytes, layout: mb.MapLay
     return _set(name, layout.entry_offset(p) + 8, (value % 2**64).to_bytes(8, "little"))
 
 
+def _gzip_edit(rng: random.Random, member: bytes) -> tuple[bytes, str]:
+    """A gzip value followed by what a reader of the first member alone
+    would ignore: a second member (shorter, longer or empty) or junk."""
+    roll = rng.random()
+    if roll < 0.5:
+        second = gzip.compress(rng.choice([b"", b"x", rng.randbytes(rng.randint(1, 2000))]), mtime=0)
+        return member + second, "then a second gzip member"
+    junk = rng.choice([b"\x00", b"junk", rng.randbytes(rng.randint(1, 20))])
+    return member + junk, f"then {len(junk)} bytes of junk"
+
+
 def _gen_map_value(rng: random.Random, name: str, data: bytes, layout: mb.MapLayout) -> Op | None:
     """A value's stored bytes changed: damaged bytes under a correct crc32c
     (so decoders see them), a bad crc32c, an edited zstd frame, another size."""
@@ -650,6 +662,10 @@ def _gen_map_value(rng: random.Random, name: str, data: bytes, layout: mb.MapLay
             new, what = edit
             return {"op": "map_value", "file": name, "position": p,
                     "hex": mb.stored_value(new, layout.version).hex(), "what": what}
+    if compression == b"gzip" and payload and roll < 0.6:
+        new, what = _gzip_edit(rng, payload)
+        return {"op": "map_value", "file": name, "position": p,
+                "hex": mb.stored_value(new, layout.version).hex(), "what": what}
     if payload and roll < 0.85:
         damaged = bytearray(payload)
         for _ in range(rng.randint(1, 3)):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from typing import Any, Mapping
 
 from ._bag import BagWriter
@@ -24,7 +23,7 @@ from .._format import partial_folder_prefix
 from .._storage import is_remote
 from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
-from ._folders import SPEC_FILE, exists, folder_path, join, write_bytes
+from ._folders import SPEC_FILE, exists, folder_path, join, make_unique_folder, write_bytes
 from ._refs import pack_refs
 from ._spec import FieldType, ShardFolder, parse_spec, spec_json
 
@@ -114,9 +113,10 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
 
     def _make_partial_folder(self) -> str:
         # The hidden name sackli's writers use for files: `.<name>.sackli-partial-<tag>`.
-        parent, prefix = os.path.split(partial_folder_prefix(os.path.abspath(self._directory)))
-        os.makedirs(parent, exist_ok=True)
-        return tempfile.mkdtemp(prefix=prefix, dir=parent)
+        # Made as bags makes a shard folder (0777 less the umask), not 0700.
+        prefix = partial_folder_prefix(os.path.abspath(self._directory))
+        os.makedirs(os.path.dirname(prefix), exist_ok=True)
+        return make_unique_folder(prefix)
 
     def _remove_partial_folder(self) -> None:
         if not self._remote:

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import collections
 import os
+import secrets
 import shutil
 from typing import Any
 
 from .._storage import REMOTE_OPENER, delete_object, is_remote, list_objects, normalize
 from .._whole_files import read_bytes, write_bytes  # spec.json, as schema sidecars
 
-__all__ = ["exists", "folder_bytes", "folder_path", "join", "list_folders", "read_bytes",
-           "remove_shard_folder", "shard_name", "write_bytes"]
+__all__ = ["exists", "folder_bytes", "folder_path", "join", "list_folders", "make_unique_folder",
+           "read_bytes", "remove_shard_folder", "shard_name", "write_bytes"]
 
 SPEC_FILE = "spec.json"
+# Attempts at a free folder name: with 64 random bits, a second is already unlikely.
+_ATTEMPTS = 100
 
 
 def folder_path(directory: Any) -> str:
@@ -35,6 +38,21 @@ def folder_path(directory: Any) -> str:
 def shard_name(number: int) -> str:
     """The name of shard folder `number` of a sharded dataset: 000000, ..."""
     return f"{number:06}"
+
+
+def make_unique_folder(prefix: str) -> str:
+    """Creates and returns a new local folder `<prefix><random>` (its parent
+    must exist), with the mode `os.makedirs` and `bags` give: 0777 less the
+    umask. `tempfile.mkdtemp` would make it 0700, and the folder is renamed
+    into the shard, which others must be able to read like a `bags` one."""
+    for _ in range(_ATTEMPTS):
+        path = f"{prefix}{secrets.token_hex(8)}"
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{prefix}*: no free folder name after {_ATTEMPTS} tries")
 
 
 def remove_shard_folder(folder: str) -> None:

@@ -1,10 +1,14 @@
 """Value compression of MapBuffers. The engine decodes zstd itself (and
 compresses it when building); gzip, brotli and lzma run here, with the same
-defaults as `mapbuffer` 1.2.0 (gzip level 9, brotli quality 5)."""
+codecs and defaults as `mapbuffer` 1.2.0: gzip is libdeflate at level 9
+(through the `deflate` package, so gzip maps are byte-identical to
+mapbuffer's), brotli quality 5.
+
+A gzip value must be exactly one gzip member: a second member or trailing
+bytes are damage (ValidationError), never silently dropped."""
 
 from __future__ import annotations
 
-import gzip
 import lzma
 import zlib
 from typing import Any, Callable
@@ -39,13 +43,54 @@ def _brotli() -> Any:
     return brotli
 
 
+def _deflate() -> Any:
+    try:
+        import deflate
+    except ImportError:
+        # A dependency of sackli-bagz: missing only from an install without
+        # dependencies. zlib's level 9 would write other bytes than
+        # mapbuffer's, so there is no silent fallback.
+        raise ImportError("writing gzip maps needs the deflate package (libdeflate, as "
+                          "mapbuffer uses): pip install deflate") from None
+    return deflate
+
+
+_GZIP_LEVEL = 9  # mapbuffer's default
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gzip(data: bytes) -> bytes:
+    """`data` as one gzip member, byte for byte what mapbuffer stores."""
+    return bytes(_deflate().gzip_compress(data, _GZIP_LEVEL))
+
+
+class GzipValueError(ValueError):
+    """A stored gzip value that is not exactly one complete gzip member."""
+
+
 def _gunzip(data: bytes) -> bytes:
-    # zlib raises zlib.error for bad data (gzip.decompress raises several types).
-    return zlib.decompress(data, wbits=31)
+    """The content of `data`, which must be one gzip member and nothing else.
+
+    zlib.decompress stops after the first member and ignores what follows,
+    and libdeflate (what mapbuffer reads with) sizes its output from the last
+    4 bytes: both can return part of the value, or nothing, without an error.
+    Decoding with a decompressor object shows what is left after the member.
+    zlib checks the member's crc32 and size itself (zlib.error)."""
+    inflater = zlib.decompressobj(wbits=31)
+    content = inflater.decompress(data)
+    if not inflater.eof:
+        raise GzipValueError(f"truncated gzip member ({len(data)} bytes)")
+    rest = inflater.unused_data
+    if rest.startswith(_GZIP_MAGIC):
+        raise GzipValueError(f"a second gzip member ({len(rest)} bytes) follows the first; "
+                             "a map value is one member")
+    if rest:
+        raise GzipValueError(f"{len(rest)} bytes after the gzip member")
+    return content
 
 
 _COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
-    "gzip": lambda data: gzip.compress(data, compresslevel=9, mtime=0),
+    "gzip": _gzip,
     "br": lambda data: _brotli().compress(data, quality=5),
     "lzma": lzma.compress,
 }

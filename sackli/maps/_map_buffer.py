@@ -90,10 +90,15 @@ class MapBuffer(MapBase):
         return None if name == "none" else name
 
     def datasize(self) -> int:
-        """Size of the values region in bytes."""
+        """Size of the values region in bytes. TypeError naming the map when
+        it is read from an object without `__len__` (its size is unknown)."""
         core = self._core_now()
-        size = core.map_size if core.map_size is not None else len(self.buffer)
-        return size - core.data_offset
+        if core.map_size is None:
+            # Measuring would mean fetching every value: the caller decides.
+            raise TypeError(f"{self._name()}: datasize() needs the map's size, and the "
+                            f"{type(self.buffer).__name__} it is read from has no __len__ "
+                            "(give it one, or read the map from bytes, a file or a path)")
+        return core.map_size - core.data_offset
 
     def _finish(self, position: int | None, value: bytes, label: Any = None) -> Any:
         # Values the engine could not decode (gzip, br, lzma), then frombytesfn.
@@ -220,20 +225,31 @@ class MapBuffer(MapBase):
         position = core.find(label)
         if position < 0:
             raise KeyError(f"{label} was not found.")
+        begin, end = self._extent(position)
+        return end - begin - (4 if core.version >= 1 else 0)
+
+    def _extent(self, position: int) -> tuple[int, int]:
+        """[begin, end) of the stored value at `position`, crc32c included.
+        In a map of unknown size (an object without `__len__`) the last
+        value runs to wherever the object's slice from `begin` ends: what a
+        lookup of it reads, so no length is needed."""
+        core = self._core_now()
         with corruption_as_validation_error():
             begin, end = core.extent(position)
-        if end is None:
-            end = len(self.buffer)
-        return end - begin - (4 if core.version >= 1 else 0)
+        if end is not None:
+            return begin, end
+        end = begin + len(self.buffer[begin:])
+        if core.version >= 1 and end - begin < 4:
+            raise ValidationError(
+                f"{self._name()}: value of key {core.key_at(position)}: {end - begin} bytes, "
+                f"no room for its crc32c (byte offset {begin})")
+        return begin, end
 
     def setindex(self, i: int, data: Any) -> None:
         """Overwrites the value at index position `i` with one of exactly the
         same stored size (the buffer must be writable)."""
         core = self._core_now()
-        with corruption_as_validation_error():
-            begin, end = core.extent(i)
-        if end is None:
-            end = len(self.buffer)
+        begin, end = self._extent(i)
         if self.tobytesfn is not None:
             data = self.tobytesfn(data)
         data = encode_value(core.compression, bytes(data))

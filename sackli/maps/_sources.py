@@ -9,12 +9,12 @@ from __future__ import annotations
 import io
 import mmap
 import os
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
 from .. import _engine
 from ._errors import corruption_as_validation_error
+from ._files import new_hidden_file
 
 #: `data` arguments taken as paths.
 PathArgument = (str, os.PathLike)
@@ -120,10 +120,9 @@ def _cached_head(cache: str, read: Callable[[], bytes], kind: str, name: str) ->
     except FileNotFoundError:
         pass
     head = read()
-    folder = os.path.dirname(os.path.abspath(cache))
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(cache)}.")
+    file, temporary = new_hidden_file(cache)  # the umask's mode, as open() gives
     try:
-        with os.fdopen(fd, "wb") as file:
+        with file:
             file.write(head)
         os.replace(temporary, cache)
     except BaseException:

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, Optional
 from .. import _engine
 from .._storage import is_remote, open_upload
 from ._compression import normalize
+from ._files import new_hidden_file
 from ._base import uint64
 from ._map_buffer import FORMAT_VERSION, HEADER_LENGTH, MAGIC_NUMBERS, encode_value
 
@@ -30,7 +31,8 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
     URL), with values compressed by `compress` (None, "gzip", "br", "zstd",
     "lzma"). Returns the number of keys. A duplicate key raises ValueError and
     leaves nothing at `path`. The result is what `MapBuffer(dict(items),
-    compress=compress).tobytes()` holds (identical without compression)."""
+    compress=compress).tobytes()` holds (identical without compression and
+    with gzip). A local file gets the mode `open()` gives: 0666 less the umask."""
     method = normalize(compress)
     target = os.fspath(path)
     remote = is_remote(target)
@@ -42,10 +44,10 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
                 _lay_out(keys, offsets, lengths, method, spill, staged)
                 _upload(staged, target)
         else:
-            fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.",
-                                             suffix=".partial")
+            # Not mkstemp: the map gets the umask's mode, as open() gives.
+            out, temporary = new_hidden_file(target, suffix=".partial")
             try:
-                with os.fdopen(fd, "wb") as out:
+                with out:
                     _lay_out(keys, offsets, lengths, method, spill, out)
                 os.replace(temporary, target)
             except BaseException:
