@@ -380,3 +380,92 @@ def test_a_schema_sidecar_is_written_through_its_link(tmp_path):
     assert sidecar.is_symlink()
     assert (tmp_path / "real" / "schema").stat().st_size > 0
     assert sackli.arrow.read_table(str(tmp_path / "t.bagz")).to_pylist() == table.to_pylist()
+
+
+def _renames_synced_first(calls) -> bool:
+    """Every renamed file or folder was synced before its rename."""
+    return all(any(c.name == "fsync" and c.path == rename.path for c in calls[:i])
+               for i, rename in enumerate(calls) if rename.name == "rename")
+
+
+def test_durable_dataset_writer_syncs_every_file_and_folder_before_the_shard_appears(
+        tracer, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    calls = traced(tracer, tmp_path, f"""
+import sackli.datasets as datasets
+with datasets.ShardedDatasetWriter({str(out / 'ds')!r}, {{"n": "int(8)", "s": "utf8"}},
+                                   shard_length=3, durable=True) as writer:
+    for i in range(5):
+        writer.append({{"n": i, "s": "v%d" % i}})
+""")
+    shards = [c.to for c in calls if c.name == "rename" and c.to.startswith(str(out / "ds") + "/")
+              and os.path.dirname(c.to) == str(out / "ds")]
+    assert shards == [str(out / "ds" / "000000"), str(out / "ds" / "000001")], calls
+    for shard in shards:
+        rename = next(i for i, c in enumerate(calls) if c.name == "rename" and c.to == shard)
+        partial = calls[rename].path
+        synced = {c.path for c in calls[:rename] if c.name == "fsync"}
+        placed = {c.to for c in calls[:rename] if c.name == "rename"}
+        # Every file of the shard reached the disk (synced, then renamed into
+        # the shard's folder: _renames_synced_first), and so did the folder.
+        for name in ("refs.bag", "n.bag", "s.bag", "spec.json"):
+            assert os.path.join(partial, name) in placed, (name, calls)
+        assert partial in synced
+        assert any(c.name == "fsync" and c.path == str(out / "ds") for c in calls[rename:])
+    assert _renames_synced_first(calls), calls
+    import sackli.datasets as datasets
+    assert len(datasets.ShardedDatasetReader(str(out / "ds"))) == 5
+
+
+def test_without_durable_the_dataset_writer_syncs_nothing(tracer, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    calls = traced(tracer, tmp_path, f"""
+import sackli.datasets as datasets
+with datasets.DatasetWriter({str(out / 'ds')!r}, {{"n": "int(8)"}}) as writer:
+    writer.append({{"n": 1}})
+""")
+    assert [c for c in calls if c.name == "fsync"] == []
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_durable_map_write_syncs_the_map_before_its_rename(tracer, tmp_path, durable):
+    out = tmp_path / "out"
+    out.mkdir()
+    calls = traced(tracer, tmp_path, f"""
+import sackli.maps
+sackli.maps.write({str(out / 'm.mb')!r}, [(i, b"v%d" % i) for i in range(100)], "gzip",
+                  durable={durable})
+""")
+    renames = [c for c in calls if c.name == "rename"]
+    assert [c.to for c in renames] == [str(out / "m.mb")]
+    if durable:
+        assert _renames_synced_first(calls), calls
+        assert folder_synced_after_last_rename(calls, out), calls
+    else:
+        assert [c for c in calls if c.name == "fsync"] == []
+    import sackli.maps
+    assert sackli.maps.MapBuffer(out / "m.mb")[7] == b"v7"
+
+
+def test_a_map_is_written_through_its_link(tmp_path):
+    import sackli.maps
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "m.mb"
+    link.symlink_to(tmp_path / "real" / "m.mb")
+    sackli.maps.write(link, [(1, b"one")])
+    assert link.is_symlink()
+    assert sackli.maps.MapBuffer(tmp_path / "real" / "m.mb")[1] == b"one"
+
+
+def test_durable_write_table_to_a_dataset(tracer, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    calls = traced(tracer, tmp_path, f"""
+import pyarrow as pa, sackli.arrow
+sackli.arrow.write_table(pa.table({{"x": [1, 2, 3]}}), {str(out / 'ds')!r}, spec="auto",
+                         durable=True)
+""")
+    assert _renames_synced_first(calls), calls
+    assert any(c.name == "fsync" and c.path == str(out / "ds") for c in calls)

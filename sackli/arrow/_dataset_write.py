@@ -65,6 +65,7 @@ def write_dataset_table(
     sharded: bool = True,
     shard_length: int | None = None,
     shard_size: int | None = 10 * _GIB,
+    durable: bool = False,
 ) -> list[str]:
     """Writes the rows of a table as datapoints of a dataset (see
     sackli.arrow.write_table); returns the shard folders written."""
@@ -75,9 +76,10 @@ def write_dataset_table(
     writer: Any
     if sharded:
         writer = ShardedDatasetWriter(folder, fields, encoders, shard_size=shard_size,
-                                      shard_length=shard_length, compression=compression)
+                                      shard_length=shard_length, compression=compression,
+                                      durable=durable)
     else:
-        writer = DatasetWriter(folder, fields, encoders, compression)
+        writer = DatasetWriter(folder, fields, encoders, compression, durable=durable)
     names = stream.schema.names
     try:
         for batch in stream.batches:

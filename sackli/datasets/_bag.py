@@ -70,19 +70,23 @@ class BagWriter(DiscardsOnError):
         file is called), or a sackli.CompressionZstd to store every
         non-empty record as a zstd frame (a sackli extension: name the file
         `.bagz` so readers detect it).
+      durable: fsync the file before the rename that publishes it, and its
+        folder after (see sackli.Writer.Options).
 
     Raises:
       FileExistsError: `path` exists.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], compression: CompressionZstd | None = None
+        self, path: str | os.PathLike[str], compression: CompressionZstd | None = None,
+        *, durable: bool = False,
     ) -> None:
         self._path = _path(path, "BagWriter")
         if not is_remote(self._path) and os.path.lexists(self._path):
             raise FileExistsError(f"{self._path}: already exists")
         self._compressed = compression is not None
-        self._writer = Writer(self._path, compression=compression or CompressionNone())
+        self._writer = Writer(self._path, compression=compression or CompressionNone(),
+                              durable=durable)
         # The leading empty record (see the module doc) goes first.
         self._pending: list[bytes] = [b""]
         self._pending_bytes = 0

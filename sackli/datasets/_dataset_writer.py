@@ -21,6 +21,7 @@ from ._concurrent import concurrently
 from ._builtin_codecs import encoders as builtin_encoders, one_argument
 from .._format import partial_folder_prefix
 from .._storage import is_remote
+from .._whole_files import sync_folders
 from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, exists, folder_path, join, make_unique_folder, write_bytes
@@ -62,6 +63,9 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         stores those fields as `<field>.bagz` (zstd per value) and records
         it in spec.json; such a dataset is readable by sackli only. None
         (the default) writes exactly what `bags` writes.
+      durable: fsync every file, then the folder, before the rename that
+        publishes the shard, and the parent folder after it: a `close()`
+        that returned survives power loss (a sackli extension).
 
     Raises:
       FileExistsError: `directory` exists.
@@ -78,8 +82,11 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         spec: Mapping[str, str],
         encoders: Mapping[str, Any] | None = None,
         compression: Mapping[str, str] | None = None,
+        *,
+        durable: bool = False,
     ) -> None:
         self._directory = folder_path(directory)
+        self._durable = durable
         self._fields = parse_spec(spec)
         self._compression = parse_compression(compression, self._fields, self._directory)
         self._raw_spec: dict[str, Any] = dict(spec)
@@ -92,10 +99,10 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         self._partial = self._directory if self._remote else self._make_partial_folder()
         self._closed = False
         try:
-            self._refs = BagWriter(join(self._partial, "refs.bag"))
+            self._refs = BagWriter(join(self._partial, "refs.bag"), durable=durable)
             self._writers = {
                 field: BagWriter(join(self._partial, self._field_file(field)),
-                                 self._compression.get(field))
+                                 self._compression.get(field), durable=durable)
                 for field in self._fields}
         except BaseException:
             self._remove_partial_folder()
@@ -216,11 +223,16 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
             concurrently([self._refs.close, *(w.close for w in self._writers.values())],
                          self._remote)
             # Last: a remote shard counts as written once spec.json exists.
-            write_bytes(join(self._partial, SPEC_FILE), spec_json(self._raw_spec))
+            # Durable: each bag synced itself and the partial folder; spec.json
+            # syncs itself and the folder again, then the rename is synced.
+            write_bytes(join(self._partial, SPEC_FILE), spec_json(self._raw_spec),
+                        durable=self._durable)
             if not self._remote:
                 if os.path.lexists(self._directory):
                     raise FileExistsError(f"{self._directory}: created by someone else meanwhile")
                 os.rename(self._partial, self._directory)
+                if self._durable:
+                    sync_folders([self._directory])
         except BaseException:
             self.discard()
             raise

@@ -33,7 +33,9 @@ class ShardedDatasetWriter(DiscardsOnError):
     Each shard appears whole when it is full or the writer closes (see
     DatasetWriter). Shard numbers run shard_start, shard_start + shard_step,
     ...: give worker w of n `shard_start=w, shard_step=n`. `compression` is
-    DatasetWriter's sackli extension (per-field zstd). Not thread-safe.
+    DatasetWriter's sackli extension (per-field zstd); `durable=True`
+    makes each shard's `close()` survive power loss (see DatasetWriter).
+    Not thread-safe.
 
     Raises:
       ValueError: shard_start < 0 or shard_step < 1 (and as DatasetWriter).
@@ -49,6 +51,8 @@ class ShardedDatasetWriter(DiscardsOnError):
         shard_start: int = 0,
         shard_step: int = 1,
         compression: Mapping[str, str] | None = None,
+        *,
+        durable: bool = False,
     ) -> None:
         if shard_start < 0 or shard_step < 1:
             raise ValueError(
@@ -56,6 +60,7 @@ class ShardedDatasetWriter(DiscardsOnError):
         self._directory = folder_path(directory)
         self._spec = dict(spec)
         self._compression = compression
+        self._durable = durable
         self._encoders = encoders
         self._shard_size = shard_size
         self._shard_length = shard_length
@@ -86,7 +91,8 @@ class ShardedDatasetWriter(DiscardsOnError):
         """Appends one datapoint; returns its index among this writer's."""
         if self._writer is None:
             folder = join(self._directory, shard_name(self._next_shard))
-            self._writer = DatasetWriter(folder, self._spec, self._encoders, self._compression)
+            self._writer = DatasetWriter(folder, self._spec, self._encoders, self._compression,
+                                         durable=self._durable)
         writer = self._writer
         index = self._done_length + writer.append(datapoint)
         # The length first, then a bound of the size: both cost nothing.

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, Optional
 
 from .. import _engine
 from .._storage import is_remote, open_upload
+from .._whole_files import sync_folders
 from ._compression import normalize
 from ._files import new_hidden_file
 from ._base import uint64
@@ -25,17 +26,24 @@ _TAGS = {None: b"none", "gzip": b"gzip", "br": b"00br", "zstd": b"zstd", "lzma":
 _COPY_CHUNK = 1 << 20
 
 
-def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] = None) -> int:
+def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] = None,
+          *, durable: bool = False) -> int:
     """Writes the MapBuffer of `items` ((key, bytes-like value) pairs, any
     order, each key once) to `path` (a local path, or a `gs://` / `s3://`
     URL), with values compressed by `compress` (None, "gzip", "br", "zstd",
     "lzma"). Returns the number of keys. A duplicate key raises ValueError and
     leaves nothing at `path`. The result is what `MapBuffer(dict(items),
     compress=compress).tobytes()` holds (identical without compression and
-    with gzip). A local file gets the mode `open()` gives: 0666 less the umask."""
+    with gzip). A local file gets the mode `open()` gives: 0666 less the umask.
+    A symbolic link is written through (the file it points to is replaced).
+    `durable`: the file is fsynced before the rename that publishes it and
+    its folder after, so a return survives power loss (an uploaded object is
+    committed durably by its store)."""
     method = normalize(compress)
     target = os.fspath(path)
     remote = is_remote(target)
+    if not remote and os.path.islink(target):
+        target = os.path.realpath(target)
     folder = None if remote else os.path.dirname(os.path.abspath(target))
     with tempfile.TemporaryFile(dir=folder) as spill:
         keys, offsets, lengths = _spill(items, method, spill)
@@ -49,7 +57,12 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
             try:
                 with out:
                     _lay_out(keys, offsets, lengths, method, spill, out)
+                    if durable:
+                        out.flush()
+                        os.fsync(out.fileno())
                 os.replace(temporary, target)
+                if durable:
+                    sync_folders([target])
             except BaseException:
                 os.unlink(temporary)
                 raise
