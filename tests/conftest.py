@@ -103,3 +103,13 @@ class _HelperModules(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.append(_HelperModules())
+
+
+@pytest.fixture(params=[0o022, 0o027, 0o077, 0o002], ids=lambda mask: f"umask{mask:03o}")
+def umask(request):
+    """Runs the test under each of these umasks (the one set is the value)."""
+    previous = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(previous)

@@ -52,8 +52,8 @@ static void path_at(int dirfd, const char* path, char* out) {
   static __typeof__(&name) real = NULL;     \
   if (real == NULL) real = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
-int fsync(int fd) {
-  REAL(fsync);
+// Logs a successful sync of `fd` (fsync and fdatasync alike).
+static int logged_sync(int (*real)(int), int fd) {
   int result = real(fd);
   int saved = errno;
   if (result == 0) {
@@ -65,17 +65,14 @@ int fsync(int fd) {
   return result;
 }
 
+int fsync(int fd) {
+  REAL(fsync);
+  return logged_sync(real, fd);
+}
+
 int fdatasync(int fd) {
   REAL(fdatasync);
-  int result = real(fd);
-  int saved = errno;
-  if (result == 0) {
-    char path[PATH_MAX];
-    path_of_fd(fd, path);
-    log_line("fsync", path, "");
-  }
-  errno = saved;
-  return result;
+  return logged_sync(real, fd);
 }
 
 int rename(const char* from, const char* to) {
@@ -87,9 +84,9 @@ int rename(const char* from, const char* to) {
   return result;
 }
 
-int renameat(int from_dir, const char* from, int to_dir, const char* to) {
-  REAL(renameat);
-  int result = real(from_dir, from, to_dir, to);
+// Logs a successful rename between paths relative to directories.
+static int logged_rename_at(int result, int from_dir, const char* from, int to_dir,
+                            const char* to) {
   int saved = errno;
   if (result == 0) {
     char a[PATH_MAX], b[PATH_MAX];
@@ -101,17 +98,13 @@ int renameat(int from_dir, const char* from, int to_dir, const char* to) {
   return result;
 }
 
+int renameat(int from_dir, const char* from, int to_dir, const char* to) {
+  REAL(renameat);
+  return logged_rename_at(real(from_dir, from, to_dir, to), from_dir, from, to_dir, to);
+}
+
 int renameat2(int from_dir, const char* from, int to_dir, const char* to,
               unsigned int flags) {
   REAL(renameat2);
-  int result = real(from_dir, from, to_dir, to, flags);
-  int saved = errno;
-  if (result == 0) {
-    char a[PATH_MAX], b[PATH_MAX];
-    path_at(from_dir, from, a);
-    path_at(to_dir, to, b);
-    log_line("rename", a, b);
-  }
-  errno = saved;
-  return result;
+  return logged_rename_at(real(from_dir, from, to_dir, to, flags), from_dir, from, to_dir, to);
 }

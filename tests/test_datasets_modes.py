@@ -8,23 +8,12 @@ from __future__ import annotations
 import os
 import stat
 
-import pytest
+import bags
 
 from sackli import datasets
 
-bags = pytest.importorskip("bags")
-
 SPEC = {"label": "int(8)", "words": "utf8[]"}
 POINTS = [{"label": k, "words": ["a", "b"][:k % 3]} for k in range(5)]
-
-
-@pytest.fixture(params=[0o022, 0o027, 0o077, 0o002], ids=lambda mask: f"umask{mask:03o}")
-def umask(request):
-    previous = os.umask(request.param)
-    try:
-        yield request.param
-    finally:
-        os.umask(previous)
 
 
 def _modes(folder) -> dict[str, int]:

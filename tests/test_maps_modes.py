@@ -13,15 +13,6 @@ import sackli.maps
 from sackli.maps import MapBuffer
 
 
-@pytest.fixture(params=[0o022, 0o027, 0o077, 0o002], ids=lambda mask: f"umask{mask:03o}")
-def umask(request):
-    previous = os.umask(request.param)
-    try:
-        yield request.param
-    finally:
-        os.umask(previous)
-
-
 def _mode(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
