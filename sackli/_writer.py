@@ -129,6 +129,7 @@ class Writer:
     def _uploading(cls, url: str, options: WriterOptions, opener: OpenUpload) -> "Writer":
         """A Writer of the remote `url` whose uploads `opener` opens (the
         Beam sink's, configured by the pipeline options)."""
+        check_placement(url, options)
         writer = cls.__new__(cls)
         writer._options = options
         writer._path = url

@@ -469,3 +469,10 @@ sackli.arrow.write_table(pa.table({{"x": [1, 2, 3]}}), {str(out / 'ds')!r}, spec
 """)
     assert _renames_synced_first(calls), calls
     assert any(c.name == "fsync" and c.path == str(out / "ds") for c in calls)
+
+
+@pytest.mark.parametrize("field", [{"atomic": False}, {"durable": True}])
+def test_beam_sinks_refuse_write_modes_that_beam_cannot_keep(tmp_path, field):
+    from sackli.beam import WriteToSackli
+    with pytest.raises(ValueError, match=f"{next(iter(field))}=.*temporary name"):
+        WriteToSackli(str(tmp_path / "out@2.bag"), options=sackli.Writer.Options(**field))

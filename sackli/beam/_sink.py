@@ -41,7 +41,16 @@ _MIME_TYPE = "application/octet-stream"
 
 def _resolved(options: WriterOptions, suffix: str) -> WriterOptions:
     """`options` with auto-detected compression fixed by the final suffix
-    (temporary names must not decide it)."""
+    (temporary names must not decide it). ValueError for `atomic=False` or
+    `durable=True`: Beam writes each shard under a temporary name and
+    renames it through its own file systems, which neither writes in place
+    nor syncs the rename."""
+    for field, default in (("atomic", True), ("durable", False)):
+        if getattr(options, field) != default:
+            raise ValueError(
+                f"WriteToSackli: {field}={not default} does not apply to Beam sinks: Beam "
+                "writes each shard under a temporary name and renames it through its own "
+                "file systems (which neither write in place nor sync the rename)")
     if not isinstance(options.compression, CompressionAutoDetect):
         return options
     compression = CompressionZstd() if has_zstd_suffix(suffix) else CompressionNone()
