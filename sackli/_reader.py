@@ -215,9 +215,9 @@ class Reader(collections.abc.Sequence):
         `read_indices` returns them. Other index types raise TypeError."""
         return self._getitem_slow(index)
 
-    # `r[i]` runs in the engine without a Python frame; slices, lists,
-    # arrays, other types and closed readers reach `_getitem_slow`.
-    __getitem__ = _engine.reader_getitem  # type: ignore[assignment]  # noqa: F811
+    # `r[i]` runs in the engine without a Python frame (installed below, as
+    # a method of this class); slices, lists, arrays, other types and closed
+    # readers reach `_getitem_slow`.
 
     def _getitem_slow(self, index: Any) -> Any:
         if isinstance(index, slice):
@@ -422,3 +422,6 @@ class Reader(collections.abc.Sequence):
             text += f"[{start}:{stop_text}:{step}]"
         shards = self._core.bag.num_shards
         return f"<{text}: {length} records, {shards} shard{'s' if shards != 1 else ''}>"
+
+
+_engine.install_reader_getitem(Reader)
