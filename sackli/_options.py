@@ -309,12 +309,17 @@ class WriterOptions:
 # Options are immutable, and validating a new set costs more than opening a
 # small bag: the defaults, and the same keyword overrides given again (e.g. on
 # every open), resolve to one shared instance.
-_RESOLVED: dict[tuple, Any] = {}
+_RESOLVED: dict[Any, Any] = {}  # by type (the defaults) or (type, overrides...)
 _FIELDS: dict[type, frozenset[str]] = {}
 
 
 def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) -> Any:
     """`options` (or the defaults) with `overrides` applied, validated."""
+    if options is None and not overrides:  # the defaults: the common open
+        cached = _RESOLVED.get(options_type)
+        if cached is None:
+            cached = _RESOLVED[options_type] = options_type()
+        return cached
     if options is not None and not isinstance(options, options_type):
         raise TypeError(
             f"options must be a {options_type.__qualname__}, not {type(options).__name__}"
