@@ -17,7 +17,9 @@ above sackli's (it measured slower there, so it is no bound in that row).
 (`PurePythonMmap`: mmap, struct, memoryview slicing): the line shows its
 time, the median of the per-repetition ratios pymmap time / sackli time
 (above 1: sackli is faster) and sackli's share of the ceiling (ceiling
-time / sackli time); the table after the main one repeats them.
+time / sackli time), and of the ceiling run `serial` (x86-64: each record's
+loads finish before the next record starts, as they must between two calls
+from Python; see ceiling.cc); the table after the main one repeats them.
 
 Datasets (each as .bag and as .bagz, zstd level 3):
   1 KiB records: 200,000; 20,000 random reads; 200 slices of 1,000 records;
@@ -408,15 +410,16 @@ def compile_ceiling(folder: str) -> str:
     return binary
 
 
-def run_ceiling(binary: str, spec: tuple, data: Data, repeat: int) -> float:
-    """Median seconds of the C++ ceiling for one workload."""
+def run_ceiling(binary: str, spec: tuple, data: Data, repeat: int, serial: bool = False) -> float:
+    """Median seconds of the C++ ceiling for one workload (`serial`: each
+    record's loads complete before the next starts, see ceiling.cc)."""
     if spec[0] == "open":
         command = [binary, "open", data.path, str(repeat), str(OPENS)]
     else:
         _, indices, threads = spec
         indices_path = os.path.join(data.folder, "indices.bin")
         np.asarray(indices, dtype=np.int64).tofile(indices_path)
-        command = [binary, "read", data.path, indices_path, str(threads), str(repeat)]
+        command = [binary, "read", data.path, indices_path, str(threads), str(repeat)] + (["serial"] if serial else [])
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return statistics.median(json.loads(output)["times"])
 
@@ -434,6 +437,8 @@ def run_dataset(data: Data, repeat: int, ceiling: str | None, only: str | None =
         row.update(compare(workload, data, repeat))
         row["ceiling_s"] = run_ceiling(ceiling, workload.ceiling(data), data, repeat) \
             if ceiling and workload.ceiling else None
+        if ceiling and row.get("anchor_s") and platform.machine() in ("x86_64", "AMD64"):
+            row["ceiling_serial_s"] = run_ceiling(ceiling, workload.ceiling(data), data, repeat, serial=True)
         print(format_line(row), flush=True)
         rows.append(row)
     return rows
@@ -527,7 +532,9 @@ def format_line(row: dict[str, Any]) -> str:
             + (f"  | pymmap {seconds_text(row['anchor_s'])}: pymmap/sackli per rep. x{row['anchor_per_rep']:.2f}"
                if row.get("anchor_s") else "")
             + (f", sackli at {row['ceiling_s'] / row['sackli_s']:.0%} of the ceiling"
-               if row.get("anchor_s") and row["ceiling_s"] else ""))
+               if row.get("anchor_s") and row["ceiling_s"] else "")
+            + (f", {row['ceiling_serial_s'] / row['sackli_s']:.0%} of the serial ceiling "
+               f"({seconds_text(row['ceiling_serial_s'])})" if row.get("ceiling_serial_s") else ""))
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
@@ -542,11 +549,15 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     anchored = [row for row in rows if row.get("anchor_s")]
     if anchored:
         lines += ["", "| records | format | workload | sackli | pure-Python mmap | pymmap/sackli per rep. "
-                  "| ceiling/sackli |", "|---|---|---|--:|--:|--:|--:|"]
+                  "| ceiling | ceiling/sackli | serial ceiling | serial ceiling/sackli |",
+                  "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]
         for row in anchored:
             share = f"{row['ceiling_s'] / row['sackli_s']:.0%}" if row["ceiling_s"] else "–"
+            serial = row.get("ceiling_serial_s")
+            serial_share = f"{serial / row['sackli_s']:.0%}" if serial else "–"
             lines.append(f"| {row['records']} | {row['format']} | {row['workload']} | {seconds_text(row['sackli_s'])} "
-                         f"| {seconds_text(row['anchor_s'])} | {row['anchor_per_rep']:.2f}x | {share} |")
+                         f"| {seconds_text(row['anchor_s'])} | {row['anchor_per_rep']:.2f}x "
+                         f"| {seconds_text(row['ceiling_s'])} | {share} | {seconds_text(serial)} | {serial_share} |")
     return "\n".join(lines)
 
 
