@@ -1,11 +1,7 @@
 #include "record_index.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "fault_guard.h"
 #include "read_plan.h"
@@ -79,26 +75,6 @@ uint64_t HashRecord(std::string_view record) {
   return MultiplyFold(h, k0);
 }
 
-RecordIndex::SlotTable::SlotTable(size_t n) : size_(n) {
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t bytes = n * sizeof(Slot);
-  void* memory;
-  if (bytes >= kHugePage) {
-    // Whole huge pages, aligned to one, so that every page can be huge.
-    memory = std::aligned_alloc(kHugePage, (bytes + kHugePage - 1) / kHugePage * kHugePage);
-#if defined(MADV_HUGEPAGE)
-    if (memory != nullptr) ::madvise(memory, bytes, MADV_HUGEPAGE);  // a hint only
-#endif
-  } else {
-    memory = std::aligned_alloc(alignof(Slot), bytes);
-  }
-  if (memory == nullptr) throw std::bad_alloc();
-  data_ = static_cast<Slot*>(memory);
-  std::uninitialized_fill_n(data_, n, Slot{});
-}
-
-RecordIndex::SlotTable::~SlotTable() { std::free(data_); }
-
 RecordIndex::RecordIndex(std::shared_ptr<const Bag> bag, const View& view,
                          bool keep_all, uint64_t max_memory_bytes,
                          const std::function<void()>& checkpoint,
@@ -114,7 +90,7 @@ RecordIndex::RecordIndex(std::shared_ptr<const Bag> bag, const View& view,
   // and the new tables' pages faulted in while the old ones were live (half
   // the time of an index over 1M small records). A view with many repeats
   // gets a table larger than it needs (at most 2x the records' 2x).
-  slots_ = SlotTable(SlotsFor(view_.length));
+  slots_.resize(SlotsFor(view_.length));
   if (keep_all_) {
     next_same_.assign(view_.length, kNone);
     last_same_.assign(view_.length, kNone);
@@ -271,7 +247,7 @@ const char* RecordIndex::Keep(std::string_view record) {
 }
 
 void RecordIndex::Grow() {
-  SlotTable old(slots_.size() * 2);
+  std::vector<Slot> old(slots_.size() * 2);
   old.swap(slots_);
   const size_t mask = slots_.size() - 1;
   for (const Slot& slot : old) {

@@ -13,7 +13,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "bag.h"
@@ -59,36 +58,6 @@ class RecordIndex {
     uint64_t size = 0;
   };
 
-  // The slots, a power of two of them, all empty at first. A large table
-  // asks the kernel for huge pages (Linux, where transparent huge pages are
-  // on or `madvise`): builds and lookups touch it at random, and with 4 KiB
-  // pages nearly every such touch also misses the TLB (half the time of
-  // adding 1M records measured there, on a VM).
-  class SlotTable {
-   public:
-    SlotTable() = default;
-    explicit SlotTable(size_t n);
-    SlotTable(SlotTable&& other) noexcept { swap(other); }
-    SlotTable& operator=(SlotTable&& other) noexcept {
-      swap(other);
-      return *this;
-    }
-    ~SlotTable();
-    void swap(SlotTable& other) noexcept {
-      std::swap(data_, other.data_);
-      std::swap(size_, other.size_);
-    }
-    size_t size() const { return size_; }
-    Slot& operator[](size_t i) { return data_[i]; }
-    const Slot& operator[](size_t i) const { return data_[i]; }
-    const Slot* begin() const { return data_; }
-    const Slot* end() const { return data_ + size_; }
-
-   private:
-    Slot* data_ = nullptr;
-    size_t size_ = 0;
-  };
-
   void BuildInPlace(const std::function<void()>& checkpoint);
   void BuildDecoded(const std::function<void()>& checkpoint);
   // Records view index j as holding `record` (with this hash), found where
@@ -113,7 +82,7 @@ class RecordIndex {
   bool in_place_;
   bool all_in_memory_ = true;
 
-  SlotTable slots_;  // at most half full
+  std::vector<Slot> slots_;  // size a power of two, at most half full
   size_t num_unique_ = 0;
   std::vector<uint64_t> next_same_;  // keep_all: next index with same record
   std::vector<uint64_t> last_same_;  // keep_all, while building: by first index
