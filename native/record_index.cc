@@ -292,6 +292,9 @@ const RecordIndex::Slot* RecordIndex::Find(uint64_t hash,
 }
 
 std::optional<uint64_t> RecordIndex::First(std::string_view record) const {
+  // The looked-up bytes are hashed, then compared: requested at once, they
+  // arrive together rather than as the hash walks them.
+  PrefetchBytes(record.data(), record.size());
   const Slot* slot = Find(HashRecord(record) & hash_mask_, record);
   if (slot == nullptr) return std::nullopt;
   return slot->first;
@@ -299,6 +302,7 @@ std::optional<uint64_t> RecordIndex::First(std::string_view record) const {
 
 std::vector<uint64_t> RecordIndex::All(std::string_view record) const {
   std::vector<uint64_t> out;
+  PrefetchBytes(record.data(), record.size());  // as in First
   const Slot* slot = Find(HashRecord(record) & hash_mask_, record);
   if (slot == nullptr) return out;
   for (uint64_t j = slot->first; j != kNone; j = next_same_[j]) {
