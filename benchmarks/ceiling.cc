@@ -11,12 +11,19 @@
 //
 //   g++ -O2 -std=c++17 -pthread ceiling.cc -o ceiling -lzstd
 //   ceiling open PATH REPEAT
-//   ceiling read PATH INDICES_FILE THREADS REPEAT
+//   ceiling read PATH INDICES_FILE THREADS REPEAT [serial]
 //
 // INDICES_FILE holds native int64 record indices; `read` splits them into
 // THREADS contiguous chunks, one per thread. An uncompressed record is
 // copied; a compressed one is decompressed (a record stored empty stays
 // empty, as in bagz).
+//
+// `serial` (x86-64 only) waits for each record's loads to complete before
+// the next record starts (an lfence after each): a C++ loop otherwise
+// overlaps the cache misses and page faults of consecutive records, which a
+// reader called once per record from Python cannot do, since hundreds of
+// interpreter instructions separate one call's loads from the next's. It
+// measures that floor for `r[i]` loops.
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -90,7 +97,8 @@ void CloseBag(Bag& bag) {
 
 // Reads records `indices` into a reused buffer; returns a checksum so that
 // the work cannot be optimized away.
-uint64_t ReadRecords(const Bag& bag, const int64_t* indices, size_t count) {
+uint64_t ReadRecords(const Bag& bag, const int64_t* indices, size_t count,
+                     bool serial) {
   std::vector<uint8_t> buffer(1 << 16);
   ZSTD_DCtx* dctx = bag.compressed ? ZSTD_createDCtx() : nullptr;
   uint64_t checksum = 0;
@@ -111,12 +119,18 @@ uint64_t ReadRecords(const Bag& bag, const int64_t* indices, size_t count) {
       std::memcpy(buffer.data(), stored, size);
     }
     checksum += size + (size > 0 ? buffer[size - 1] : 0);
+#if defined(__x86_64__)
+    if (serial) asm volatile("lfence" ::: "memory");
+#else
+    if (serial) Fail("serial needs x86-64");
+#endif
   }
   ZSTD_freeDCtx(dctx);
   return checksum;
 }
 
-uint64_t ReadParallel(const Bag& bag, const std::vector<int64_t>& indices, int threads) {
+uint64_t ReadParallel(const Bag& bag, const std::vector<int64_t>& indices, int threads,
+                      bool serial) {
   std::vector<uint64_t> checksums(threads);
   std::vector<std::thread> workers;
   const size_t chunk = (indices.size() + threads - 1) / threads;
@@ -124,7 +138,7 @@ uint64_t ReadParallel(const Bag& bag, const std::vector<int64_t>& indices, int t
     const size_t first = std::min(indices.size(), t * chunk);
     const size_t last = std::min(indices.size(), first + chunk);
     workers.emplace_back([&, t, first, last] {
-      checksums[t] = ReadRecords(bag, indices.data() + first, last - first);
+      checksums[t] = ReadRecords(bag, indices.data() + first, last - first, serial);
     });
   }
   uint64_t checksum = 0;
@@ -177,20 +191,21 @@ int main(int argc, char** argv) {
         CloseBag(bag);
       }
     }
-  } else if (mode == "read" && argc == 6) {
+  } else if (mode == "read" && (argc == 6 || (argc == 7 && std::string(argv[6]) == "serial"))) {
     const int threads = std::max(1, std::atoi(argv[4]));
+    const bool serial = argc == 7;
     for (int r = 0, repeat = std::atoi(argv[5]); r < repeat; ++r) {
       // Like the Python workloads, each repetition reads through a freshly
       // opened (mapped) file; opening is untimed.
       Bag bag = OpenBag(argv[2]);
       const std::vector<int64_t> indices = LoadIndices(argv[3], bag.num_records);
       const auto start = std::chrono::steady_clock::now();
-      checksum += ReadParallel(bag, indices, threads);
+      checksum += ReadParallel(bag, indices, threads, serial);
       times.push_back(Seconds(start));
       CloseBag(bag);
     }
   } else {
-    Fail("usage: ceiling open PATH REPEAT OPENS | ceiling read PATH INDICES_FILE THREADS REPEAT");
+    Fail("usage: ceiling open PATH REPEAT OPENS | ceiling read PATH INDICES_FILE THREADS REPEAT [serial]");
   }
   PrintResult(times, checksum);
   return 0;

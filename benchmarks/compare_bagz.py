@@ -13,6 +13,13 @@ or ZSTD_decompressDCtx each record into a reused buffer; one thread for
 per-record loops, one per core for batch reads). "bagz/ceiling" is bagz's
 median over the ceiling's median; a "†" marks a ceiling whose median is
 above sackli's (it measured slower there, so it is no bound in that row).
+`r[i]` on a `.bag` is also timed with an anchor, a pure-Python reader
+(`PurePythonMmap`: mmap, struct, memoryview slicing): the line shows its
+time, the median of the per-repetition ratios pymmap time / sackli time
+(above 1: sackli is faster) and sackli's share of the ceiling (ceiling
+time / sackli time), and of the ceiling run `serial` (x86-64: each record's
+loads finish before the next record starts, as they must between two calls
+from Python; see ceiling.cc); the table after the main one repeats them.
 
 Datasets (each as .bag and as .bagz, zstd level 3):
   1 KiB records: 200,000; 20,000 random reads; 200 slices of 1,000 records;
@@ -41,9 +48,11 @@ import dataclasses
 import gc
 import importlib.metadata
 import json
+import mmap
 import os
 import platform
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -117,6 +126,33 @@ class Bagz:
 
 
 LIBRARIES = (Sackli, Bagz)
+
+
+class PurePythonMmap:
+    """An anchor for `r[i]` on a `.bag`: the simplest reader Python allows,
+    with no engine at all. It maps the file, finds the limits from the
+    trailer (the last 8 bytes: where the limits start) with struct, reads
+    them as a memoryview of uint64 (which checks the index), and slices the
+    record's bytes out of the mapping. No sharding, compression or checks
+    of the limits: a floor for what a call from Python costs, not a
+    library."""
+
+    name = "pymmap"
+
+    class Reader:
+        def __init__(self, path: str) -> None:
+            with open(path, "rb") as file:
+                self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            (limits_start,) = struct.unpack_from("<Q", self._map, len(self._map) - 8)
+            self._limits = memoryview(self._map)[limits_start:len(self._map)].cast("Q")
+
+        def __getitem__(self, i: int) -> bytes:
+            end = self._limits[i]
+            return self._map[self._limits[i - 1] if i else 0:end]
+
+    @staticmethod
+    def reader(spec: str, interleaved: bool = False) -> Any:
+        return PurePythonMmap.Reader(spec)
 
 
 # --- Data -------------------------------------------------------------------
@@ -220,6 +256,8 @@ class Workload:
     prepare: Callable[[Any, Data], Callable[[], Any]]
     ceiling: Callable[[Data], tuple] | None = None
     needs_index: bool = False  # only for scales with lookups
+    # Also timed with the pure-Python mmap reader, on .bag files.
+    anchored: bool = False
 
 
 def write_loop(lib: Any, data: Data) -> Callable[[], Any]:
@@ -312,7 +350,7 @@ WORKLOADS = (
     # kept open until the timing ends (as a set of shards would be).
     Workload(f"open reader x{OPENS}", lambda lib, data: lambda: [lib.reader(data.path) for _ in range(OPENS)],
              lambda data: ("open",)),
-    Workload("r[i] loop, {reads:,} random", on_reader(getitem_loop), random_reads(1)),
+    Workload("r[i] loop, {reads:,} random", on_reader(getitem_loop), random_reads(1), anchored=True),
     Workload("read_indices, {reads:,} random (list)",
              on_reader(lambda lib, r, d: r.read_indices(d.indices)), random_reads(THREADS)),
     Workload("read_indices, {reads:,} random (numpy)",
@@ -346,14 +384,23 @@ def measure(prepare: Callable[[Any, Data], Callable[[], Any]], lib: Any, data: D
 
 
 def compare(workload: Workload, data: Data, repeat: int) -> dict[str, Any]:
-    """Runs the workload `repeat` times per library, alternating."""
-    times: dict[str, list[float]] = {lib.name: [] for lib in LIBRARIES}
+    """Runs the workload `repeat` times per library, alternating (with the
+    pure-Python mmap anchor too for an anchored workload on a .bag)."""
+    libraries = LIBRARIES + ((PurePythonMmap,) if workload.anchored and data.suffix == ".bag" else ())
+    times: dict[str, list[float]] = {lib.name: [] for lib in libraries}
     ratios = []
     for rep in range(repeat):
-        for lib in LIBRARIES[::1 if rep % 2 == 0 else -1]:
+        for lib in libraries[::1 if rep % 2 == 0 else -1]:
             times[lib.name].append(measure(workload.prepare, lib, data))
         ratios.append(times["bagz"][-1] / times["sackli"][-1])
+    anchor = {}
+    if PurePythonMmap.name in times:
+        anchor_times = times[PurePythonMmap.name]
+        anchor = {"anchor_s": statistics.median(anchor_times),
+                  # Above 1: sackli is faster than the pure-Python reader.
+                  "anchor_per_rep": statistics.median(a / s for a, s in zip(anchor_times, times["sackli"]))}
     return {
+        **anchor,
         "sackli_s": statistics.median(times["sackli"]),
         "bagz_s": statistics.median(times["bagz"]),
         # Ratio of the medians, checkable against the times shown; the
@@ -390,15 +437,16 @@ def compile_ceiling(folder: str) -> str:
     return binary
 
 
-def run_ceiling(binary: str, spec: tuple, data: Data, repeat: int) -> float:
-    """Median seconds of the C++ ceiling for one workload."""
+def run_ceiling(binary: str, spec: tuple, data: Data, repeat: int, serial: bool = False) -> float:
+    """Median seconds of the C++ ceiling for one workload (`serial`: each
+    record's loads complete before the next starts, see ceiling.cc)."""
     if spec[0] == "open":
         command = [binary, "open", data.path, str(repeat), str(OPENS)]
     else:
         _, indices, threads = spec
         indices_path = os.path.join(data.folder, "indices.bin")
         np.asarray(indices, dtype=np.int64).tofile(indices_path)
-        command = [binary, "read", data.path, indices_path, str(threads), str(repeat)]
+        command = [binary, "read", data.path, indices_path, str(threads), str(repeat)] + (["serial"] if serial else [])
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return statistics.median(json.loads(output)["times"])
 
@@ -416,6 +464,8 @@ def run_dataset(data: Data, repeat: int, ceiling: str | None, only: str | None =
         row.update(compare(workload, data, repeat))
         row["ceiling_s"] = run_ceiling(ceiling, workload.ceiling(data), data, repeat) \
             if ceiling and workload.ceiling else None
+        if ceiling and row.get("anchor_s") and platform.machine() in ("x86_64", "AMD64"):
+            row["ceiling_serial_s"] = run_ceiling(ceiling, workload.ceiling(data), data, repeat, serial=True)
         print(format_line(row), flush=True)
         rows.append(row)
     return rows
@@ -505,7 +555,13 @@ def format_line(row: dict[str, Any]) -> str:
     return (f"{row['records']:5} {row['format']:5} {row['workload']:42} sackli {seconds_text(row['sackli_s']):>9}  "
             f"bagz {seconds_text(row['bagz_s']):>9}  x{row['speedup']:<6.2f} (per rep. x{row['speedup_per_rep']:<6.2f}) "
             f"ceiling {seconds_text(row['ceiling_s']):>9}"
-            + (f"  x{ceiling:.2f}{ceiling_mark(row)}" if ceiling else ""))
+            + (f"  x{ceiling:.2f}{ceiling_mark(row)}" if ceiling else "")
+            + (f"  | pymmap {seconds_text(row['anchor_s'])}: pymmap/sackli per rep. x{row['anchor_per_rep']:.2f}"
+               if row.get("anchor_s") else "")
+            + (f", sackli at {row['ceiling_s'] / row['sackli_s']:.0%} of the ceiling"
+               if row.get("anchor_s") and row["ceiling_s"] else "")
+            + (f", {row['ceiling_serial_s'] / row['sackli_s']:.0%} of the serial ceiling "
+               f"({seconds_text(row['ceiling_serial_s'])})" if row.get("ceiling_serial_s") else ""))
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
@@ -517,6 +573,18 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
                      f"| {seconds_text(row['bagz_s'])} | {seconds_text(row['ceiling_s'])} | {row['speedup']:.2f}x "
                      f"| {row['speedup_per_rep']:.2f}x "
                      f"| {f'{ceiling:.2f}x{ceiling_mark(row)}' if ceiling else '–'} |")
+    anchored = [row for row in rows if row.get("anchor_s")]
+    if anchored:
+        lines += ["", "| records | format | workload | sackli | pure-Python mmap | pymmap/sackli per rep. "
+                  "| ceiling | ceiling/sackli | serial ceiling | serial ceiling/sackli |",
+                  "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+        for row in anchored:
+            share = f"{row['ceiling_s'] / row['sackli_s']:.0%}" if row["ceiling_s"] else "–"
+            serial = row.get("ceiling_serial_s")
+            serial_share = f"{serial / row['sackli_s']:.0%}" if serial else "–"
+            lines.append(f"| {row['records']} | {row['format']} | {row['workload']} | {seconds_text(row['sackli_s'])} "
+                         f"| {seconds_text(row['anchor_s'])} | {row['anchor_per_rep']:.2f}x "
+                         f"| {seconds_text(row['ceiling_s'])} | {share} | {seconds_text(serial)} | {serial_share} |")
     return "\n".join(lines)
 
 

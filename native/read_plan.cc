@@ -30,6 +30,8 @@ constexpr uint64_t kMaxCoalescedBytes = 8 * 1024 * 1024;
 constexpr uint64_t kParallelCopyBytes = 1024 * 1024;
 constexpr uint64_t kParallelDecodeBytes = 64 * 1024;
 constexpr size_t kParallelPlanRecords = 4096;
+// A scan's records are decoded in blocks of up to this many (see DecodeChunks).
+constexpr size_t kDecodeBlockRecords = 64;
 
 // Splits [0, n) into at most `parts` contiguous blocks and runs fn on each.
 void ForBlocks(size_t n, size_t parts, size_t parallelism,
@@ -583,12 +585,20 @@ bool MappedRun(const Bag& bag, uint64_t first, uint64_t count,
   return true;
 }
 
-void VisitRecords(const std::shared_ptr<const Bag>& bag, const View& view,
-                  uint64_t from, uint64_t to,
-                  const std::function<bool(uint64_t size)>& want,
-                  const std::function<bool(uint64_t j, const char* data,
-                                           uint64_t size)>& visit,
-                  const std::function<void()>& checkpoint) {
+namespace {
+
+// What VisitRecords and VisitChunks share: each chunk's wanted records
+// (positions `wanted` of the chunk) decoded into `dst`, then on_chunk(first,
+// plan, wanted, dst, errors) until it returns false. errors[w] holds what
+// decoding wanted[w] threw: on_chunk rethrows it when it reaches w.
+void DecodeChunks(
+    const std::shared_ptr<const Bag>& bag, const View& view, uint64_t from,
+    uint64_t to, const std::function<bool(uint64_t size)>* want,
+    const std::function<bool(uint64_t first, const ReadPlan& plan,
+                             const std::vector<size_t>& wanted,
+                             const std::vector<char*>& dst,
+                             const std::vector<std::exception_ptr>& errors)>& on_chunk,
+    const std::function<void()>& checkpoint) {
   const size_t chunk = RecordsPerChunk(*bag);
   std::vector<uint64_t> globals;
   std::vector<size_t> wanted;
@@ -602,7 +612,7 @@ void VisitRecords(const std::shared_ptr<const Bag>& bag, const View& view,
     wanted.clear();
     uint64_t bytes = 0;
     for (size_t k = 0; k < count; ++k) {
-      if (want(plan.decoded_size(k))) {
+      if (want == nullptr || (*want)(plan.decoded_size(k))) {
         wanted.push_back(k);
         bytes += plan.decoded_size(k);
       }
@@ -618,20 +628,66 @@ void VisitRecords(const std::shared_ptr<const Bag>& bag, const View& view,
     const size_t parallelism =
         bytes >= kParallelDecodeBytes ? bag->options().max_parallelism : 1;
     std::vector<std::exception_ptr> errors(wanted.size());
-    ThreadPool::Shared().ParallelFor(wanted.size(), parallelism, [&](size_t w) {
-      try {
-        plan.DecodeOne(wanted[w], dst[w]);
-      } catch (...) {
-        errors[w] = std::current_exception();
+    // Blocks of records, not one pool item each: small records decode in
+    // less time than the threads take to hand out an item. At least a few
+    // blocks per thread, for large records.
+    const size_t blocks = std::max(std::min(wanted.size(), 16 * parallelism),
+                                   wanted.size() / kDecodeBlockRecords);
+    ForBlocks(wanted.size(), blocks, parallelism, [&](size_t begin, size_t end) {
+      for (size_t w = begin; w < end; ++w) {
+        try {
+          plan.DecodeOne(wanted[w], dst[w]);
+        } catch (...) {
+          errors[w] = std::current_exception();
+        }
       }
     });
-    for (size_t w = 0; w < wanted.size(); ++w) {
-      if (errors[w]) std::rethrow_exception(errors[w]);
-      const size_t k = wanted[w];
-      if (!visit(first + k, dst[w], plan.decoded_size(k))) return;
-    }
+    if (!on_chunk(first, plan, wanted, dst, errors)) return;
     if (checkpoint && first + count < to) checkpoint();
   }
+}
+
+}  // namespace
+
+void VisitChunks(const std::shared_ptr<const Bag>& bag, const View& view,
+                 uint64_t from, uint64_t to,
+                 const std::function<bool(uint64_t first, size_t count,
+                                          const char* const* data,
+                                          const uint64_t* sizes)>& visit,
+                 const std::function<void()>& checkpoint) {
+  std::vector<uint64_t> sizes;
+  DecodeChunks(
+      bag, view, from, to, nullptr,
+      [&](uint64_t first, const ReadPlan& plan, const std::vector<size_t>& wanted,
+          const std::vector<char*>& dst, const std::vector<std::exception_ptr>& errors) {
+        for (const std::exception_ptr& error : errors) {
+          if (error) std::rethrow_exception(error);  // the first, in view order
+        }
+        sizes.resize(wanted.size());
+        for (size_t k = 0; k < wanted.size(); ++k) sizes[k] = plan.decoded_size(k);
+        return visit(first, wanted.size(), dst.data(), sizes.data());
+      },
+      checkpoint);
+}
+
+void VisitRecords(const std::shared_ptr<const Bag>& bag, const View& view,
+                  uint64_t from, uint64_t to,
+                  const std::function<bool(uint64_t size)>& want,
+                  const std::function<bool(uint64_t j, const char* data,
+                                           uint64_t size)>& visit,
+                  const std::function<void()>& checkpoint) {
+  DecodeChunks(
+      bag, view, from, to, &want,
+      [&](uint64_t first, const ReadPlan& plan, const std::vector<size_t>& wanted,
+          const std::vector<char*>& dst, const std::vector<std::exception_ptr>& errors) {
+        for (size_t w = 0; w < wanted.size(); ++w) {
+          if (errors[w]) std::rethrow_exception(errors[w]);
+          const size_t k = wanted[w];
+          if (!visit(first + k, dst[w], plan.decoded_size(k))) return false;
+        }
+        return true;
+      },
+      checkpoint);
 }
 
 }  // namespace sackli

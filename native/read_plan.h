@@ -203,6 +203,17 @@ class PendingRead {
 bool MappedRun(const Bag& bag, uint64_t first, uint64_t count,
                const char** data, std::vector<uint64_t>& offsets);
 
+// Visits view indices [from, to) a chunk at a time: each chunk's records are
+// decoded (in parallel) and handed to visit(first, count, data, sizes), view
+// index first + k at data[k] (sizes[k] bytes, valid during the call only);
+// `visit` returns false to stop.
+void VisitChunks(const std::shared_ptr<const Bag>& bag, const View& view,
+                 uint64_t from, uint64_t to,
+                 const std::function<bool(uint64_t first, size_t count,
+                                          const char* const* data,
+                                          const uint64_t* sizes)>& visit,
+                 const std::function<void()>& checkpoint);
+
 // Visits view indices [from, to) in order, a chunk at a time: records whose
 // decoded size passes `want(size)` are decoded (in parallel) and handed to
 // `visit(j, data, size)` in order; `visit` returns false to stop.

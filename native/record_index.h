@@ -49,8 +49,9 @@ class RecordIndex {
 
  private:
   static constexpr uint64_t kNone = ~uint64_t{0};
-  // A distinct record, all a lookup needs in one place (one cache miss).
-  struct Slot {
+  // A distinct record, all a lookup needs in one place (one cache miss:
+  // aligned, a slot never straddles two cache lines).
+  struct alignas(32) Slot {
     uint64_t hash = 0;
     uint64_t first = kNone;      // first view index holding it; kNone: empty
     const char* data = nullptr;  // its bytes, or null: read them from the bag
@@ -66,6 +67,8 @@ class RecordIndex {
   // The slot of the record equal to `record`, or nullptr.
   const Slot* Find(uint64_t hash, std::string_view record) const;
   bool Equals(const Slot& slot, std::string_view record) const;
+  // Starts loading the slot where a record of this hash would go.
+  void PrefetchSlot(uint64_t hash) const;
   void Grow();
   const char* Keep(std::string_view record);
 

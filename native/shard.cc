@@ -194,6 +194,27 @@ void Shard::Limits(uint64_t first, uint64_t count, uint64_t* begin,
   }
 }
 
+void Shard::Span(uint64_t i, uint64_t* begin, uint64_t* end) const {
+  if (i == 0) {
+    Limits(0, 1, begin, end);
+    return;
+  }
+  uint64_t pair[2];
+  ReadRawLimits(i - 1, 2, pair);
+  if (pair[0] > records_end_) {
+    ThrowBadLimit(i - 1, pair[0], "past the end of the records section");
+  }
+  if (pair[1] < pair[0]) {
+    ThrowBadLimit(i, pair[1],
+                  "smaller than the previous limit " + std::to_string(pair[0]));
+  }
+  if (pair[1] > records_end_) {
+    ThrowBadLimit(i, pair[1], "past the end of the records section");
+  }
+  *begin = pair[0];
+  *end = pair[1];
+}
+
 void Shard::ThrowBadLimit(uint64_t i, uint64_t value,
                           const std::string& why) const {
   ThrowCorruption(limits_path_, limits_offset_ + i * kLimitBytes,

@@ -58,10 +58,9 @@ class Shard {
   void Limits(uint64_t first, uint64_t count, uint64_t* begin,
               uint64_t* ends) const;
 
-  // The byte span [begin, end) of record i, validated.
-  void Span(uint64_t i, uint64_t* begin, uint64_t* end) const {
-    Limits(i, 1, begin, end);
-  }
+  // The byte span [begin, end) of record i, validated as Limits does (one
+  // read of both limits).
+  void Span(uint64_t i, uint64_t* begin, uint64_t* end) const;
 
   // Prepares the limits that Limits() will read for records
   // `sorted_locals[0, n)` (ascending, repeats allowed): for a remote shard

@@ -333,12 +333,36 @@ class WriterOptions:
 # Options are immutable, and validating a new set costs more than opening a
 # small bag: the defaults, and the same keyword overrides given again (e.g. on
 # every open), resolve to one shared instance.
-_RESOLVED: dict[tuple, Any] = {}
+_RESOLVED: dict[Any, Any] = {}  # by _resolved_key
 _FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _resolved_key(options_type: type, overrides: dict[str, Any]) -> Any:
+    """The key of `options_type(**overrides)` in _RESOLVED. Values go in with
+    their type: True == 1, but max_parallelism=True is an error."""
+    if not overrides:
+        return options_type
+    if len(overrides) == 1:  # e.g. sharding_layout=...: no sorting needed
+        ((name, value),) = overrides.items()
+        return (options_type, name, type(value), value)
+    return (options_type, *sorted((k, type(v), v) for k, v in overrides.items()))
 
 
 def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) -> Any:
     """`options` (or the defaults) with `overrides` applied, validated."""
+    key = None
+    if options is None:
+        # The defaults, or overrides seen before (the same keywords given on
+        # every open), come from the cache first: they were validated when
+        # they went in. Opening a small bag costs a few microseconds; this
+        # lookup a fraction of one.
+        key = _resolved_key(options_type, overrides) if overrides else options_type
+        try:
+            cached = _RESOLVED.get(key)
+        except TypeError:  # an unhashable value: nothing to share
+            key = cached = None
+        if cached is not None:
+            return cached
     if options is not None and not isinstance(options, options_type):
         raise TypeError(
             f"options must be a {options_type.__qualname__}, not {type(options).__name__}"
@@ -356,17 +380,12 @@ def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) 
         )
     if options is not None:
         return dataclasses.replace(options, **overrides)
-    try:
-        # The type too: True == 1, but max_parallelism=True is an error.
-        key = (options_type, *sorted((k, type(v), v) for k, v in overrides.items()))
-        cached = _RESOLVED.get(key)
-    except TypeError:  # an unhashable value: nothing to share
-        return options_type(**overrides)
-    if cached is None:
+    resolved = options_type(**overrides)
+    if key is not None:
         if len(_RESOLVED) >= 256:
             _RESOLVED.clear()
-        cached = _RESOLVED[key] = options_type(**overrides)
-    return cached
+        _RESOLVED[key] = resolved
+    return resolved
 
 
 def _engine_compression(compression: Compression) -> dict[str, Any]:

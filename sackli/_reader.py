@@ -144,12 +144,17 @@ class Reader(collections.abc.Sequence):
         options: ReaderOptions | None = None,
         **option_overrides: Any,
     ) -> None:
-        spec = os.fspath(file_spec)
+        spec = file_spec if type(file_spec) is str else os.fspath(file_spec)
         if not isinstance(spec, str):
             raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(spec).__name__}")
         resolved = with_overrides(ReaderOptions, options, option_overrides)
         paths = expand_file_spec(spec)
-        self._init(spec, resolved, paths, _open_core(paths, resolved))
+        core = _open_core(paths, resolved)
+        # As _init does, without its call (opening is per-call overhead).
+        self._file_spec = spec
+        self._options = resolved
+        self._paths = paths
+        self._core = core
 
     def _init(self, file_spec: str, options: ReaderOptions, paths: list[str], core: Any) -> None:
         self._file_spec = file_spec
@@ -215,9 +220,9 @@ class Reader(collections.abc.Sequence):
         `read_indices` returns them. Other index types raise TypeError."""
         return self._getitem_slow(index)
 
-    # `r[i]` runs in the engine without a Python frame; slices, lists,
-    # arrays, other types and closed readers reach `_getitem_slow`.
-    __getitem__ = _engine.reader_getitem  # type: ignore[assignment]  # noqa: F811
+    # `r[i]` runs in the engine without a Python frame (installed below, as
+    # a method of this class); slices, lists, arrays, other types and closed
+    # readers reach `_getitem_slow`.
 
     def _getitem_slow(self, index: Any) -> Any:
         if isinstance(index, slice):
@@ -423,3 +428,6 @@ class Reader(collections.abc.Sequence):
             text += f"[{start}:{stop_text}:{step}]"
         shards = self._core.bag.num_shards
         return f"<{text}: {length} records, {shards} shard{'s' if shards != 1 else ''}>"
+
+
+_engine.install_reader_getitem(Reader)

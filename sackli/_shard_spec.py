@@ -147,8 +147,8 @@ def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:
 
 
 # A spec without these characters is one plain local path: no list (","), no
-# shard set ("@"), no "posix:" prefix or remote URL (":").
-_SPEC_SYNTAX = re.compile(r"[,@:]")
+# shard set ("@"), no "posix:" prefix or remote URL (":"). Tested with `in`,
+# three of which cost half a regular expression's search.
 
 
 def expand_file_spec(file_spec: str) -> list[str]:
@@ -161,7 +161,7 @@ def expand_file_spec(file_spec: str) -> list[str]:
         raise TypeError(f"file_spec must be a str or os.PathLike, not {type(file_spec).__name__}")
     if not file_spec:
         raise ValueError("file_spec is empty")
-    if not _SPEC_SYNTAX.search(file_spec):
+    if "," not in file_spec and "@" not in file_spec and ":" not in file_spec:
         return [file_spec]  # one plain local path: the common case, kept cheap
     paths: list[str] = []
     for raw_entry in file_spec.split(","):

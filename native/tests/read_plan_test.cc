@@ -347,6 +347,33 @@ TEST(VisitRecords, VisitsTheViewInOrderAndStops) {
   EXPECT_EQ(visited, (std::vector<uint64_t>{10, 11, 12}));
 }
 
+TEST(VisitChunks, HandsOverEveryRecordOfTheViewInOrderAndStops) {
+  TempDir dir;
+  const std::string path = dir.File("x.bagz");
+  const std::vector<std::string> records = testing::MakeRecords(100);
+  testing::WriteTailBag(path, records);
+  const auto bag = OpenBag({path});
+  const View view{99, -2, 50};  // 99, 97, ..., 1
+
+  std::vector<uint64_t> visited;
+  size_t calls = 0;
+  VisitChunks(
+      bag, view, 5, 45,
+      [&](uint64_t first, size_t count, const char* const* data, const uint64_t* sizes) {
+        ++calls;
+        for (size_t k = 0; k < count; ++k) {
+          EXPECT_EQ(std::string(data[k], sizes[k]), records[view.Global(first + k)]);
+          visited.push_back(first + k);
+        }
+        return false;  // stops after this chunk
+      },
+      nullptr);
+  EXPECT_EQ(calls, 1u);
+  std::vector<uint64_t> expected(40);
+  std::iota(expected.begin(), expected.end(), 5);
+  EXPECT_EQ(visited, expected);  // the records fit one chunk
+}
+
 }  // namespace
 }  // namespace sackli
 
