@@ -24,14 +24,26 @@ constexpr size_t kBufferBytes = AppendFile::kAppendBufferBytes;
 constexpr size_t kBatchBytes = 512 * 1024;
 constexpr size_t kBatchRecords = 512;
 
-int OpenForWriting(const std::string& path, int flags) {
+// open(2) with O_CLOEXEC, retried on EINTR: a descriptor, or -1 with errno.
+int OpenRetrying(const std::string& path, int flags) {
   int fd;
   do {
     fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
   } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+int OpenForWriting(const std::string& path, int flags) {
+  const int fd = OpenRetrying(path, flags);
   if (fd < 0) ThrowOsError(errno, "open for writing", path);
   return fd;
 }
+
+// Closes a descriptor when it goes out of scope.
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
 
 uint64_t FileSize(int fd, const std::string& path) {
   struct stat st;
@@ -119,10 +131,7 @@ void Rename(const std::string& from, const std::string& to) {
 // File systems that cannot sync a folder (EINVAL) keep names durable on
 // their own terms; that is not an error.
 void SyncFolder(const std::string& folder) {
-  int fd;
-  do {
-    fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
+  const int fd = OpenRetrying(folder, O_RDONLY | O_DIRECTORY);
   if (fd < 0) ThrowOsError(errno, "open the folder", folder);
   const int result = ::fsync(fd);
   const int error = errno;
@@ -140,15 +149,9 @@ void MoveFile(const std::string& from, const std::string& to, bool durable) {
   if (errno != EXDEV) ThrowOsError(errno, "rename " + from + " to", to);
   const std::string temporary =
       FolderOf(to) + "/." + BaseName(to) + ".sackli-copy-" + UniqueTag();
-  int in;
-  do {
-    in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (in < 0 && errno == EINTR);
+  const int in = OpenRetrying(from, O_RDONLY);
   if (in < 0) ThrowOsError(errno, "open", from);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } close_in{in};
+  FdCloser close_in{in};
   AppendFile out;
   try {
     out.Open(temporary);
@@ -511,14 +514,8 @@ bool Writer::closed() const {
 RecoverResult RecoverBag(const std::string& path) {
   const std::string limits_path = LimitsPathFor(path);
   const int records_fd = OpenForWriting(path, O_RDWR);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } close_records{records_fd};
-  int limits_fd;
-  do {
-    limits_fd = ::open(limits_path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (limits_fd < 0 && errno == EINTR);
+  FdCloser close_records{records_fd};
+  const int limits_fd = OpenRetrying(limits_path, O_RDONLY);
   if (limits_fd < 0) {
     if (errno == ENOENT) {
       throw Error(ErrorKind::kNotFound,
@@ -529,7 +526,7 @@ RecoverResult RecoverBag(const std::string& path) {
     }
     ThrowOsError(errno, "open", limits_path);
   }
-  Closer close_limits{limits_fd};
+  FdCloser close_limits{limits_fd};
 
   const uint64_t records_size = FileSize(records_fd, path);
   const uint64_t limits_size = FileSize(limits_fd, limits_path);
