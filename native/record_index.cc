@@ -204,7 +204,8 @@ void RecordIndex::BuildDecoded(const std::function<void()>& checkpoint) {
 }
 
 void RecordIndex::PrefetchSlot(uint64_t hash) const {
-  __builtin_prefetch(&slots_[static_cast<size_t>(hash) & (slots_.size() - 1)]);
+  const Slot& slot = slots_[static_cast<size_t>(hash) & (slots_.size() - 1)];
+  PrefetchBytes(reinterpret_cast<const char*>(&slot), sizeof(slot));
 }
 
 void RecordIndex::Add(uint64_t j, uint64_t hash, std::string_view record,

@@ -356,7 +356,7 @@ def with_overrides(options_type: type, options: Any, overrides: dict[str, Any]) 
         # every open), come from the cache first: they were validated when
         # they went in. Opening a small bag costs a few microseconds; this
         # lookup a fraction of one.
-        key = _resolved_key(options_type, overrides) if overrides else options_type
+        key = _resolved_key(options_type, overrides)
         try:
             cached = _RESOLVED.get(key)
         except TypeError:  # an unhashable value: nothing to share

@@ -149,12 +149,7 @@ class Reader(collections.abc.Sequence):
             raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(spec).__name__}")
         resolved = with_overrides(ReaderOptions, options, option_overrides)
         paths = expand_file_spec(spec)
-        core = _open_core(paths, resolved)
-        # As _init does, without its call (opening is per-call overhead).
-        self._file_spec = spec
-        self._options = resolved
-        self._paths = paths
-        self._core = core
+        self._init(spec, resolved, paths, _open_core(paths, resolved))
 
     def _init(self, file_spec: str, options: ReaderOptions, paths: list[str], core: Any) -> None:
         self._file_spec = file_spec
