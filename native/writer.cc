@@ -224,7 +224,9 @@ Writer::Writer(std::string path, WriterOptions options,
 
 Writer::~Writer() {
   try {
-    if (!closed()) Close();
+    // Publishing here would make a write that was cut short (an exception
+    // before Close) look complete: it stays unfinished, for recovery.
+    if (!closed()) Abandon();
   } catch (...) {
     // A destructor cannot report; the partial files stay for recovery.
   }
@@ -238,12 +240,18 @@ void Writer::CheckOpenLocked() const {
 }
 
 void Writer::AppendLocked(std::string_view stored) {
+  const size_t buffered = records_->buffered();
   records_->Append(stored.data(), stored.size());
+  // Handed on, the earlier records are in the file: their limits follow
+  // them there, so a crash loses at most the last buffer of records (the
+  // limits alone would otherwise wait for a megabyte of their own).
+  const bool handed_on = records_->buffered() < buffered + stored.size();
   bytes_written_ += stored.size();
   char limit[kLimitBytes];
   StoreU64(limit, bytes_written_);
   // A limit must never reach the disk before the bytes it points past.
   if (limits_.buffered() + kLimitBytes > kBufferBytes) records_->FlushBuffer();
+  if (handed_on) limits_.FlushBuffer();
   limits_.Append(limit, kLimitBytes);
 }
 
@@ -457,14 +465,25 @@ void Writer::Publish(const std::string& target, bool sync_folder) {
   published_ = true;
 }
 
-void Writer::Discard() {
+void Writer::Discard() { Stop(/*keep=*/!options_.atomic); }
+
+void Writer::Abandon() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return;
+  }
+  Stop(/*keep=*/true);
+}
+
+void Writer::Stop(bool keep) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (published_ || discarded_) return;
   closed_ = true;
+  if (keep && !failure_) SubmitLocked();  // records accepted reach the file too
   WaitAllLocked(lock);  // the pool must be done with this writer
-  if (!options_.atomic) {
-    // In place, what was written stays for sackli.recover: as much of it
-    // as can still reach the file, records before their limits.
+  if (keep) {
+    // What was written stays for sackli.recover: as much of it as can
+    // still reach the file, records before their limits.
     try {
       DrainLocked();
       records_->FlushBuffer();
@@ -479,7 +498,7 @@ void Writer::Discard() {
   } catch (const Error&) {
     // The files go anyway.
   }
-  if (options_.atomic) {
+  if (!keep) {
     RemoveQuietly(partial_path_);
     RemoveQuietly(LimitsPathFor(partial_path_));
     ::rmdir(partial_folder_.c_str());

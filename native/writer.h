@@ -103,6 +103,12 @@ class Writer {
   // in place (not atomic) keeps what it wrote, with its limits file, for
   // sackli.recover: the target holds it already.
   void Discard();
+  // Stops writing without publishing and keeps what was written where it
+  // is (records before their limits, as much as can still reach the file):
+  // what a crash after a flush leaves, for sackli.recover. For a writer
+  // that was never closed; the destructor abandons an unclosed writer.
+  // Idempotent; no-op once closed, discarded or published.
+  void Abandon();
 
   // The target.
   const std::string& path() const { return path_; }
@@ -131,6 +137,9 @@ class Writer {
     std::exception_ptr error;
   };
 
+  // Discard and Abandon: stops writing; `keep` leaves what was written (for
+  // recovery), otherwise the partial files are deleted.
+  void Stop(bool keep);
   // Waits until every batch reported (the pool is done with this writer).
   void WaitAllLocked(std::unique_lock<std::mutex>& lock);
   void AppendLocked(std::string_view stored);

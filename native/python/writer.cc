@@ -181,6 +181,7 @@ void RegisterWriter(py::module_& m) {
       .def("publish", Released(&Writer::Publish), py::arg("target"),
            py::arg("sync_folder") = true)
       .def("discard", Released(&Writer::Discard))
+      .def("abandon", Released(&Writer::Abandon))
       .def_property_readonly("path", &Writer::path)
       .def_property_readonly("partial_path", &Writer::partial_path)
       // The lock-taking getters release the GIL (see the top of the file).

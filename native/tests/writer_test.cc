@@ -218,13 +218,30 @@ TEST(Writer, TailReplacesASeparateBagsLimitsFile) {
   {
     Writer writer(path, Options(LimitsPlacement::kSeparate));
     WriteExample(writer);
-  }  // the destructor closes and publishes
+    writer.Close();
+  }
   ASSERT_TRUE(FileExists(dir.File("limits.x.bag")));
   Writer writer(path, Options(LimitsPlacement::kTail));
   WriteExample(writer);
   writer.Close();
   EXPECT_EQ(ReadFile(path), kPayload + kLimits);
   EXPECT_EQ(dir.List(), std::vector<std::string>{"x.bag"});
+}
+
+TEST(Writer, DestroyedUnclosedItPublishesNothingAndKeepsItsRecords) {
+  TempDir dir;
+  const std::string path = dir.File("x.bag");
+  std::string partial;
+  {
+    Writer writer(path, Options(LimitsPlacement::kTail, Codec::Zstd(3, ""), 2));
+    WriteExample(writer);
+    partial = writer.partial_path();
+  }  // no Close: a write cut short must not look complete
+  EXPECT_FALSE(FileExists(path));
+  ASSERT_TRUE(FileExists(partial));
+  // Every record accepted reached the file, each before its limit.
+  EXPECT_EQ(ReadFile(LimitsPathFor(partial)).size(), 3 * kLimitBytes);
+  EXPECT_EQ(RecoverBag(partial).records, 3u);
 }
 
 TEST(Writer, MissingFolderIsNotFound) {
