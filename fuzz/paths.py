@@ -423,7 +423,7 @@ def p_open(ctx: Context, judge: Judge) -> None:
         judge.raised_for_data("open", f"a bag of {ctx.n} records", reader)
         return
     judge.value("len(r)", ctx.n, capture(lambda: len(reader)))
-    judge.value("r.shard_sizes()", list(ctx.oracle.sizes), capture(reader.shard_sizes))
+    judge.value("r.shard_sizes", list(ctx.oracle.sizes), capture(lambda: list(reader.shard_sizes)))
     judge.value("len(r[::2])", len(range(ctx.n)[::2]), capture(lambda: len(reader[::2])))
 
 

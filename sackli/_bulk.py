@@ -99,7 +99,7 @@ def shard_boundaries(reader: "Reader") -> list[int] | None:
     ):
         return None
     boundaries, first = [], 0
-    for size in reader.shard_sizes():
+    for size in reader.shard_sizes:
         first += size
         if start < first < start + length:
             boundaries.append(first - start)

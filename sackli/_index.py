@@ -2,14 +2,16 @@
 
 Both are thin subclasses of the engine's index, so `index[record]`,
 `index.get(record)`, `record in index` and `len(index)` run in C++ without a
-Python frame.
+Python frame. Iterating one gives its keys, as iterating a dict does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from . import _engine
+from ._batching import records_per_batch
+from ._read_ahead import iterate_range
 from ._reader import Reader
 
 __all__ = ["Index", "MultiIndex", "DEFAULT_MAX_MEMORY_BYTES"]
@@ -26,6 +28,17 @@ def _core_of(reader: Reader) -> Any:
     return reader._core
 
 
+def _describe(reader: Reader) -> str:
+    """How a repr names the records of `reader`: its spec, and the slice of a
+    view, as the reader's own repr writes it."""
+    text = repr(reader.file_spec)
+    start, step, length = reader._core.view
+    if (start, step, length) != (0, 1, reader._core.bag.size):
+        stop = start + step * length
+        text += f"[{start}:{'' if stop < 0 else stop}:{step}]"
+    return text
+
+
 def _check_budget(max_memory_bytes: Any) -> int:
     if isinstance(max_memory_bytes, bool) or not isinstance(max_memory_bytes, int):
         raise TypeError(f"max_memory_bytes must be an int, not {type(max_memory_bytes).__name__}")
@@ -38,9 +51,25 @@ class _RecordLookup(_engine.RecordIndex):
     """What Index and MultiIndex share: building over a reader."""
 
     _KEEP_ALL = False
+    # Records per read-ahead batch of an iteration, at most.
+    _ITERATION_BATCH_BYTES = 1 << 20
 
     def __init__(self, reader: Reader, *, max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES) -> None:
-        super().__init__(_core_of(reader), self._KEEP_ALL, _check_budget(max_memory_bytes))
+        core = _core_of(reader)
+        super().__init__(core, self._KEEP_ALL, _check_budget(max_memory_bytes))
+        # Kept for iteration and the repr: the core outlives `reader.close()`.
+        self._records = core
+        self._source = _describe(reader)
+
+    def _every_record(self) -> Iterator[bytes]:
+        """The indexed records in order, read again in read-ahead batches."""
+        batch = records_per_batch(self._ITERATION_BATCH_BYTES,
+                                  self._records.approximate_bytes_per_record())
+        return iterate_range(self._records, 0, len(self._records), batch, read_ahead=True)
+
+    def __repr__(self) -> str:
+        return (f"<sackli.{type(self).__name__} of {self._source}: "
+                f"{len(self._records)} records, {len(self)} distinct>")
 
 
 class Index(_RecordLookup):
@@ -57,9 +86,11 @@ class Index(_RecordLookup):
 
     Lookups accept `bytes`, `str` (UTF-8) or any bytes-like object:
     `index[record]` (KeyError when absent), `index.get(record, default=None)`,
-    `record in index`, `len(index)` (the number of distinct records). The
-    index keeps its own hold on the files: closing the reader does not
-    affect it.
+    `record in index`, `len(index)` (the number of distinct records).
+    Iterating an index gives the distinct records in the order they first
+    appear (`list(index)`), as iterating a dict gives its keys; it reads the
+    records again. The index keeps its own hold on the files: closing the
+    reader does not affect it.
 
     Args:
       reader: an open `sackli.Reader` (or a view of one: indices are the
@@ -69,9 +100,32 @@ class Index(_RecordLookup):
         the built index holds.
     """
 
+    def __iter__(self) -> Iterator[bytes]:
+        """The distinct records (the keys) in the order they first appear,
+        as iterating a dict gives its keys: the records are read again and
+        each kept where the index says it first appears."""
+        for position, record in enumerate(self._every_record()):
+            if self[record] == position:
+                yield record
+
 
 class MultiIndex(_RecordLookup):
     """Maps each distinct record of a reader to all indices holding it,
     ascending (`list[int]`). Built, checked and used like `Index`."""
 
     _KEEP_ALL = True
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The distinct records in the order they first appear, as for
+        `Index`. A record's positions are looked up once, at its first
+        appearance; the later ones are remembered until passed (so a record
+        repeated k times costs one lookup, not k lists of k positions)."""
+        later: set[int] = set()
+        for position, record in enumerate(self._every_record()):
+            if position in later:
+                later.discard(position)
+                continue
+            positions = self[record]
+            if positions[0] == position:
+                later.update(positions[1:])
+                yield record

@@ -5,13 +5,14 @@ from __future__ import annotations
 import collections.abc
 import operator
 import os
+import warnings
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from . import _engine
 from ._batching import records_per_batch
 from ._options import ReaderOptions, with_overrides
 from ._read_ahead import iterate_indices, iterate_range
-from ._recover import partial_writes
+from ._unfinished import explained_missing
 from ._shard_spec import expand_file_spec
 from ._skipping import (
     SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
@@ -46,17 +47,7 @@ def _open_core(paths: list[str], options: ReaderOptions) -> Any:
             check_opened(paths, opened)
         return core
     except FileNotFoundError as error:
-        missing = error.filename
-        if not isinstance(missing, str) or is_remote(missing) or not partial_writes(missing):
-            raise
-        raise FileNotFoundError(
-            error.errno,
-            f"{missing}: no such file, but an unfinished write of it exists "
-            f"({partial_writes(missing)[-1]}): complete it with "
-            "sackli.recover(path) (from a shell: sackli recover PATH), unless a writer "
-            "still has it open",
-            missing,
-        ) from None
+        raise explained_missing(error, ",".join(paths)) from None
 
 
 def _restore_reader(
@@ -73,14 +64,27 @@ def _restore_reader(
 
 
 def checked_range(start: Any, num_records: Any, length: int) -> tuple[int, int]:
-    """(start, num_records) as ints; IndexError unless inside [0, length]."""
+    """(start, num_records) as ints, a negative start counting from the end
+    (as an index does); IndexError unless the range lies in [0, length]."""
     start, num_records = operator.index(start), operator.index(num_records)
-    if start < 0 or num_records < 0 or start + num_records > length:
+    first = start + length if start < 0 else start
+    if first < 0 or num_records < 0 or first + num_records > length:
         raise IndexError(
             f"range [{start}, {start + num_records}) out of range for a reader "
             f"of {length} records"
         )
-    return start, num_records
+    return first, num_records
+
+
+class _ShardSizes(list):
+    """`Reader.shard_sizes`: a list of ints that can still be called, as
+    the method it once was (`reader.shard_sizes()`), with a warning."""
+
+    def __call__(self) -> list[int]:
+        warnings.warn("Reader.shard_sizes is a property, as paths and stored_bytes are: "
+                      "write reader.shard_sizes, without the call", DeprecationWarning,
+                      stacklevel=2)
+        return list(self)
 
 
 def _is_array(value: Any) -> bool:
@@ -118,7 +122,8 @@ class Reader(collections.abc.Sequence):
 
     Args:
       file_spec: a path (`str` or `os.PathLike`), `name@N.ext`, `name@*.ext`,
-        or a comma-separated list of those; each may start with `posix:`.
+        a glob (`ev*.bag`: the matching files, sorted), or a comma-separated
+        list of those; each may start with `posix:`.
       options: a `Reader.Options`; keyword arguments override its fields,
         e.g. `Reader("x@4.bagz", sharding_layout=ShardingLayout.INTERLEAVED)`.
 
@@ -148,8 +153,12 @@ class Reader(collections.abc.Sequence):
         if not isinstance(spec, str):
             raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(spec).__name__}")
         resolved = with_overrides(ReaderOptions, options, option_overrides)
-        paths = expand_file_spec(spec)
-        self._init(spec, resolved, paths, _open_core(paths, resolved))
+        try:
+            paths = expand_file_spec(spec)
+            core = _open_core(paths, resolved)
+        except FileNotFoundError as error:
+            raise explained_missing(error, spec) from None
+        self._init(spec, resolved, paths, core)
 
     def _init(self, file_spec: str, options: ReaderOptions, paths: list[str], core: Any) -> None:
         self._file_spec = file_spec
@@ -184,10 +193,12 @@ class Reader(collections.abc.Sequence):
         """The files of the bag, in spec order (a view has its bag's files)."""
         return tuple(self._paths)
 
+    @property
     def shard_sizes(self) -> list[int]:
         """The number of records in each file of `paths` (of the whole bag,
-        also for a view)."""
-        return list(self._core.bag.shard_sizes())
+        also for a view), as a new list. Calling it, as the method it once
+        was (`reader.shard_sizes()`), still works but warns."""
+        return _ShardSizes(self._core.bag.shard_sizes())
 
     @property
     def stored_bytes(self) -> int:

@@ -1,23 +1,31 @@
-"""`recover`: completes a bag whose write was interrupted."""
+"""`recover`: completes a write that was interrupted (a bag, a shard set, a
+dataset, a map), wherever `_unfinished` finds one."""
 
 from __future__ import annotations
 
 import errno
+import importlib
 import os
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from . import _engine
 from ._format import PARTIAL_MARKER, limits_path_for, partial_folder_prefix
-from ._shard_spec import strip_local_prefix
+from ._reader import Reader
+from ._set_recover import recover_set
+from ._shard_spec import shard_name, split_shard_entry, strip_local_prefix
+from ._unfinished import (
+    BAG, UnfinishedWrite, unfinished_writes, unfinished_writes_of, write_of_folder,
+)
 
-__all__ = ["RecoveryReport", "partial_writes", "recover"]
+__all__ = ["RecoveryReport", "partial_writes", "recover", "recover_write"]
 
 
 class RecoveryReport(NamedTuple):
     """What `recover` saved and dropped."""
 
     records: int
-    """Records in the recovered bag."""
+    """Records recovered: of the bag or of every shard; datapoints of a
+    dataset; entries of a map."""
     dropped_limits: int
     """Limits found in `limits.<name>` that pointed nowhere valid."""
     dropped_bytes: int
@@ -49,58 +57,126 @@ def _target_of_partial(path: str) -> str | None:
 
 
 def recover(path: str | os.PathLike[str]) -> RecoveryReport:
-    """Completes a bag whose write was interrupted (into a TAIL bag).
+    """Completes a write that was interrupted, and publishes what it saved.
 
-    It looks for the interrupted write of `path` in this order:
+    `path` is what the write was making: a bag path, a shard spec
+    (`name@N.ext`, `name@*.ext`: `sackli.ShardedWriter` and
+    `sackli.arrow.write_table`), a dataset folder (`sackli.datasets`; a
+    sharded one's unfinished shards are completed together) or a map file
+    (`sackli.maps`); or the hidden folder (or temporary file) of the write
+    itself. It looks, in this order, for:
 
-    1. `limits.<name>` beside `path`: a write in place, as bagz makes them
-       (or a bag with SEPARATE limits, turned into one with TAIL limits).
-    2. sackli's temporary files of an unfinished write of `path`:
-       `.<name>.sackli-partial-<tag>/<name>` beside it (sackli writes there
-       and renames onto `path` when a write completes). There must be only
-       one; with several, recover the one you want by its path.
-    3. `path` itself is such a temporary file: it is completed and renamed
-       onto its target.
+    1. `limits.<name>` beside `path`: a bag written in place
+       (`atomic=False`, as bagz writes them; or a bag with SEPARATE
+       limits, turned into one with TAIL limits).
+    2. the hidden folder of an unfinished write of `path`:
+       `.<name>.sackli-partial-<tag>/` beside it. There must be only one;
+       with several, recover the one you want by its folder's path.
+
+    A bag keeps every record whose limit was written and lies inside the
+    file, truncates what follows and appends the limits. A shard set keeps
+    every record that reached the disk, in order, dealt into shards as its
+    writer would have dealt them; a dataset every datapoint all of whose
+    fields reached the disk; a map every entry that reached the disk. The
+    result is then published under its name (a set all at once, as its
+    writer's `close()` would have) and the hidden folder removed.
 
     A `path` that is a symbolic link is recovered through: the write's
     temporary files are beside the file it points to, which is replaced.
+    Do not recover a write that a writer still has open.
 
-    It keeps every record whose limit was written and lies inside the file,
-    truncates what follows, appends the limits and deletes `limits.<name>`;
-    a temporary file is then renamed onto its target. Do not recover a bag
-    that a writer still has open.
+    Returns a RecoveryReport; `records` counts records (of every shard),
+    datapoints or map entries.
 
     Raises:
       FileNotFoundError: nothing to recover (no `limits.<name>`, no
         unfinished write of `path`).
-      ValueError: several unfinished writes of `path` exist.
+      ValueError: several unfinished writes of `path` exist, or a journal
+        this version of sackli cannot complete.
     """
-    local = strip_local_prefix(os.fspath(path))
+    local = strip_local_prefix(os.fspath(path)).rstrip("/") or "/"
     target = _target_of_partial(local)
     if target is not None:
         return _complete_partial(local, target)
-    if os.path.exists(limits_path_for(local)):
+    own = write_of_folder(local)
+    if own is not None:
+        return recover_write(own)
+    if split_shard_entry(local) is None and os.path.exists(limits_path_for(local)):
         return RecoveryReport(*_engine.recover(local))
     # A write through a symbolic link keeps its temporary files beside the
     # file the link points to, and replaces that file.
     if os.path.islink(local):
         local = os.path.realpath(local)
-    partials = partial_writes(local)
-    if len(partials) > 1:
-        listed = "\n  ".join(partials)
+    writes = unfinished_writes_of(local)
+    if len(writes) > 1:
+        listed = "\n  ".join(write.where for write in writes)
         raise ValueError(
-            f"{local}: {len(partials)} unfinished writes of it exist; recover the one you "
+            f"{local}: {len(writes)} unfinished writes of it exist; recover the one you "
             f"want by its path:\n  {listed}"
         )
-    if not partials:
-        raise FileNotFoundError(
-            errno.ENOENT,
-            f"{local}: nothing to recover: neither {os.path.basename(limits_path_for(local))} "
-            f"nor an unfinished write ({os.path.basename(partial_folder_prefix(local))}*) "
-            "exists beside it (the bag is complete, or it was never written)",
-            local,
-        )
-    return _complete_partial(partials[0], local)
+    if writes:
+        return recover_write(writes[0])
+    if os.path.isdir(local):
+        # A folder whose parts are unfinished writes (a sharded dataset's
+        # shards): every one of them.
+        inside = unfinished_writes(local)
+        if inside:
+            return _sum(recover_write(write) for write in inside)
+    shards = _shards_written_one_by_one(local)
+    if shards:
+        return _sum(recover(shard) for shard in shards)
+    hidden = f"an unfinished write ({os.path.basename(partial_folder_prefix(local))}*)"
+    looked_for = hidden if split_shard_entry(local) is not None else \
+        f"neither {os.path.basename(limits_path_for(local))} nor {hidden}"
+    raise FileNotFoundError(
+        errno.ENOENT,
+        f"{local}: nothing to recover: {looked_for} exists beside it (the write completed, "
+        "or it was never started)",
+        local,
+    )
+
+
+def recover_write(write: UnfinishedWrite) -> RecoveryReport:
+    """Completes one unfinished write (see `recover`)."""
+    if write.kind == BAG:
+        name = os.path.basename(write.target)
+        partial = os.path.join(write.folder, name)
+        if not os.path.exists(partial):
+            if os.listdir(write.folder):  # not a bag's: never delete what we cannot read
+                raise ValueError(
+                    f"{write.folder}: a hidden folder of an unfinished write that holds no "
+                    f"{name} and no journal: this version of sackli cannot complete it; "
+                    "look inside, then delete it")
+            os.rmdir(write.folder)  # killed before the file was made
+            raise FileNotFoundError(
+                errno.ENOENT, f"{write.target}: nothing to recover: its write was "
+                f"interrupted before any file was made (removed {write.folder})", write.target)
+        return _complete_partial(partial, write.target)
+    if write.kind == "set":
+        saved = recover_set(write)
+        return RecoveryReport(saved.records, saved.dropped_limits, saved.dropped_bytes)
+    module = (write.journal or {}).get("module")
+    if not isinstance(module, str) or not module.startswith("sackli."):
+        raise ValueError(f"{write.folder}: an unfinished write of kind {write.kind!r} that this "
+                         "version of sackli cannot complete")
+    report = importlib.import_module(module).recover_unfinished(write.folder, write.journal)
+    return RecoveryReport(*report)
+
+
+def _shards_written_one_by_one(spec: str) -> list[str]:
+    """For `name@N.ext`: the shards with a write of their own to recover
+    (sets written by sackli before sets had a journal)."""
+    sharded = split_shard_entry(spec)
+    if sharded is None or sharded[1] == "*":
+        return []
+    base, count, suffix = sharded
+    shards = [shard_name(base, i, int(count), suffix) for i in range(int(count))]
+    return [shard for shard in shards
+            if os.path.exists(limits_path_for(shard)) or unfinished_writes_of(shard)]
+
+
+def _sum(reports: Iterable[RecoveryReport]) -> RecoveryReport:
+    return RecoveryReport(*map(sum, zip(*reports)))
 
 
 def _complete_partial(partial: str, target: str) -> RecoveryReport:
@@ -108,8 +184,6 @@ def _complete_partial(partial: str, target: str) -> RecoveryReport:
     if os.path.exists(limits_path_for(partial)):
         report = RecoveryReport(*_engine.recover(partial))
     else:  # finished, but not yet renamed
-        from ._reader import Reader  # the reader imports this module
-
         with Reader(partial) as complete:
             report = RecoveryReport(len(complete), 0, 0)
     os.replace(partial, target)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import re
 
+from ._globs import is_glob
 from ._shard_spec import expand_file_spec, split_shard_entry, strip_local_prefix
 from ._whole_files import exists
 
-__all__ = ["SUFFIX", "find_schema_file", "schema_path"]
+__all__ = ["SUFFIX", "find_schema_file", "schema_path", "set_file_path"]
 
 SUFFIX = ".arrow_schema"
 _SHARD_NUMBERING = re.compile(r"-\d{5}-of-(\d{5})(?=[^/]*$)")
@@ -18,24 +19,31 @@ _SHARD_NUMBERING = re.compile(r"-\d{5}-of-(\d{5})(?=[^/]*$)")
 
 def _one_file(path_or_spec: str) -> str:
     """A file of the set `path_or_spec` names (its first entry), or the
-    spec itself for `name@N.ext`; `name@*.ext` is resolved by listing."""
+    spec itself for `name@N.ext`; `name@*.ext` and a glob are resolved by
+    listing (the first file the glob matches)."""
     entry = strip_local_prefix(os.fspath(path_or_spec).split(",")[0])
     sharded = split_shard_entry(entry)
     if sharded is None:
-        return entry
+        return expand_file_spec(entry)[0] if is_glob(entry) else entry
     if sharded[1] == "*":
         return expand_file_spec(entry)[0]
     base, count, suffix = sharded
     return f"{base}-00000-of-{int(count):05d}{suffix}"
 
 
-def schema_path(path_or_spec: str) -> str:
-    """Where the schema of a bag set is written: from a shard spec
-    (`x@8.bagz` -> `x-of-00008.bagz.arrow_schema`) or from the path of any
-    of its files (`x-00003-of-00008.bagz` -> the same); `x@*.bagz` is
+def set_file_path(path_or_spec: str, suffix: str) -> str:
+    """Where a file about a whole bag set, named `<set>{suffix}`, is: from a
+    shard spec (`x@8.bagz` -> `x-of-00008.bagz{suffix}`) or from the path
+    of any of its files (`x-00003-of-00008.bagz` -> the same); `x@*.bagz` is
     resolved by listing (FileNotFoundError when no set matches)."""
     entry = _one_file(path_or_spec)
-    return _SHARD_NUMBERING.sub(r"-of-\1", entry, count=1) + SUFFIX
+    return _SHARD_NUMBERING.sub(r"-of-\1", entry, count=1) + suffix
+
+
+def schema_path(path_or_spec: str) -> str:
+    """Where the schema of a bag set is written (`set_file_path` with
+    `.arrow_schema`: `x@8.bagz` -> `x-of-00008.bagz.arrow_schema`)."""
+    return set_file_path(path_or_spec, SUFFIX)
 
 
 def _shared_schema_path(path: str) -> str:

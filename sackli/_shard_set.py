@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import array
 import bisect
+import dataclasses
 import itertools
 import os
 import tempfile
@@ -50,8 +51,12 @@ from . import _bulk
 from ._batching import Gatherer, records_per_batch
 from ._consistency import SetManifest
 from ._format import limits_path_for, stored_bytes
+from ._globs import refuse_glob
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
+from ._record_iterables import refuse_single_record
+from ._set_conflicts import check_shard_count, refuse_other_sets, remove_other_sets
+from ._set_journal import SetJournal
 from ._shard_spec import shard_name, split_shard_entry
 from ._storage import is_remote, reset_clients
 from ._whole_files import read_bytes, remove_quietly, sync_folders, write_bytes
@@ -166,6 +171,10 @@ class BagShard:
     def discard(self) -> None:
         _bulk.discard(self._writer)
 
+    def abandon(self) -> None:
+        """Stops writing and keeps what was written, for `sackli.recover`."""
+        self._writer._abandon()
+
 
 def _spool_options() -> WriterOptions:
     """Options of a spool file: fast to write and read back."""
@@ -201,14 +210,26 @@ class ShardSetWriter:
       durable: every shard file is synced when it finishes (the shard
         files' own job), the companions when written, and the folders after
         the last publish: a `close()` that returned survives power loss.
+      journal_options: for a local bag shard set (`sackli.ShardedWriter`),
+        the options of its shards: the set is then written inside one
+        hidden folder with a journal (`_set_journal`), so that
+        `sackli.recover(spec)` can complete it after a crash; `open_shard`
+        is not used.
+      overwrite: replace other shard sets of the name (another count),
+        deleted once this one is published; without it they are refused
+        (FileExistsError; `sackli._set_conflicts`).
 
-    Raises ValueError for a `max_shard_bytes` that does not go with `spec`.
+    Raises ValueError for a `max_shard_bytes` that does not go with `spec`
+    or a shard count outside 1 to 99,999.
     """
 
     def __init__(self, spec: str, open_shard: OpenShard, *, record_overhead: int,
                  max_shard_bytes: int | None = None, num_records: int | None = None,
-                 durable: bool = False) -> None:
+                 durable: bool = False, journal_options: WriterOptions | None = None,
+                 overwrite: bool = False) -> None:
+        check_shard_count(spec)  # `x@0.bag` would be written under that literal name
         sharded = split_shard_entry(spec)
+        refuse_glob(spec, spec)
         by_size = sharded is not None and sharded[1] == "*"
         if by_size != (max_shard_bytes is not None):
             raise ValueError(
@@ -219,6 +240,9 @@ class ShardSetWriter:
             raise ValueError(f"max_shard_bytes must be > 0, not {max_shard_bytes}")
         if num_records is not None and num_records < 0:
             raise ValueError(f"num_records must be >= 0, not {num_records}")
+        if not overwrite:  # before anything is written (`name@*`: at close)
+            refuse_other_sets(spec, None)
+        self._overwrite = overwrite
         self._spec = spec
         self._durable = durable
         self._open_shard = open_shard
@@ -252,6 +276,12 @@ class ShardSetWriter:
                 self._counts = [None] if self._spooling else even_split(num_records or 0, n)
         self._ratio = 1.0  # stored bytes per payload byte, learnt as we write
         self._payload = 0  # payload bytes written to the open shard
+        self._journal: SetJournal | None = None
+        if journal_options is not None and sharded is not None and not is_remote(spec):
+            mode = "size" if by_size else "spool" if self._spooling else "count"
+            self._journal = SetJournal(spec, journal_options, mode,
+                                       None if mode != "count" else list(self._counts),
+                                       overwrite=overwrite)
 
     @property
     def paths(self) -> list[str]:
@@ -272,8 +302,10 @@ class ShardSetWriter:
     # --- Writing ------------------------------------------------------------
 
     def write_many(self, records: Iterable[Any]) -> None:
-        """Appends records (bytes, str as UTF-8, or bytes-like) in order."""
+        """Appends records (bytes, str as UTF-8, or bytes-like) in order;
+        TypeError for a single str or bytes-like object."""
         self._check_open()
+        refuse_single_record(records)
         if type(records) is list and set(map(type, records)) <= {bytes}:
             self.write_bytes(records)
         else:
@@ -332,10 +364,19 @@ class ShardSetWriter:
     def _current_shard(self) -> ShardFile:
         if self._spooling:
             if self._spool is None:
-                self._spool = BagShard(self._spool_path(), _spool_options())
+                if self._journal is not None:
+                    self._spool = BagShard(self._journal.spool_path(),
+                                           dataclasses.replace(_spool_options(), atomic=False))
+                else:
+                    self._spool = BagShard(self._spool_path(), _spool_options())
             return self._spool
         if self._shard is None:
-            self._shard = self._open_shard(self._next_path())
+            name = self._next_path()
+            if self._journal is not None:
+                self._shard = BagShard(self._journal.shard_path(name),
+                                       self._journal.shard_options)
+            else:
+                self._shard = self._open_shard(name)
             self._payload = 0
         return self._shard
 
@@ -411,6 +452,8 @@ class ShardSetWriter:
                     self._finish_shard()
                 count = self._shard_index
                 self._paths = [shard_name(self._base, i, count, self._suffix) for i in range(count)]
+                if not self._overwrite:
+                    refuse_other_sets(self._spec, count)  # before any shard is published
             else:
                 if len(self._counts) == 1 and split_shard_entry(self._spec) is None:
                     # A plain remote path appears when its shard finishes.
@@ -426,14 +469,23 @@ class ShardSetWriter:
             self.abort()
             raise
         self._closed = True
+        if self._journal is not None:
+            self._journal.remove()
+        if self._overwrite:  # the new set is published: the sets it replaces go
+            remove_other_sets(self._spec, len(self._paths))
         return self.paths
 
-    def write_first(self, make: Callable[[list[str]], tuple[str, bytes]]) -> None:
+    def write_first(self, make: Callable[[list[str]], tuple[str, bytes]],
+                    journal_entry: tuple[str, bytes] | None = None) -> None:
         """Registers a companion file: `make(paths)` gives its path and
         content once the set's paths are known; it is written (atomically)
         before any shard is published, so the set never appears without
-        it, and put back as it was if the write fails."""
+        it, and put back as it was if the write fails. `journal_entry`
+        (a rule of `_set_recover.COMPANION_RULES` and the content) lets a
+        recovered set get it too."""
         self._companions.append(make)
+        if self._journal is not None and journal_entry is not None:
+            self._journal.add_companion(*journal_entry)
 
     def _write_companions(self) -> list[str]:
         """Writes the companion files (once), keeping what they replace."""
@@ -491,7 +543,29 @@ class ShardSetWriter:
                     self._finish_shard()
                     start += count
         finally:
+            # A journaled spool (written in place in the set's folder) stays
+            # until the set is published: recovery deals the set from it.
             spool.discard()
+
+    def abandon(self) -> None:
+        """Stops writing without publishing anything, for a writer dropped
+        without `close()`: a local set keeps what it wrote for
+        `sackli.recover` (what a crash leaves); a remote one is aborted (a
+        bucket keeps no unfinished write)."""
+        if self._closed:
+            return
+        if is_remote(self._spec):
+            self.abort()
+            return
+        self._closed = True
+        try:
+            self._gathered.flush()  # records handed over reach the disk too
+        except Exception:
+            pass
+        for shard in (self._shard, self._spool):
+            if isinstance(shard, BagShard):
+                shard.abandon()
+        self._shard = self._spool = None
 
     def abort(self) -> None:
         """Stops writing and deletes every file written so far; files of the
@@ -527,6 +601,9 @@ class ShardSetWriter:
             except OSError:
                 pass
         self._replaced.clear()
+        journal, self._journal = self._journal, None
+        if journal is not None and not journal.in_place:
+            journal.remove()  # in place, what was written stays for recovery
         manifest, self._manifest = self._manifest, None
         if manifest is not None:
             # Untouched, the old set is whole again under its old manifest;

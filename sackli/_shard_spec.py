@@ -2,7 +2,8 @@
 
 A spec is a comma-separated list of entries. An entry is a path (optionally
 prefixed `posix:`), `name@N.ext` (N shards named `name-00000-of-0000N.ext`
-...), or `name@*.ext` (the one shard set of that name found on disk). See
+...), `name@*.ext` (the one shard set of that name found on disk), or a glob
+(`ev*.bag`: the files it matches, sorted; sackli/_globs.py). See
 docs/format.md, "Shard specs".
 """
 
@@ -14,6 +15,7 @@ import re
 from typing import Iterable
 
 from ._format import MAX_SHARDS, without_local_prefix
+from ._globs import expand_glob, is_glob
 from ._storage import is_remote, list_objects, normalize
 
 __all__ = [
@@ -154,14 +156,19 @@ def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:
 def expand_file_spec(file_spec: str) -> list[str]:
     """The files of `file_spec`, in spec order.
 
+    An entry that is a glob (`ev*.bag`, see sackli/_globs.py) stands for
+    the files it matches, sorted.
+
     Raises ValueError for a malformed spec or an ambiguous `name@*`,
-    FileNotFoundError when `name@*` finds no complete shard set.
+    FileNotFoundError when `name@*` finds no complete shard set or a glob
+    matches nothing.
     """
     if not isinstance(file_spec, str):
         raise TypeError(f"file_spec must be a str or os.PathLike, not {type(file_spec).__name__}")
     if not file_spec:
         raise ValueError("file_spec is empty")
-    if "," not in file_spec and "@" not in file_spec and ":" not in file_spec:
+    if ("," not in file_spec and "@" not in file_spec and ":" not in file_spec
+            and not is_glob(file_spec)):
         return [file_spec]  # one plain local path: the common case, kept cheap
     paths: list[str] = []
     for raw_entry in file_spec.split(","):
@@ -170,9 +177,12 @@ def expand_file_spec(file_spec: str) -> list[str]:
         entry = strip_local_prefix(raw_entry)
         sharded = split_shard_entry(entry)
         if sharded is None:
-            paths.append(entry)
+            paths.extend(expand_glob(entry) if is_glob(entry) else [entry])
             continue
         base, count, suffix = sharded
+        if is_glob(base + suffix):
+            raise ValueError(f"{raw_entry}: a shard spec cannot hold a glob besides '@*'; "
+                             "match the shard files instead (e.g. 'name-*-of-*.ext')")
         if count == "*":
             paths.extend(_find_shard_set(base, suffix, raw_entry))
             continue

@@ -10,9 +10,11 @@ final name.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Callable, Iterable
 
 from ._format import LIMIT_BYTES
+from ._globs import refuse_glob
 from ._options import WriterOptions, with_overrides
 from ._remote_shard import RemoteBagShard, partial_folder
 from ._shard_set import BagShard, OpenShard, ShardSetWriter
@@ -50,6 +52,18 @@ class ShardedWriter:
         otherwise they go to a hidden, uncompressed spool file first and are
         split evenly at `close()` (the same split; `sackli convert` does the
         same for sources of unknown length).
+      overwrite: replace another shard set of the same name and suffix
+        but another count (`data@3.bag` where `data@4.bag` exists): the
+        new set is published, then the old one's files are deleted (its
+        shards, `limits.` files, schema file and, on a bucket, manifest).
+        Without it such a set is refused with FileExistsError, before
+        anything is written (for `name@*.ext`: at `close()`, once the count
+        is known, before any shard is published), since two sets make
+        every `name@*.ext` read ambiguous. A set of the same count is
+        replaced either way.
+
+    A shard count outside 1 to 99,999 (`x@0.bag`, `x@100000.bag`) is a
+    ValueError: for one unsharded file, name it (`x.bag`).
 
     Every file is written under a temporary name and the whole set is
     renamed into place at `close()`: a reader or a glob sees the old files
@@ -81,6 +95,7 @@ class ShardedWriter:
         *,
         max_shard_bytes: int | None = None,
         num_records: int | None = None,
+        overwrite: bool = False,
         **option_overrides: Any,
     ) -> None:
         raw = os.fspath(file_spec)
@@ -93,15 +108,18 @@ class ShardedWriter:
         for name, value in (("max_shard_bytes", max_shard_bytes), ("num_records", num_records)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        if not isinstance(overwrite, bool):
+            raise TypeError(f"overwrite must be a bool, not {type(overwrite).__name__}")
+        refuse_glob(raw, spec)
         check_placement(spec, options)
         self._spec = spec
-        self._set = ShardSetWriter(
-            spec, bag_shard_opener(spec, options), record_overhead=LIMIT_BYTES,
-            max_shard_bytes=max_shard_bytes, num_records=num_records,
-            durable=options.durable)
         folder = os.path.dirname(spec)
         if folder and not is_remote(spec) and not os.path.isdir(folder):
             raise FileNotFoundError(2, f"{file_spec}: the folder does not exist", folder)
+        self._set = ShardSetWriter(
+            spec, bag_shard_opener(spec, options), record_overhead=LIMIT_BYTES,
+            max_shard_bytes=max_shard_bytes, num_records=num_records,
+            durable=options.durable, journal_options=options, overwrite=overwrite)
 
     @property
     def paths(self) -> list[str]:
@@ -150,11 +168,26 @@ class ShardedWriter:
         set that were already renamed into place are deleted too."""
         self._set.abort()
 
-    def _write_first(self, make: Callable[[list[str]], tuple[str, bytes]]) -> None:
+    def _write_first(self, make: Callable[[list[str]], tuple[str, bytes]],
+                     journal_entry: tuple[str, bytes] | None = None) -> None:
         """For sackli.arrow: a companion file (path and content from the
         set's paths), written before any shard is published and put back
         if the write fails (see ShardSetWriter.write_first)."""
-        self._set.write_first(make)
+        self._set.write_first(make, journal_entry)
+
+    def __del__(self) -> None:
+        shard_set = getattr(self, "_set", None)
+        if shard_set is None or shard_set.closed:
+            return
+        # Closing here would publish a write cut short as if it were complete.
+        kept = "" if is_remote(self._spec) else (
+            f"; what was written is kept: `sackli recover {self._spec}` completes it")
+        warnings.warn(f"sackli.ShardedWriter({self._spec!r}) was not closed: nothing was "
+                      f"published{kept}", ResourceWarning, source=self)
+        try:
+            shard_set.abandon()
+        except Exception:  # nothing can report from here
+            pass
 
     def __enter__(self) -> "ShardedWriter":
         return self

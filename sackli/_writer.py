@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Iterable
 
 from . import _engine
+from ._globs import refuse_glob
 from ._options import LimitsPlacement, WriterOptions, with_overrides
+from ._record_iterables import refuse_single_record
 from ._shard_spec import split_shard_entry, strip_local_prefix
 from ._storage import is_remote, open_upload
 from ._storage._spool import RemoteWrite
@@ -107,6 +110,7 @@ class Writer:
                 f"{spec!r} is a shard spec: sackli.Writer writes one file; write shard "
                 f"sets with sackli.ShardedWriter({spec!r})"
             )
+        refuse_glob(spec, self._path)
         check_placement(self._path, self._options)
         self._remote: RemoteWrite | None = None
         if is_remote(self._path):
@@ -179,7 +183,9 @@ class Writer:
 
     def write_many(self, records: Iterable[Record]) -> None:
         """Appends records in order (one call for many records: cheaper
-        than a `write` loop)."""
+        than a `write` loop). A single str or bytes-like object raises
+        TypeError: it is one record, not an iterable of them."""
+        refuse_single_record(records)
         self._core.write_many(records)
 
     def flush(self) -> None:
@@ -227,6 +233,31 @@ class Writer:
             self._remote.discard()
             self._remote = None
 
+    def _abandon(self) -> None:
+        """Stops writing without publishing: a local write keeps what it
+        wrote for `sackli.recover` (what a crash after a flush leaves); a
+        remote one is discarded (a bucket keeps no unfinished upload)."""
+        if self._remote is not None:
+            self._discard()
+        else:
+            self._core.abandon()
+
+    def __del__(self) -> None:
+        core = getattr(self, "_core", None)
+        if core is None or core.closed:
+            return
+        # Closing here would publish a write cut short (an exception outside
+        # `with`) as if it were complete.
+        kept = "" if self._remote is not None else (
+            f"; the records written so far are kept in {os.path.dirname(core.partial_path)}: "
+            f"`sackli recover {self._path}` completes them")
+        warnings.warn(f"sackli.Writer({self._path!r}) was not closed: nothing was "
+                      f"published{kept}", ResourceWarning, source=self)
+        try:
+            self._abandon()
+        except Exception:  # nothing can report from here; the files stay
+            pass
+
     def __enter__(self) -> "Writer":
         return self
 
@@ -235,7 +266,11 @@ class Writer:
             # A failed write publishes nothing rather than a partial bag.
             self._discard()
             return
-        self.close()
+        try:
+            self.close()
+        except BaseException:
+            self._discard()  # a close that failed (a full disk) leaves nothing behind either
+            raise
 
     def __reduce__(self) -> Any:
         raise TypeError("a sackli.Writer cannot be pickled; open one per process")

@@ -92,8 +92,8 @@ class _HelperModules(importlib.abc.MetaPathFinder):
     --import-mode=importlib, so tests/ is not on sys.path."""
 
     NAMES = (
-        "arrow_helpers", "beam_helpers", "beam_workers", "cli_helpers", "datasets_helpers",
-        "fault_campaign", "remote_helpers", "remote_servers", "syscall_trace")
+        "arrow_helpers", "beam_helpers", "beam_workers", "cli_helpers", "crash_helpers",
+        "datasets_helpers", "fault_campaign", "remote_helpers", "remote_servers", "syscall_trace")
 
     def find_spec(self, name: str, path: object = None, target: object = None):
         if path is None and name in self.NAMES:

@@ -559,9 +559,10 @@ class _Campaign:
         if action == "write":
             what, call, new = self._write_op(rng, target)
             if "@*" in target.name:
-                # A `name@*` write beside a set of another shard count makes
-                # `name@*` ambiguous, faults or not: issue 31's subject, not
-                # this campaign's. Each such write starts from no set.
+                # A `name@*` write beside a set of another shard count is
+                # refused (FileExistsError) without overwrite=True, whose
+                # removal of the old set is not this campaign's subject.
+                # Each such write starts from no set.
                 self._delete_sets(target)
             old = self.content.get(target.name)
         else:

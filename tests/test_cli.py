@@ -33,37 +33,49 @@ def test_python_dash_m_runs_the_same_cli(bag) -> None:
     [
         (["count", "missing.bag"], 1,
          "sackli: error: missing.bag: open: No such file or directory"),
-        (["get", "small.bagz", "5"], 1,
-         "sackli: error: index 5 out of range for a reader of 5 records"),
-        (["cat", "small.bagz", "--range", "1-2"], 1,
-         "sackli: error: --range '1-2' is not A:B (e.g. 10:20, :5 or -3:)"),
-        (["cat", "small.bagz", "--indices", "1,x"], 1,
-         "sackli: error: --indices '1,x' is not a comma-separated list of integers"),
-        (["head", "small.bagz", "-n", "-1"], 1, "sackli: error: -n must be >= 0, not -1"),
-        (["count", "."], 1, "sackli: error: .: open: Is a directory"),
+        # Wrong arguments, even when only the bag shows it: status 2.
+        (["get", "small.bagz", "5"], 2,
+         "sackli get: error: index 5 out of range for a reader of 5 records "
+         "(see 'sackli get --help')"),
+        (["cat", "small.bagz", "--range", "1-2"], 2,
+         "sackli cat: error: argument --range: '1-2' is not A:B (e.g. 10:20, :5 or -3:) "
+         "(see 'sackli cat --help')"),
+        (["cat", "small.bagz", "--indices", "1,x"], 2,
+         "sackli cat: error: argument --indices: '1,x' is not a comma-separated list of integers "
+         "(see 'sackli cat --help')"),
+        (["head", "small.bagz", "-n", "-1"], 2,
+         "sackli head: error: argument -n: must be >= 0, not -1 (see 'sackli head --help')"),
+        (["count", "."], 1,
+         "sackli: error: .: a directory, but not a dataset: it holds neither spec.json (a dataset "
+         "shard) nor 000000/spec.json (a sharded dataset)"),
         (["convert", "in.parquet", "out.bag"], 1,
          "sackli: error: in.parquet: no such Parquet file or folder"),
-        (["convert", "in.parquet", "out.jsonl"], 1,
-         "sackli: error: Parquet converts to and from bags (.bag, .bagz) only"),
-        (["convert", "small.bagz", "out.parquet", "--column", "x"], 1,
-         "sackli: error: --column and --skip-nulls apply to Parquet sources"),
-        (["convert", "small.bagz", "out.jsonl", "--encoding", "json"], 1,
-         "sackli: error: --column, --skip-nulls, --encoding and --decode apply to Parquet "
-         "conversions only"),
-        (["convert", "small.bagz", "out.csv"], 1,
-         "sackli: error: out.csv: cannot tell the format from the name (known: .bag, .bagz, "
-         ".jsonl, .jsonl.gz, .ndjson, .parquet, .tfrecord, .tfrecord.gz, .tfrecords, "
-         ".tfrecords.gz, .txt, .txt.gz)"),
-        (["convert", "small.bagz", "small.bagz"], 1,
-         "sackli: error: small.bagz is both source and destination; write elsewhere"),
-        (["convert", "small.bagz", "out.bag", "--level", "9"], 1,
-         "sackli: error: --level and --dictionary apply to .bagz destinations only"),
-        (["convert", "small.bagz", "out@*.bag"], 1,
-         "sackli: error: use --max-shard-bytes with a name@*.ext destination, and only then"),
+        (["convert", "in.parquet", "out.jsonl"], 2,
+         "sackli convert: error: Parquet converts to and from bags (.bag, .bagz) only "
+         "(see 'sackli convert --help')"),
+        (["convert", "small.bagz", "out.parquet", "--column", "x"], 2,
+         "sackli convert: error: --column and --skip-nulls apply to Parquet sources "
+         "(see 'sackli convert --help')"),
+        (["convert", "small.bagz", "out.jsonl", "--encoding", "json"], 2,
+         "sackli convert: error: --column, --skip-nulls, --encoding and --decode apply to Parquet "
+         "conversions only (and --decode to bag -> JSON Lines) (see 'sackli convert --help')"),
+        (["convert", "small.bagz", "out.csv"], 2,
+         "sackli convert: error: out.csv: cannot tell the format from the name (known: .bag, "
+         ".bagz, .jsonl, .jsonl.gz, .ndjson, .parquet, .tfrecord, .tfrecord.gz, .tfrecords, "
+         ".tfrecords.gz, .txt, .txt.gz) (see 'sackli convert --help')"),
+        (["convert", "small.bagz", "small.bagz"], 2,
+         "sackli convert: error: small.bagz is both source and destination; write elsewhere "
+         "(see 'sackli convert --help')"),
+        (["convert", "small.bagz", "out.bag", "--level", "9"], 2,
+         "sackli convert: error: --level and --output-dictionary apply to .bagz destinations "
+         "only (see 'sackli convert --help')"),
+        (["convert", "small.bagz", "out@*.bag"], 2,
+         "sackli convert: error: use --max-shard-bytes with a name@*.ext destination, and only "
+         "then (see 'sackli convert --help')"),
         (["recover", "small.bagz"], 1,
          "sackli: error: small.bagz: nothing to recover: neither limits.small.bagz nor an "
-         "unfinished write (.small.bagz.sackli-partial-*) exists beside it (the bag is complete, "
-         "or it was never written)"),
+         "unfinished write (.small.bagz.sackli-partial-*) exists beside it (the write "
+         "completed, or it was never started)"),
         (["recover", "absent.bagz"], 1, "sackli: error: absent.bagz: no such file"),
         (["frobnicate"], 2, None),
         (["get", "small.bagz", "x"], 2,

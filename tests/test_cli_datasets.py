@@ -134,10 +134,11 @@ def test_verify_reports_a_refs_record_that_is_not_a_ref_list(tmp_path):
 
 def test_bag_reading_options_are_refused(tmp_path):
     _write(tmp_path / "ds", 2)
-    assert fails("info", "ds", "--layout", "INTERLEAVED", cwd=tmp_path) == (
-        "sackli: error: ds is a dataset folder; --layout is for bags")
+    assert fails("info", "ds", "--layout", "INTERLEAVED", cwd=tmp_path, status=2) == (
+        "sackli info: error: ds is a dataset folder; --layout is for bags "
+        "(see 'sackli info --help')")
     assert "--limits-placement is for bags" in fails(
-        "verify", "ds", "--limits-placement", "SEPARATE", cwd=tmp_path)
+        "verify", "ds", "--limits-placement", "SEPARATE", cwd=tmp_path, status=2)
 
 
 def test_a_directory_that_is_not_a_dataset(tmp_path):

@@ -75,8 +75,11 @@ def test_get_raw_through_the_console_script(maps) -> None:
 
 
 def test_get_of_a_missing_key(maps) -> None:
-    assert fails("get", "plain.mb", "15", cwd=maps) == "sackli: error: plain.mb: key 15 not found"
-    assert fails("get", "plain.mb", "-1", cwd=maps) == "sackli: error: plain.mb: key -1 not found"
+    # A key not in the map is a wrong argument: status 2.
+    assert fails("get", "plain.mb", "15", cwd=maps, status=2) == (
+        "sackli get: error: plain.mb: key 15 not found (see 'sackli get --help')")
+    assert fails("get", "plain.mb", "-1", cwd=maps, status=2) == (
+        "sackli get: error: plain.mb: key -1 not found (see 'sackli get --help')")
 
 
 def test_missing_map_file(maps) -> None:

@@ -148,5 +148,6 @@ def test_skip_corrupt_goes_on_and_reports_what_it_skipped(tmp_path) -> None:
 
 def test_indices_out_of_range_fail_before_printing(bag) -> None:
     result = sackli_cli("cat", "small.bagz", "--indices", "0,5", cwd=bag)
-    assert (result.returncode, result.stdout) == (1, b"")
-    assert result.stderr == b"sackli: error: index 5 out of range for a reader of 5 records\n"
+    assert (result.returncode, result.stdout) == (2, b"")  # a wrong argument for this bag
+    assert result.stderr == (b"sackli cat: error: index 5 out of range for a reader of 5 records "
+                             b"(see 'sackli cat --help')\n")

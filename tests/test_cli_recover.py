@@ -32,7 +32,8 @@ os._exit(0)
 def test_recover_an_interrupted_write(tmp_path) -> None:
     _interrupted(tmp_path, 50, torn_bytes=b"half a frame")
     message = fails("count", "log.bagz", cwd=tmp_path)
-    assert message.startswith("sackli: error: log.bagz: no such file, but an unfinished write of it exists")
+    assert message.startswith(
+        "sackli: error: log.bagz: no such file, but an unfinished write of log.bagz exists")
     assert "complete it with sackli recover PATH" in message
     verify = sackli_cli("verify", "log.bagz", cwd=tmp_path)
     assert verify.returncode == 1
@@ -54,14 +55,16 @@ writer._set._shard.writer.flush()
 os._exit(0)
 """
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, timeout=60)
-    # Two shards were finished but not yet renamed, the third was being written.
-    assert ok("recover", "set@3.bag", cwd=tmp_path) == (
-        b"set-00000-of-00003.bag: recovered 10 record(s)\n"
-        b"set-00001-of-00003.bag: recovered 10 record(s)\n"
-        b"set-00002-of-00003.bag: recovered 5 record(s)\n")
+    # Two shards were finished but not yet renamed, the third was being
+    # written: the set is completed as one, from its journal.
+    assert ok("recover", "set@3.bag", cwd=tmp_path) == b"set@3.bag: recovered 25 record(s)\n"
     assert sackli.Reader(tmp_path / "set@3.bag").read() == [b"r%d" % i for i in range(25)]
+    assert sackli.Reader(tmp_path / "set@3.bag").shard_sizes == [10, 10, 5]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     assert fails("recover", "other@2.bag", cwd=tmp_path) == (
-        "sackli: error: other-00000-of-00002.bag: no such file")
+        "sackli: error: other@2.bag: nothing to recover: an unfinished write "
+        "(.other@2.bag.sackli-partial-*) exists beside it (the write completed, or it was "
+        "never started)")
 
 
 def test_interrupted_in_place_write_names_the_cli_flags(tmp_path) -> None:

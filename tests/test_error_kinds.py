@@ -115,8 +115,10 @@ def test_expected_errors_are_one_line(tmp_path, monkeypatch, error, line):
 
 def test_a_user_index_out_of_range_is_one_line(tmp_path):
     write_records(tmp_path / "x.bag", [b"a"])
+    # A wrong argument for this bag: a usage error (exit 2), as argparse's.
     for argv in (["get", str(tmp_path / "x.bag"), "3"], ["cat", str(tmp_path / "x.bag"), "--indices", "0,3"]):
-        assert run(*argv) == (1, "sackli: error: index 3 out of range for a reader of 1 records\n")
+        assert run(*argv) == (2, f"sackli {argv[0]}: error: index 3 out of range for a reader "
+                                 f"of 1 records (see 'sackli {argv[0]} --help')\n")
 
 
 def test_a_bug_shows_its_traceback_from_the_shell(tmp_path):

@@ -92,7 +92,7 @@ def test_round_trip_sharded_concatenated(remote):
     for spec in ("set@3.bagz", "set@*.bagz"):
         reader = sackli.Reader(remote.url(spec))
         assert reader.paths == tuple(remote.url(f"set-{s:05d}-of-00003.bagz") for s in range(3))
-        assert reader.shard_sizes() == sizes
+        assert reader.shard_sizes == sizes
         assert reader.read() == records
         assert reader.read_indices([13, 0, 5, 4]) == [records[i] for i in (13, 0, 5, 4)]
 
@@ -148,7 +148,7 @@ def test_comma_list_mixes_local_and_remote_entries(remote, tmp_path):
     expected = local_records + sharded + local_records + plain
     assert reader.read() == expected
     assert reader.read_indices([0, 5, 12, 16]) == [expected[i] for i in (0, 5, 12, 16)]
-    assert reader.shard_sizes() == [4, 2, 4, 4, 3]
+    assert reader.shard_sizes == [4, 2, 4, 4, 3]
 
 
 @pytest.mark.parametrize("placement", [TAIL, SEPARATE], ids=["tail", "separate"])

@@ -173,6 +173,6 @@ def test_convert_between_parquet_and_remote_bags(remote, tmp_path):
 def test_convert_refuses_other_formats_on_remote_destinations(remote, tmp_path):
     with sackli.Writer(tmp_path / "src.bag") as writer:
         writer.write_many([b"a"])
-    error = fails("convert", "src.bag", remote.url("out.tfrecord"), cwd=tmp_path)
+    error = fails("convert", "src.bag", remote.url("out.tfrecord"), cwd=tmp_path, status=2)
     assert "write other formats to a local path" in error
     assert remote.objects() == {}

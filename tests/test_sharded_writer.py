@@ -36,7 +36,7 @@ def test_fixed_count_round_trip(tmp_path, suffix, num_records):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     reader = sackli.Reader(spec)
     assert reader.read() == RECORDS
-    assert reader.shard_sizes() == [1250] * 4
+    assert reader.shard_sizes == [1250] * 4
 
 
 @pytest.mark.parametrize("suffix, slack", [(".bag", 1.0), (".bagz", 1.02)])
@@ -66,7 +66,7 @@ def test_empty_shards(tmp_path):
     spec = str(tmp_path / "few@3.bag")
     with sackli.ShardedWriter(spec) as writer:
         writer.write(b"only")
-    assert sackli.Reader(spec).shard_sizes() == [1, 0, 0]
+    assert sackli.Reader(spec).shard_sizes == [1, 0, 0]
 
 
 def test_a_failed_with_block_leaves_the_old_set(tmp_path):

@@ -173,7 +173,7 @@ def test_convert_skip_corrupt_copies_the_good_records(damaged):
     assert "sackli: skipped index 57: damaged.bagz: record 57 is corrupt" in result.stderr
     reader = sackli.Reader(damaged.parent / "good@3.bag")
     assert reader.read() == GOOD
-    assert reader.shard_sizes() == [65, 65, 65]  # split evenly, from the spool
+    assert reader.shard_sizes == [65, 65, 65]  # split evenly, from the spool
 
 
 def test_convert_without_skip_corrupt_fails_and_writes_nothing(damaged):
@@ -186,7 +186,7 @@ def test_convert_without_skip_corrupt_fails_and_writes_nothing(damaged):
 def test_convert_skip_corrupt_needs_a_bag_source(tmp_path):
     (tmp_path / "in.txt").write_text("a\n")
     result = sackli_cli("convert", "in.txt", "out.bag", "--skip-corrupt", cwd=tmp_path)
-    assert result.returncode == 1 and "--skip-corrupt applies to bag sources" in result.stderr
+    assert result.returncode == 2 and "--skip-corrupt applies to bag sources" in result.stderr
 
 
 def test_verify_reports_every_damaged_record(damaged):

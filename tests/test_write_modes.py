@@ -152,7 +152,10 @@ def test_sharded_writer_in_place_writes_each_shard_at_its_name(tmp_path):
         with sackli.Reader(tmp_path / "set-00000-of-00003.bag",
                            limits_placement=SEPARATE) as first:
             assert list(first) == RECORDS[:20]
-        assert hidden(tmp_path) == []
+        # Hidden: only the set's journal (for sackli.recover), no records.
+        (journal_folder,) = hidden(tmp_path)
+        assert journal_folder.startswith(".set@3.bag.sackli-partial-")
+        assert os.listdir(tmp_path / journal_folder) == ["sackli-write.json"]
         writer.write_many(RECORDS[21:])
     assert list(sackli.Reader(str(spec), limits_placement=SEPARATE)) == RECORDS
     assert hidden(tmp_path) == []

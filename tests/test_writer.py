@@ -600,14 +600,19 @@ report(lambda: writer.close())
     assert not (tmp_path / "full.bagz").exists()
 
 
-def test_dropped_writer_closes_its_file(tmp_path):
+def test_dropped_writer_publishes_nothing_and_keeps_its_records_for_recover(tmp_path):
+    # Publishing a writer dropped without close() would make a write cut
+    # short (an exception outside `with`) look complete.
     path = tmp_path / "dropped.bagz"
     records = [b"%d" % i * 50 for i in range(5_000)]
     writer = sackli.Writer(path)
     for record in records:
         writer.write(record)
-    del writer
-    gc.collect()
+    with pytest.warns(ResourceWarning, match="was not closed: nothing was published"):
+        del writer
+        gc.collect()
+    assert not path.exists()
+    assert sackli.recover(path).records == len(records)
     assert sackli.Reader(path).read() == records
 
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from .._format import has_zstd_suffix
 from .._options import WriterOptions
+from .._set_conflicts import check_shard_count
 from .._shard_spec import split_shard_entry, strip_local_prefix
 from .._shard_writer import ShardedWriter
 from ._dataset_write import write_dataset_table
@@ -85,6 +86,7 @@ def write_table(
     progress: bool | None = None,
     spec: Mapping[str, str] | str | None = None,
     durable: bool = False,
+    overwrite: bool = False,
     **dataset_options: Any,
 ) -> list[str]:
     """Writes the rows of an Arrow table (or Parquet data) to bag shards,
@@ -147,23 +149,33 @@ def write_table(
       durable: fsync every file before the rename that publishes it and the
         folders after the last (as `Writer.Options(durable=True)`, which
         `options` may also give): a return survives power loss.
+      overwrite: replace another shard set of the same name with another
+        count (`out@2.bagz` where `out@3.bagz` exists): the new set is
+        published, then the old one's shards, `limits.` files, schema file
+        (and manifest on a bucket) are deleted. Without it that set is
+        refused with FileExistsError before anything is written, as
+        `sackli.ShardedWriter` does. A set of the same count is replaced
+        either way.
 
     Returns:
       The paths of the shards written, in order (shard folders for a dataset).
 
     Raises:
       TypeError: `data` is not a table-like object.
-      ValueError: a malformed spec or argument, a null in `column`; for a
+      ValueError: a malformed spec or argument (a shard count outside 1 to
+        99,999: `out@0.bagz`), a null in `column`; for a
         dataset, a null value, a column whose Arrow type maps to no field
         type, or a spec naming a column the table lacks.
       FileNotFoundError: a Parquet path or the output folder is missing.
+      FileExistsError: another shard set of the name exists (see `overwrite`).
 
     Example:
       >>> sackli.arrow.write_table("events.parquet", "events@8.bagz")
     """
     if spec is not None:
         bag_only = {"column": column, "encoding": encoding, "skip_nulls": skip_nulls,
-                    "options": options, "max_shard_bytes": max_shard_bytes}
+                    "options": options, "max_shard_bytes": max_shard_bytes,
+                    "overwrite": overwrite}
         given = [name for name, value in bag_only.items()
                  if value not in (None, False, "auto")]
         if given:
@@ -177,6 +189,7 @@ def write_table(
     if not isinstance(target, str):
         raise TypeError(
             f"file_spec must be a str or os.PathLike[str], not {type(target).__name__}")
+    check_shard_count(strip_local_prefix(target))  # `x@0.bagz` would be a literal name
     _check_bag_name(target)
     stream = open_table_stream(data)
     if column is None and encoding == "auto":
@@ -198,8 +211,15 @@ def write_table(
     if durable and not options.durable:
         options = dataclasses.replace(options, durable=True)
     sink = ShardedWriter(target, options, max_shard_bytes=max_shard_bytes,
-                         num_records=num_records)
+                         num_records=num_records, overwrite=overwrite)
     try:
+        if column is None and encoding in (ROW_ENCODING, "arrow", "json"):
+            # Rows cannot be decoded without their schema: it is written
+            # before any shard appears (and put back if the write fails),
+            # and kept in the set's journal for `sackli.recover`.
+            message = schema_message(stream.schema, str(encoding))
+            sink._write_first(lambda paths: (schema_path(paths[0]), message),
+                              ("arrow_schema", message))
         with _progress_bar(stream.num_rows, progress) as bar, \
                 concurrent.futures.ThreadPoolExecutor(1, "sackli-write-table") as writing:
             # One piece is written (on another thread; the engine releases
@@ -212,11 +232,6 @@ def write_table(
                 bar.update(rows)
             if in_flight is not None:
                 in_flight.result()
-        if column is None and encoding in (ROW_ENCODING, "arrow", "json"):
-            # Rows cannot be decoded without their schema: it is written
-            # before any shard appears (and put back if the write fails).
-            message = schema_message(stream.schema, str(encoding))
-            sink._write_first(lambda paths: (schema_path(paths[0]), message))
         paths = sink.close()
     except BaseException:
         sink.abort()

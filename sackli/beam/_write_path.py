@@ -4,6 +4,12 @@
     dir/name@*.ext     as many shards as the runner decides
     dir/name.ext@0     one unsharded file dir/name.ext (also dir/name@0.ext)
 
+A count is a number (`@007` is 7 shards, `@00` is `@0`), 1 to 99,999, or 0
+for "no sharding" as in bagz's Beam sink. `sackli.ShardedWriter`,
+`write_table` and `sackli convert` refuse `@0` instead (a ValueError that
+names `dir/name.ext`, the one file it stands for here); readers take
+`x@0.bag` as a literal file name (see docs/usage.md, "Shard counts").
+
 where `.ext` is `.bag` or `.bagz`, optionally preceded by more suffix
 starting with `.` or `_` (`name@4.data.bagz`).
 
@@ -35,7 +41,7 @@ _DEFAULT_WINDOW_TEMPLATE = "-W-SSSSS-of-NNNNN"
 # (`name-<window>-pane-2-00000-of-00001.bagz`), as Beam Java's "pane-2".
 _DEFAULT_PANE_TEMPLATE = "-W-pane-P-SSSSS-of-NNNNN"
 _SHARDED = re.compile(r"(?P<name>.*)@(?P<count>[0-9]+|\*)(?P<suffix>(?:[._].+)?\.bagz?)", re.DOTALL)
-_UNSHARDED = re.compile(r"(?P<name>.+)(?P<suffix>\.bagz?)@0", re.DOTALL)
+_UNSHARDED = re.compile(r"(?P<name>.+)(?P<suffix>\.bagz?)@0+", re.DOTALL)
 
 _FORMS = (
     "accepted forms: 'dir/name@N.ext' (N shards), 'dir/name@*.ext' (the runner "
@@ -95,7 +101,10 @@ def _split_path(file_path: str, file_name_suffix: str | None) -> tuple[str, str,
             raise ValueError(f"file_path_prefix {file_path!r} has no file name")
         return path, file_name_suffix, "*"
     if sharded:
-        return folder + sharded["name"], sharded["suffix"], sharded["count"]
+        count = sharded["count"]
+        if count != "*" and int(count) == 0:
+            count = "0"  # a number: `@00` is `@0`, one unsharded file
+        return folder + sharded["name"], sharded["suffix"], count
     if unsharded:
         return folder + unsharded["name"], unsharded["suffix"], "0"
     raise ValueError(f'File path "{file_path}" must be in the form of one of the {_FORMS}')

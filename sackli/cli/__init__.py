@@ -17,9 +17,10 @@ from typing import Callable, Sequence
 import sackli
 
 from . import _maps
-from ._arguments import join_negative_values
+from ._arguments import USAGE_STATUS, join_negative_values, usage_line
 from ._commands import build_parser
-from ._errors import EXPECTED_ERRORS, error_message
+from ._errors import EXPECTED_ERRORS, BadArgument, error_message
+from ._recover import with_unfinished_notes
 
 __all__ = ["main"]
 
@@ -48,6 +49,13 @@ def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace)
         return _BROKEN_PIPE_STATUS
     except KeyboardInterrupt:
         return _fail("interrupted", _INTERRUPTED_STATUS)
+    except BadArgument as error:
+        # A wrong argument found after parsing (UsageError, or one wrong for
+        # this input, e.g. an index outside the bag): the same line and
+        # status as argparse's own usage errors.
+        prog = f"{_PROGRAM} {args.command_name}"
+        print(usage_line(prog, error_message(error)), file=sys.stderr)
+        return USAGE_STATUS
     except EXPECTED_ERRORS as error:
         return _fail(error_message(error), 1)
 
@@ -57,6 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(_PROGRAM)
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(join_negative_values(argv))
-    # info, verify and get of a .mb / .im map file run its own command.
-    command = _maps.command_for(args) or args.command
+    # info, verify and get of a .mb / .im map file run its own command
+    # (info and verify with their notes on unfinished writes).
+    command = args.command
+    map_command = _maps.command_for(args)
+    if map_command is not None:
+        noted = args.command_name in ("info", "verify")
+        command = with_unfinished_notes(map_command) if noted else map_command
     return _run(command, args)

@@ -1,15 +1,25 @@
 """Argument parsing details: one-line usage errors, option values that start
-with a minus sign, and byte sizes with units."""
+with a minus sign, case-insensitive choices, and typed values (byte sizes
+with units, counts, zstd levels)."""
 
 from __future__ import annotations
 
 import argparse
 import re
-from typing import NoReturn, Sequence
+from typing import Callable, NoReturn, Sequence
 
-__all__ = ["OneLineParser", "USAGE_STATUS", "join_negative_values", "parse_size"]
+from .._options import _ZSTD_MAX_LEVEL, _ZSTD_MIN_LEVEL
+
+__all__ = ["OneLineParser", "USAGE_STATUS", "any_case", "join_negative_values",
+           "non_negative_int", "parse_size", "usage_line", "zstd_level"]
 
 USAGE_STATUS = 2
+
+
+def usage_line(prog: str, message: str) -> str:
+    """The one line of a usage error of `prog` ("sackli cat"), the same for
+    argparse's own errors and for those found after parsing."""
+    return f"{prog}: error: {message} (see '{prog} --help')"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -18,7 +28,44 @@ class OneLineParser(argparse.ArgumentParser):
     created from it are of this class too."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_STATUS, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(USAGE_STATUS, usage_line(self.prog, message) + "\n")
+
+
+def any_case(choices: Sequence[str]) -> Callable[[str], str]:
+    """An argparse `type` for an option with `choices`: a value in any case
+    becomes the choice's own spelling (`interleaved` -> `INTERLEAVED`), so
+    that help and stored values keep the canonical one; any other value is
+    left as it is, for argparse's "invalid choice" error."""
+    canonical = {choice.lower(): choice for choice in choices}
+
+    def convert(text: str) -> str:
+        return canonical.get(text.lower(), text)
+
+    convert.__name__ = "choice"  # what argparse would name it in an error
+    return convert
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse `type`: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def zstd_level(text: str) -> int:
+    """An argparse `type`: a zstd level, within zstd's own range."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not _ZSTD_MIN_LEVEL <= value <= _ZSTD_MAX_LEVEL:
+        raise argparse.ArgumentTypeError(
+            f"zstd level {value} is outside [{_ZSTD_MIN_LEVEL}, {_ZSTD_MAX_LEVEL}]")
+    return value
 
 
 # Values that argparse would take for options because they start with "-":

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 import sackli
 
 from . import _convert, _demo, _inspect, _print, _recover, _rows, _verify
-from ._arguments import OneLineParser, parse_size
+from ._arguments import OneLineParser, any_case, non_negative_int, parse_size, zstd_level
 from ._reading import add_spec_argument, reader_options_parser
 
 _DESCRIPTION = "Inspect, print, verify, recover and convert Bagz record files."
@@ -51,7 +51,7 @@ def build_parser(program: str) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     reading = [reader_options_parser()]
 
-    info = _add(subparsers, "info", _inspect.info,
+    info = _add(subparsers, "info", _recover.with_unfinished_notes(_inspect.info),
                 "Summarise a bag: shards, records, bytes, compression, record sizes.",
                 "sackli info 'train@*.bagz' --json\nsackli info my_dataset/", reading,
                 "Given a sackli.datasets / bags dataset folder (holding spec.json, or shard "
@@ -64,18 +64,22 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                   "Print the Arrow schema of rows written by sackli.arrow.write_table.",
                   "sackli schema 'events@*.bagz'", [],
                   "Reads the schema file beside the bag (needs pyarrow); a bag without one "
-                  "is an error.")
+                  "is an error. Given a dataset folder: its fields and their types.")
     add_spec_argument(schema)
     schema.add_argument("--json", action="store_true", help="print one JSON object")
 
     count = _add(subparsers, "count", _inspect.count, "Print the number of records.",
-                 "sackli count train@4.bagz", reading)
+                 "sackli count train@4.bagz", reading,
+                 "Given a dataset folder: the number of datapoints.")
     add_spec_argument(count)
 
     head = _add(subparsers, "head", _print.head, "Print the first records.",
-                "sackli head train.bagz -n 3 --format json", reading)
+                "sackli head train.bagz -n 3 --format json", reading,
+                "Given a dataset folder: its first datapoints, as a table (text) or one JSON "
+                "object per line (json).")
     add_spec_argument(head)
-    head.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10)")
+    head.add_argument("-n", type=non_negative_int, default=10, metavar="N",
+                      help="how many (default 10)")
     _print.add_format_argument(head)
     _print.add_skip_corrupt_argument(head)
 
@@ -85,13 +89,15 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                "sackli cat train.bagz --indices 5,3,-1 --format raw > records.bin\n"
                "sackli cat damaged.bagz --skip-corrupt > good.txt", reading,
                "A corrupt record stops the output after the records before it, with an error; "
-               "--skip-corrupt goes on past it.")
+               "--skip-corrupt goes on past it. Given a dataset folder: its datapoints, as a "
+               "table (text) or one JSON object per line (json).")
     add_spec_argument(cat)
     selection = cat.add_mutually_exclusive_group()
-    selection.add_argument("--range", metavar="A:B",
+    selection.add_argument("--range", metavar="A:B", type=_print.parse_range,
                            help="records A (inclusive) to B (exclusive); either may be "
                                 "omitted, negatives count from the end (e.g. --range -3:)")
-    selection.add_argument("--indices", metavar="I,J,...", help="these records, in this order")
+    selection.add_argument("--indices", metavar="I,J,...", type=_print.parse_indices,
+                           help="these records, in this order")
     _print.add_format_argument(cat)
     _print.add_skip_corrupt_argument(cat)
 
@@ -103,7 +109,7 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                           ".im map file: the key)")
     _print.add_format_argument(get)
 
-    verify = _add(subparsers, "verify", _verify.verify,
+    verify = _add(subparsers, "verify", _recover.with_unfinished_notes(_verify.verify),
                   "Check every limit and decode every record.",
                   "sackli verify 'train@*.bagz' --fail-fast\nsackli verify my_dataset/", reading,
                   "Each problem is printed with its file, record index and byte offset; "
@@ -114,15 +120,20 @@ def build_parser(program: str) -> argparse.ArgumentParser:
     verify.add_argument("--fail-fast", action="store_true", help="stop at the first problem")
 
     recover = _add(subparsers, "recover", _recover.recover,
-                   "Complete an interrupted write into a valid bag.",
-                   "sackli recover 'train@16.bagz'", (),
-                   "An interrupted write leaves its records file and limits.<name>: sackli's "
-                   "writers in a hidden folder .<name>.sackli-partial-<tag>/ beside the bag, "
-                   "bagz's beside the bag itself. This keeps every record whose limit was "
-                   "written, appends the limits (TAIL), puts the bag in place and reports how "
-                   "many records were saved.")
+                   "Complete interrupted writes: of a bag, a shard set, a dataset, a map, or "
+                   "every one in a folder.",
+                   "sackli recover 'train@16.bagz'\nsackli recover data/", (),
+                   "An interrupted write leaves what it wrote in a hidden folder "
+                   ".<name>.sackli-partial-<tag>/ beside its target (bagz, and sackli with "
+                   "atomic=False, leave the file and limits.<name> beside it instead). This "
+                   "keeps every record that reached the disk, in order (a shard set's dealt "
+                   "into shards as its writer would have), puts the result in place, removes "
+                   "the hidden folder and reports how many records were saved. Given a "
+                   "folder, it completes every unfinished write in it.")
     recover.add_argument("path", metavar="PATH",
-                         help="the bag (or shard spec, e.g. 'train@16.bagz') whose write was interrupted")
+                         help="what the interrupted write was making (a bag, a shard spec "
+                              "such as 'train@16.bagz', a dataset folder, a map), or a folder "
+                              "holding unfinished writes")
 
     convert = _add(
         subparsers, "convert", _convert.convert,
@@ -132,12 +143,15 @@ def build_parser(program: str) -> argparse.ArgumentParser:
         "sackli convert in.bagz 'out@*.bagz' --max-shard-bytes 100MB\n"
         "sackli convert data.tfrecord data.bagz\n"
         "sackli convert data.bagz data.jsonl\n"
+        "zcat data.jsonl.gz | sackli convert - data.bagz --from jsonl\n"
+        "sackli convert data.bagz - --to jsonl | head\n"
         "sackli convert events.parquet events@8.bagz\n"
         "sackli convert 'events@*.bagz' events.parquet",
         [reader_options_parser(dictionary_flag="--source-dictionary")],
         "Formats follow the file names: .bag (raw) and .bagz (zstd) bags, TFRecord "
-        "(.tfrecord, .tfrecords, .gz for gzip), JSON Lines (.jsonl, .ndjson; a line is a "
-        "JSON string, or any other JSON value kept as its text; see --jsonl-base64) and text "
+        "(.tfrecord, .tfrecords, .gz for gzip), JSON Lines (.jsonl, .ndjson; a file of "
+        "strings gives their text, any other file each line's JSON text, and the bag is "
+        "marked so that it exports the same values; see --jsonl-base64) and text "
         "(.txt, one record per line). Parquet (.parquet, a file or a folder of them) converts "
         "to and from bags through sackli.arrow (needs pyarrow): a row becomes a record. "
         "Records stream in bounded memory; a progress bar shows on a terminal. An existing "
@@ -145,18 +159,32 @@ def build_parser(program: str) -> argparse.ArgumentParser:
     )
     _print.add_skip_corrupt_argument(convert)
     convert.add_argument("src", metavar="SRC", help="source: a bag spec, or TFRecord, JSON "
-                         "Lines or text files (a path or a shard spec)")
+                         "Lines or text files (a path, a glob or a shard spec); - is standard "
+                         "input (with --from)")
     convert.add_argument("dst", metavar="DST", help="destination: a path, name@N.ext (N "
-                         "shards) or name@*.ext (with --max-shard-bytes)")
+                         "shards) or name@*.ext (with --max-shard-bytes); - is standard "
+                         "output (with --to)")
+    stream_formats = ["tfrecord", "jsonl", "text"]
+    convert.add_argument("--from", dest="source_format", metavar="FORMAT",
+                         choices=["bag", *stream_formats], type=any_case(["bag", *stream_formats]),
+                         help="with SRC -: what standard input holds (bag, tfrecord, jsonl, "
+                              "text); it is copied to a temporary file first")
+    convert.add_argument("--to", dest="output_format", metavar="FORMAT",
+                         choices=stream_formats, type=any_case(stream_formats),
+                         help="with DST -: the format written to standard output (tfrecord, "
+                              "jsonl, text), streamed as the records are read")
     output = convert.add_argument_group("output options")
     output.add_argument("--force", action="store_true",
                         help="overwrite the destination if it exists (for a shard set, the "
                              "shards of the same name with another count are removed once the "
                              "new set is written, so that name@* finds one set)")
-    output.add_argument("--level", type=int, help="zstd level for .bagz (default 3)")
-    output.add_argument("--dictionary", metavar="FILE",
-                        help="zstd dictionary to compress .bagz records with")
-    output.add_argument("--output-limits-placement", choices=list(sackli.LimitsPlacement.__members__),
+    output.add_argument("--level", type=zstd_level, help="zstd level for .bagz (default 3)")
+    # --dictionary: the older spelling, kept (every other subcommand reads with it).
+    output.add_argument("--output-dictionary", "--dictionary", dest="dictionary", metavar="FILE",
+                        help="zstd dictionary to compress .bagz records with (--dictionary is "
+                             "the deprecated spelling; --source-dictionary reads the source)")
+    placements = list(sackli.LimitsPlacement.__members__)
+    output.add_argument("--output-limits-placement", choices=placements, type=any_case(placements),
                         default="TAIL", help="limits placement of the output bag (default TAIL)")
     output.add_argument("--max-shard-bytes", type=parse_size, metavar="SIZE",
                         help="with DST name@*.ext: start a new shard before one would exceed "
@@ -172,7 +200,8 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                              'read such objects back as the bytes they hold (without it they '
                              'stay the text of the object, like any other JSON value)')
     parquet = convert.add_argument_group("Parquet options")
-    parquet.add_argument("--encoding", choices=["auto", "row", "arrow", "json"], default="auto",
+    encodings = ["auto", "row", "arrow", "json"]
+    parquet.add_argument("--encoding", choices=encodings, type=any_case(encodings), default="auto",
                          help="Parquet -> bag: a row becomes a record of the engine's row "
                               "format (row), a one-row Arrow IPC message (arrow, lossless for "
                               "every type) or a JSON object (json); auto (the default) is row "
@@ -185,10 +214,13 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                               "column as one record instead of whole rows")
     parquet.add_argument("--skip-nulls", action="store_true",
                          help="with --column: leave null values out instead of failing")
-    parquet.add_argument("--decode", choices=["auto", "row", "arrow", "json", "raw"],
+    decodings = ["auto", "row", "arrow", "json", "raw"]
+    parquet.add_argument("--decode", choices=decodings, type=any_case(decodings),
                          default="auto",
-                         help="bag -> Parquet: how records become rows (auto: as the schema "
-                              "file beside the bag says, else one binary column 'record')")
+                         help="bag -> Parquet or JSON Lines: how records become rows (auto: as "
+                              "the schema file beside the bag says, else one binary column "
+                              "'record' for Parquet, the records themselves for JSON Lines; "
+                              "raw: the records as they are)")
 
     demo = _add(subparsers, "demo", _demo.demo,
                 "Write a small sample dataset and show the main features working.",

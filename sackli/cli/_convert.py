@@ -9,6 +9,11 @@ published by the library's shard-set writer (`sackli._shard_set`); each
 output file is written under a hidden temporary name and renamed at the end,
 all together: a set appears at once or not at all. Memory stays bounded:
 records move in batches from reader to writer.
+
+An existing destination is refused unless --force is given, and so is
+another shard set of the destination's name with another count (it would
+make `name@*` ambiguous); with --force that set is deleted once the new one
+is published (`sackli._set_conflicts`).
 """
 
 from __future__ import annotations
@@ -16,23 +21,33 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 import sackli
 
 from .. import _bulk
 from .._format import stored_bytes
+from .._globs import refuse_glob
+from .._set_conflicts import check_shard_count, refuse_other_sets
 from .._shard_set import OpenShard, ShardSetWriter
 from .._shard_spec import split_shard_entry
 from .._shard_writer import bag_shard_opener
 from .._storage import is_remote
 from .._whole_files import remove_quietly
 from ._endpoints import (
-    BAG, PARQUET, RECORD_OVERHEAD, Source, bag_writer_options, check_output_options, files_of,
-    format_of, open_writer, refuse_existing, remove_other_shard_sets,
+    BAG, JSON_LINES, PARQUET, RECORD_OVERHEAD, Source, bag_writer_options, check_output_options,
+    files_of, format_of, open_writer, refuse_existing,
 )
+from ._errors import UsageError
+from ._full_disk import naming_target
+from ._json_records import finish_bag_set, records_are_json_texts, row_json_printer, rows_as_json
 from ._parquet import convert_parquet
-from ._progress import progress
+from ._streams import (
+    STDIO, convert_progress, destination_format, source_name, standard_streams, write_standard_output,
+)
+
+# How the command line replaces another shard set of the destination's name.
+_FORCE_ADVICE = "pass --force to replace it"
 
 
 def _temp_name(path: str) -> str:
@@ -47,10 +62,12 @@ class _TempNamedShard:
     """One output file of `convert` (any format), written under `_temp_name`
     until `publish` renames it: the per-shard file of the shard-set writer."""
 
-    def __init__(self, kind: str, path: str, args: argparse.Namespace) -> None:
+    def __init__(self, kind: str, path: str, args: argparse.Namespace,
+                 json_texts: bool = False) -> None:
         self._kind = kind
         self._temp = _temp_name(path)
-        self._writer = open_writer(kind, self._temp, args, name=path)
+        self._writer = open_writer(kind, self._temp, args, name=path, json_texts=json_texts)
+        self._finished = False  # closed without error
 
     @property
     def records_written(self) -> int:
@@ -72,6 +89,7 @@ class _TempNamedShard:
 
     def finish(self) -> None:
         self._writer.close()
+        self._finished = True
 
     def publish(self, target: str) -> list[str]:
         """Renames the file onto `target`; a bag's limits file goes with
@@ -90,7 +108,9 @@ class _TempNamedShard:
 
     def discard(self) -> None:
         try:
-            if self._kind == BAG and not self._writer.closed:
+            # A bag whose close failed (a full disk) is closed but keeps its
+            # hidden partial folder until discarded.
+            if self._kind == BAG and not self._finished:
                 _bulk.discard(self._writer)
             else:
                 self._writer.close()
@@ -98,14 +118,14 @@ class _TempNamedShard:
             remove_quietly(files_of(self._kind, self._temp))
 
 
-def _shard_opener(kind: str, args: argparse.Namespace) -> OpenShard:
+def _shard_opener(kind: str, args: argparse.Namespace, json_texts: bool = False) -> OpenShard:
     """How the destination opens each output file: locally under a
     `_temp_name`; on gs:// / s3:// (bags only) as `sackli.ShardedWriter`
     does, streaming into hidden objects copied into place at the end."""
     if not is_remote(args.dst):
-        return lambda path: _TempNamedShard(kind, path, args)
+        return lambda path: _TempNamedShard(kind, path, args, json_texts)
     if kind != BAG:
-        raise ValueError(f"{args.dst}: convert writes bags and Parquet to gs:// and s3://; "
+        raise UsageError(f"{args.dst}: convert writes bags and Parquet to gs:// and s3://; "
                          "write other formats to a local path")
     return bag_shard_opener(args.dst, sackli.Writer.Options(**bag_writer_options(args.dst, args)))
 
@@ -114,40 +134,71 @@ def _check_distinct(source: Source, outputs: list[str]) -> None:
     sources = {os.path.realpath(path) for path in source.paths()}
     for path in outputs:
         if os.path.realpath(path) in sources:
-            raise ValueError(f"{path} is both source and destination; write elsewhere")
+            raise UsageError(f"{path} is both source and destination; write elsewhere")
 
 
 def convert(args: argparse.Namespace) -> int:
-    """Converts SRC to DST; prints what it wrote."""
+    """Converts SRC to DST; prints what it wrote. A write without room
+    names DST, not a hidden file of it."""
+    # Outside naming_target: a full disk while spooling standard input is
+    # not the destination's.
+    with standard_streams(args), naming_target(args.dst):
+        return _convert(args)
+
+
+def _batches(source: Source, printer: Any, on_skip: Any) -> Iterator[list[bytes]]:
+    """The source's records, as JSON objects when `printer` decodes rows."""
+    batches = source.batches(on_skip)
+    return batches if printer is None else rows_as_json(batches, printer, source.spec)
+
+
+def _convert(args: argparse.Namespace) -> int:
+    """`convert` within its error handling and standard streams."""
     if "," in args.dst:
-        raise ValueError(f"{args.dst}: the destination must be one path or one shard spec")
-    source_kind, kind = format_of(args.src), format_of(args.dst)
+        raise UsageError(f"{args.dst}: the destination must be one path or one shard spec")
+    try:
+        check_shard_count(args.dst)
+        refuse_glob(args.dst, args.dst)  # a writer needs a name, not a pattern
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    source_kind, kind = format_of(args.src), destination_format(args)
     check_output_options(kind, args.dst, args)
     if args.skip_corrupt and (source_kind != BAG or kind == PARQUET):
-        raise ValueError("--skip-corrupt applies to bag sources (and not to Parquet conversions)")
+        raise UsageError("--skip-corrupt applies to bag sources (and not to Parquet conversions)")
     if PARQUET in (source_kind, kind):
         if not args.force:
             refuse_existing(kind, args.dst)
+            refuse_other_sets(args.dst, None, _FORCE_ADVICE)
         return convert_parquet(source_kind, kind, args)
-    if args.column is not None or args.skip_nulls or args.encoding != "auto" or args.decode != "auto":
-        raise ValueError("--column, --skip-nulls, --encoding and --decode apply to Parquet "
-                         "conversions only")
+    exports_rows = source_kind == BAG and kind == JSON_LINES  # --decode applies
+    if (args.column is not None or args.skip_nulls or args.encoding != "auto"
+            or (args.decode != "auto" and not exports_rows)):
+        raise UsageError("--column, --skip-nulls, --encoding and --decode apply to Parquet "
+                         "conversions only (and --decode to bag -> JSON Lines)")
     source = Source(args.src, source_kind, args)
+    source.json_texts = records_are_json_texts(source)
+    printer = row_json_printer(args.src, args) if exports_rows else None
+    if args.dst == STDIO:  # streamed: no shards, nothing to publish
+        return write_standard_output(source, kind, args,
+                                     lambda on_skip: _batches(source, printer, on_skip),
+                                     source.json_texts or printer is not None)
     sharded = split_shard_entry(args.dst)
     by_size = sharded is not None and sharded[1] == "*"
     if by_size != (args.max_shard_bytes is not None):
-        raise ValueError("use --max-shard-bytes with a name@*.ext destination, and only then")
+        raise UsageError("use --max-shard-bytes with a name@*.ext destination, and only then")
     if by_size and args.max_shard_bytes <= 0:
-        raise ValueError(f"--max-shard-bytes must be > 0, not {args.max_shard_bytes}")
+        raise UsageError(f"--max-shard-bytes must be > 0, not {args.max_shard_bytes}")
+    if not args.force:  # here, not in ShardSetWriter: the advice is a flag
+        refuse_other_sets(args.dst, None, _FORCE_ADVICE)
 
     # A bag knows its length; other sources are read once, and a name@N.ext
     # destination then splits them from a spool at the end (so does a bag
     # read with --skip-corrupt: how many records survive is not known).
     total = source.count() if source_kind == BAG else None
     shards = ShardSetWriter(
-        args.dst, _shard_opener(kind, args),
+        args.dst, _shard_opener(kind, args, source.json_texts or printer is not None),
         record_overhead=RECORD_OVERHEAD[kind], max_shard_bytes=args.max_shard_bytes,
-        num_records=None if by_size or args.skip_corrupt else total)
+        num_records=None if by_size or args.skip_corrupt else total, overwrite=args.force)
     _check_distinct(source, shards.paths)
     if not args.force:
         refuse_existing(kind, args.dst)
@@ -161,19 +212,19 @@ def convert(args: argparse.Namespace) -> int:
         bar.clear()
         print(f"sackli: skipped index {item.index}: {item.error}", file=sys.stderr, flush=True)
 
-    with progress(total, "convert") as bar:
+    with convert_progress(source, total) as bar:
         try:
-            for batch in source.batches(on_skip if args.skip_corrupt else None):
+            for batch in _batches(source, printer, on_skip if args.skip_corrupt else None):
                 shards.write_bytes(batch)  # every source gives lists of bytes
                 bar.update(len(batch))
             paths = shards.close()
         except BaseException:
             shards.abort()
             raise
-    if args.force:
-        remove_other_shard_sets(kind, args.dst, paths)
+    if kind == BAG:  # what the records are follows them
+        finish_bag_set(paths, source)
     shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
-    print(f"converted {shards.records_written} records from {args.src} to {shown}")
+    print(f"converted {shards.records_written} records from {source_name(args)} to {shown}")
     if skipped:
         print(f"sackli: skipped {skipped} corrupt record(s) of {total}", file=sys.stderr)
         return 1

@@ -20,11 +20,13 @@ from ..datasets._bag import bags_file_bytes
 from ..datasets._recognise import dataset_folders, dataset_layout, layout_folders
 from ..datasets._ref_columns import ShardFiles, read_field_refs
 from ..datasets._type_text import type_text
+from . import _reading as reading
 from ._errors import error_message
 from ._reading import iter_batches
+from ._sniff import describe as describe_kind, sniff_folder
 from ._verdict import FailFast, reporter, verdict
 
-__all__ = ["info", "is_dataset", "verify"]
+__all__ = ["info", "is_dataset", "refuse_bag_options", "verify"]
 
 # Datapoints whose refs are checked at a time.
 _REFS_BATCH = 65536
@@ -32,19 +34,21 @@ _REFS_BATCH = 65536
 
 def is_dataset(spec: str) -> bool:
     """Whether SPEC names a dataset folder (ValueError for a local
-    directory that is not one)."""
-    return dataset_layout(spec) is not None
+    directory that is not one, naming what it holds when that is known,
+    e.g. Parquet files)."""
+    try:
+        return dataset_layout(spec) is not None
+    except ValueError:
+        kind = sniff_folder(spec)
+        if kind is None:
+            raise
+        raise ValueError(describe_kind(spec, kind)) from None
 
 
-def _refuse_bag_options(args: argparse.Namespace) -> None:
+def refuse_bag_options(args: argparse.Namespace) -> None:
     """Bag reading options mean nothing for a dataset: say so rather than
-    ignore them."""
-    given = [flag for flag, value, default in (
-        ("--limits-placement", args.limits_placement, "TAIL"),
-        ("--layout", args.layout, "CONCATENATED"),
-        ("--dictionary", args.read_dictionary, None)) if value != default]
-    if given:
-        raise ValueError(f"{args.spec} is a dataset folder; {', '.join(given)} is for bags")
+    ignore them (a wrong argument: exit 2)."""
+    reading.refuse_bag_options(args, "a dataset folder")
 
 
 def _folders(spec: str) -> list[str]:
@@ -110,7 +114,7 @@ def _print_text(facts: dict[str, Any]) -> None:
 
 def info(args: argparse.Namespace) -> int:
     """Prints a summary of a dataset (`--json`: one JSON object)."""
-    _refuse_bag_options(args)
+    refuse_bag_options(args)
     facts = describe(args.spec)
     if args.json:
         print(json.dumps(facts, indent=2))
@@ -169,7 +173,7 @@ def _check_shard(folder: str, report: Callable[[str], None]) -> tuple[int, Any]:
 
 def verify(args: argparse.Namespace) -> int:
     """Checks a dataset; prints each problem; exit status 1 if there is any."""
-    _refuse_bag_options(args)
+    refuse_bag_options(args)
     problems: list[str] = []
 
     report = reporter(problems, args.fail_fast, [])

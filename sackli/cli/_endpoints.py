@@ -7,7 +7,6 @@ import argparse
 import dataclasses
 import errno
 import functools
-import itertools
 import os
 from typing import Any, Callable, Iterator
 
@@ -15,13 +14,13 @@ import sackli
 
 from .. import formats
 from .._batching import batched
-from .._consistency import manifest_url
 from .._format import LIMIT_BYTES, has_zstd_suffix
 from .. import _whole_files
 from .._shard_spec import existing_shard_sets, expand_file_spec, shard_name, split_shard_entry
 from .._shard_set import files_of as bag_files_of
 from .._storage import is_remote
-from .._whole_files import remove_quietly
+from ._errors import UsageError
+from ._progress import ByteCount
 from ._reading import iter_batches, open_reader, read_file
 
 BAG, TFRECORD, JSON_LINES, TEXT, PARQUET = "bag", "tfrecord", "jsonl", "text", "parquet"
@@ -53,10 +52,10 @@ def format_of(spec: str) -> str:
                     None)
         if kind is None:
             known = ", ".join(sorted(_SUFFIXES))
-            raise ValueError(f"{entry}: cannot tell the format from the name (known: {known})")
+            raise UsageError(f"{entry}: cannot tell the format from the name (known: {known})")
         found.add(kind)
     if len(found) > 1:
-        raise ValueError(f"{spec}: entries of different formats ({', '.join(sorted(found))})")
+        raise UsageError(f"{spec}: entries of different formats ({', '.join(sorted(found))})")
     return found.pop()
 
 
@@ -74,6 +73,10 @@ class Source:
     spec: str
     kind: str
     args: argparse.Namespace
+    # JSON Lines: each record is its line's JSON text (sackli/cli/_json_records.py).
+    json_texts: bool = False
+    # The bytes read so far of files other than bags, for the progress bar.
+    bytes: ByteCount = dataclasses.field(default_factory=ByteCount)
 
     def batches(self, skip_corrupt: Any = None) -> Iterator[list[bytes]]:
         """All records, in bounded-memory batches, in spec order
@@ -81,11 +84,11 @@ class Source:
         if self.kind == BAG:
             return iter_batches(open_reader(self.spec, self.args), skip_corrupt)
         read = _FILE_READERS[self.kind]
-        if self.kind == JSON_LINES and self.args.jsonl_base64:
-            read = functools.partial(formats.read_json_lines, base64=True)
+        if self.kind == JSON_LINES:
+            read = functools.partial(formats.read_json_lines, base64=self.args.jsonl_base64,
+                                     json_texts=self.json_texts)
         paths = expand_file_spec(self.spec)
-        return batched(itertools.chain.from_iterable(read(path) for path in paths),
-                       _BATCH_RECORDS, _BATCH_BYTES)
+        return batched(self.bytes.records(read, paths), _BATCH_RECORDS, _BATCH_BYTES)
 
     def count(self) -> int:
         """The number of records (for other formats than bags: one pass)."""
@@ -114,23 +117,26 @@ def check_output_options(kind: str, spec: str, args: argparse.Namespace) -> None
     """Refuses output options that mean nothing for the destination."""
     compressed = kind == BAG and has_zstd_suffix(spec)
     if not compressed and (args.level is not None or args.dictionary):
-        raise ValueError("--level and --dictionary apply to .bagz destinations only")
+        raise UsageError("--level and --output-dictionary apply to .bagz destinations only")
     if args.gzip_level is not None and not spec.endswith(".gz"):
-        raise ValueError("--gzip-level applies to .gz destinations only")
+        raise UsageError("--gzip-level applies to .gz destinations only")
     if args.jsonl_base64 and JSON_LINES not in (kind, format_of(args.src)):
-        raise ValueError("--jsonl-base64 applies to JSON Lines sources and destinations only")
+        raise UsageError("--jsonl-base64 applies to JSON Lines sources and destinations only")
     if kind not in (BAG, PARQUET) and args.output_limits_placement != "TAIL":
-        raise ValueError("--output-limits-placement applies to bag destinations only")
+        raise UsageError("--output-limits-placement applies to bag destinations only")
 
 
-def open_writer(kind: str, path: str, args: argparse.Namespace, name: str | None = None) -> Any:
+def open_writer(kind: str, path: str, args: argparse.Namespace, name: str | None = None,
+                json_texts: bool = False) -> Any:
     """A writer (write_many, records_written, bytes_written, close) for one
-    file; `name` is what errors call it (default: `path`)."""
+    file; `name` is what errors call it (default: `path`); `json_texts`: a
+    JSON Lines file gets records that are JSON texts, written as values."""
     if kind == BAG:
         return sackli.Writer(path, **bag_writer_options(path, args))
     level = formats.DEFAULT_GZIP_LEVEL if args.gzip_level is None else args.gzip_level
     if kind == JSON_LINES:
-        return formats.JsonLinesWriter(path, gzip_level=level, name=name, base64=args.jsonl_base64)
+        return formats.JsonLinesWriter(path, gzip_level=level, name=name, base64=args.jsonl_base64,
+                                       json_texts=json_texts)
     writer_type = {TFRECORD: formats.TFRecordWriter, TEXT: formats.TextLinesWriter}[kind]
     return writer_type(path, gzip_level=level, name=name)
 
@@ -170,19 +176,3 @@ def refuse_existing(kind: str, spec: str) -> None:
         what = existing[0] + (f" and {len(existing) - 1} more file(s)" if len(existing) > 1 else "")
         raise FileExistsError(
             errno.EEXIST, f"{spec}: {what} exist(s); pass --force to overwrite")
-
-
-def remove_other_shard_sets(kind: str, spec: str, written: list[str]) -> None:
-    """After `--force` wrote the shards `written` of `spec`, deletes the
-    shards of the same name with another count, so that `name@*` finds one
-    set."""
-    sharded = split_shard_entry(spec)
-    if sharded is None:
-        return
-    base, _, suffix = sharded
-    for paths in existing_shard_sets(base, suffix).values():
-        if not set(paths) & set(written):
-            remove_quietly(file for path in paths for file in files_of(kind, path))
-            manifest = manifest_url(paths[0]) if is_remote(paths[0]) else None
-            if manifest is not None:  # a set on a bucket: its manifest goes with it
-                remove_quietly([manifest])

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-__all__ = ["EXPECTED_ERRORS", "BadArgument", "error_message"]
+__all__ = ["EXPECTED_ERRORS", "BadArgument", "UsageError", "error_message"]
 
 
 class BadArgument(ValueError):
-    """An argument the command cannot use, found once the bag is open (an
-    index outside it): printed as one line, like argparse's own errors."""
+    """An argument that is wrong for this input, found once it is open (an
+    index outside the bag, a key not in the map, a bag option given for a
+    dataset). Still a wrong argument: `main` prints it as argparse prints its
+    own usage errors (the subcommand's prefix, one line) with exit status 2."""
+
+
+class UsageError(BadArgument):
+    """A wrong argument that argparse cannot see (a flag that does not go
+    with the target, a value out of range): exit status 2 and the
+    subcommand's usage prefix, exactly as argparse's own usage errors.
+    Raise this one; BadArgument is the older name of the same rule."""
 
 
 # What the command line reports as one line: failures a user can meet and

@@ -13,7 +13,7 @@ import sackli
 from .._bulk import read_packed
 from .._format import LIMIT_BYTES, has_zstd_suffix
 from .._schema_names import find_schema_file
-from . import _datasets
+from . import _dataset_print, _datasets
 from ._progress import progress
 from ._reading import open_reader
 
@@ -22,7 +22,10 @@ _SIZE_BATCH_RECORDS = 65536
 
 
 def count(args: argparse.Namespace) -> int:
-    """Prints the number of records."""
+    """Prints the number of records (of a dataset folder: datapoints)."""
+    if _datasets.is_dataset(args.spec):
+        _datasets.refuse_bag_options(args)
+        return _dataset_print.count(args)
     print(len(open_reader(args.spec, args)))
     return 0
 
@@ -86,7 +89,7 @@ def describe(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     paths = list(reader.paths)
     return {
         "spec": spec,
-        "shards": [{"path": p, "records": n} for p, n in zip(paths, reader.shard_sizes())],
+        "shards": [{"path": p, "records": n} for p, n in zip(paths, reader.shard_sizes)],
         "records": len(reader),
         "payload_bytes": reader.stored_bytes,
         "limits_bytes": LIMIT_BYTES * len(reader),

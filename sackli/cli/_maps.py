@@ -25,6 +25,7 @@ from ..maps import IntMap, MapBuffer, ValidationError
 from ._errors import BadArgument
 from ._print import FORMATTERS
 from ._progress import progress, progress_shown
+from ._reading import refuse_bag_options
 from ._verdict import FailFast, reporter, verdict
 
 _MAP_CLASSES: dict[str, type] = {".mb": MapBuffer, ".im": IntMap}
@@ -43,12 +44,18 @@ def map_class(spec: str) -> type | None:
 
 def command_for(args: argparse.Namespace) -> Callable[[argparse.Namespace], int] | None:
     """The map version of args' subcommand when its SPEC is a map file, else
-    None (the bag command runs)."""
+    None (the bag command runs). Bag reading options given for a map are
+    refused when it runs (a wrong argument, exit 2)."""
     command = _COMMANDS.get(getattr(args, "command_name", ""))
     spec = getattr(args, "spec", None)
     if command is None or not isinstance(spec, str) or map_class(spec) is None:
         return None
-    return command
+
+    def run(args: argparse.Namespace) -> int:
+        refuse_bag_options(args, "a map")
+        return command(args)
+
+    return run
 
 
 def _open(spec: str) -> Any:

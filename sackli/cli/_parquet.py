@@ -19,7 +19,9 @@ import sackli
 
 from .._storage import UploadFile, is_remote, open_upload
 from .._whole_files import remove_quietly
-from ._endpoints import BAG, PARQUET, bag_writer_options, remove_other_shard_sets
+from ._endpoints import BAG, PARQUET, bag_writer_options
+from ._errors import UsageError
+from ._json_records import mark_bag_set
 from ._progress import progress
 from ._reading import open_reader
 
@@ -33,10 +35,32 @@ def _arrow() -> Any:
     return sackli.arrow
 
 
+def _check_column(src: str, column: str) -> None:
+    """Raises UsageError when `--column` names no column of the Parquet
+    source, or one whose values cannot be records (as write_table would
+    refuse it, before anything is written)."""
+    from ..arrow._encode import ColumnEncoder
+    from ..arrow._inputs import _parquet_dataset
+
+    schema = _parquet_dataset(src).schema
+    try:
+        ColumnEncoder(schema, column, skip_nulls=False)
+    except KeyError:
+        raise UsageError(f"--column {column}: {src} has no such column "
+                         f"(columns: {', '.join(schema.names)})") from None
+    except TypeError:
+        value_type = schema.field(column).type
+        raise UsageError(f"--column {column}: the column is {value_type}, and only a binary or "
+                         "string column can be written as records; leave --column out to "
+                         "write whole rows") from None
+
+
 def _to_bag(args: argparse.Namespace) -> int:
     arrow = _arrow()
     if "," in args.src:
-        raise ValueError(f"{args.src}: convert one Parquet file or folder at a time")
+        raise UsageError(f"{args.src}: convert one Parquet file or folder at a time")
+    if args.column is not None:
+        _check_column(args.src, args.column)
     options = bag_writer_options(args.dst, args)
     if args.level is None and not args.dictionary:
         # No zstd flag: compression by suffix lets write_table choose how
@@ -45,9 +69,8 @@ def _to_bag(args: argparse.Namespace) -> int:
     paths = arrow.write_table(
         args.src, args.dst, column=args.column, encoding=args.encoding,
         skip_nulls=args.skip_nulls, options=sackli.Writer.Options(**options),
-        max_shard_bytes=args.max_shard_bytes)
-    if args.force:
-        remove_other_shard_sets(BAG, args.dst, paths)
+        max_shard_bytes=args.max_shard_bytes, overwrite=args.force)
+    mark_bag_set(paths, json_texts=False)  # rows or column values: a stale mark goes
     shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
     print(f"converted {args.src} to {shown}")
     return 0
@@ -100,6 +123,6 @@ def convert_parquet(source_kind: str, destination_kind: str, args: argparse.Name
         return _to_bag(args)
     if source_kind == BAG and destination_kind == PARQUET:
         if args.column is not None or args.skip_nulls:
-            raise ValueError("--column and --skip-nulls apply to Parquet sources")
+            raise UsageError("--column and --skip-nulls apply to Parquet sources")
         return _to_parquet(args)
-    raise ValueError("Parquet converts to and from bags (.bag, .bagz) only")
+    raise UsageError("Parquet converts to and from bags (.bag, .bagz) only")

@@ -15,9 +15,12 @@ from typing import Any, BinaryIO, Callable, Sequence
 
 import sackli
 
-from ..formats.lines import record_to_json
+from ..formats.lines import json_text_line, record_to_json
 from .._skipping import read_skipping
+from . import _dataset_print, _datasets
+from ._arguments import any_case
 from ._errors import BadArgument
+from ._json_records import bag_holds_json_texts
 from ._progress import progress
 from ._reading import batch_records, open_reader
 from ._rows import DECODE_CHOICES, DECODE_HELP, RowDecodeError, RowPrinter, row_printer
@@ -63,9 +66,12 @@ FORMATTERS: dict[str, Callable[[bytes], bytes]] = {
 
 
 def add_format_argument(parser: argparse.ArgumentParser) -> None:
-    """The --format and --decode options of the printing subcommands."""
-    parser.add_argument("--format", choices=list(FORMATTERS), default="text", help=FORMAT_HELP)
-    parser.add_argument("--decode", choices=DECODE_CHOICES, default="auto", help=DECODE_HELP)
+    """The --format and --decode options of the printing subcommands (any
+    case: --format JSON)."""
+    parser.add_argument("--format", choices=list(FORMATTERS), type=any_case(list(FORMATTERS)),
+                        default="text", help=FORMAT_HELP)
+    parser.add_argument("--decode", choices=DECODE_CHOICES, type=any_case(DECODE_CHOICES),
+                        default="auto", help=DECODE_HELP)
 
 
 def add_skip_corrupt_argument(parser: argparse.ArgumentParser) -> None:
@@ -77,22 +83,24 @@ def add_skip_corrupt_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_range(text: str) -> slice:
-    """`A:B` (either may be omitted, negatives count from the end) as a slice."""
+    """`A:B` (either may be omitted, negatives count from the end) as a
+    slice: the argparse `type` of --range."""
     start, colon, stop = text.partition(":")
     if not colon:
-        raise ValueError(f"--range {text!r} is not A:B (e.g. 10:20, :5 or -3:)")
+        raise argparse.ArgumentTypeError(f"{text!r} is not A:B (e.g. 10:20, :5 or -3:)")
     try:
         return slice(int(start) if start else None, int(stop) if stop else None)
     except ValueError:
-        raise ValueError(f"--range {text!r}: A and B must be integers") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: A and B must be integers") from None
 
 
 def parse_indices(text: str) -> list[int]:
-    """`I,J,...` as a list of ints."""
+    """`I,J,...` as a list of ints: the argparse `type` of --indices."""
     try:
         return [int(part) for part in text.split(",")]
     except ValueError:
-        raise ValueError(f"--indices {text!r} is not a comma-separated list of integers") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of integers") from None
 
 
 @dataclasses.dataclass
@@ -116,19 +124,37 @@ def _range_selection(reader: sackli.Reader, selection: slice) -> _Selection:
 def _index_selection(reader: sackli.Reader, indices: Sequence[int]) -> _Selection:
     size = len(reader)
     for index in indices:  # all checked before anything is printed
-        if not -size <= index < size:
+        if not -size <= index < size:  # a wrong argument for this bag: exit 2
             raise BadArgument(f"index {index} out of range for a reader of {size} records")
     resolved = [index % size for index in indices]
     return _Selection(len(resolved), lambda start, count: reader.read_indices(resolved[start:start + count]),
                       resolved.__getitem__, batch_records(reader))
 
 
+def record_formatter(reader: sackli.Reader, args: argparse.Namespace) -> Callable[[bytes], bytes]:
+    """How args.format prints a record of `reader`: with json, the records
+    of a bag marked as holding JSON texts (`sackli convert` from JSON Lines)
+    print as the values they are, as the bag's JSON Lines export writes
+    them (unless --decode raw)."""
+    if args.format == "json" and args.decode != "raw" and bag_holds_json_texts(reader.paths[0]):
+        return _json_value
+    return FORMATTERS[args.format]
+
+
+def _json_value(record: bytes) -> bytes:
+    try:
+        return json_text_line(record)
+    except ValueError as error:
+        raise sackli.CorruptionError(
+            f"a record is not JSON text ({error}), though the bag is marked as holding JSON "
+            "texts; print the records as JSON strings with --decode raw") from None
+
+
 def _print_selection(selection: _Selection, args: argparse.Namespace,
-                     rows: RowPrinter | None) -> int:
-    """Prints the records in args.format (or, with `rows`, the rows they
+                     rows: RowPrinter | None, formatter: Callable[[bytes], bytes]) -> int:
+    """Prints the records with `formatter` (or, with `rows`, the rows they
     hold); returns the exit status."""
     out: BinaryIO = sys.stdout.buffer
-    formatter = FORMATTERS[args.format]
     skipped = 0
 
     def report(index: int, error: Any) -> None:
@@ -182,36 +208,43 @@ def _print_selection(selection: _Selection, args: argparse.Namespace,
 
 
 def head(args: argparse.Namespace) -> int:
-    """Prints the first N records."""
-    if args.n < 0:
-        raise ValueError(f"-n must be >= 0, not {args.n}")
+    """Prints the first N records (of a dataset folder: datapoints)."""
+    if _datasets.is_dataset(args.spec):
+        return _dataset_print.print_datapoints(args, slice(0, args.n))
     reader = open_reader(args.spec, args)
     return _print_selection(_range_selection(reader, slice(0, args.n)), args,
-                            row_printer(reader, args))
+                            row_printer(reader, args), record_formatter(reader, args))
 
 
 def cat(args: argparse.Namespace) -> int:
-    """Prints all records, a range, or chosen indices."""
+    """Prints all records, a range, or chosen indices (of a dataset folder:
+    datapoints). --range and --indices are parsed by argparse (parse_range,
+    parse_indices)."""
+    chosen = args.indices if args.indices is not None else args.range or slice(None)
+    if _datasets.is_dataset(args.spec):
+        return _dataset_print.print_datapoints(args, chosen)
     reader = open_reader(args.spec, args)
     if args.indices is not None:
-        selection = _index_selection(reader, parse_indices(args.indices))
+        selection = _index_selection(reader, args.indices)
     else:
-        chosen = parse_range(args.range) if args.range is not None else slice(None)
         selection = _range_selection(reader, chosen)
-    return _print_selection(selection, args, row_printer(reader, args))
+    return _print_selection(selection, args, row_printer(reader, args),
+                            record_formatter(reader, args))
 
 
 def get(args: argparse.Namespace) -> int:
-    """Prints the record at one index."""
+    """Prints the record at one index (of a dataset folder: the datapoint)."""
+    if _datasets.is_dataset(args.spec):
+        return _dataset_print.print_datapoints(args, [args.index])
     reader = open_reader(args.spec, args)
     try:
         record = reader[args.index]
-    except IndexError as error:  # the user's index, not a bug
+    except IndexError as error:  # the user's index, not a bug: exit 2
         raise BadArgument(str(error)) from None
     rows = row_printer(reader, args)
     out: Any = sys.stdout.buffer
     if rows is None:
-        out.write(FORMATTERS[args.format](record))
+        out.write(record_formatter(reader, args)(record))
     else:
         index = args.index % len(reader)
         try:

@@ -9,6 +9,8 @@ from typing import Any, Iterator
 import sackli
 
 from .._batching import records_per_batch
+from ._arguments import any_case
+from ._sniff import explain_open_failure
 
 # A batch read holds about this many bytes, so memory stays bounded.
 _BATCH_BYTES = 4 << 20
@@ -22,13 +24,15 @@ def reader_options_parser(dictionary_flag: str = "--dictionary") -> argparse.Arg
     """
     parser = argparse.ArgumentParser(add_help=False)
     group = parser.add_argument_group("reading options")
+    placements = list(sackli.LimitsPlacement.__members__)
+    layouts = list(sackli.ShardingLayout.__members__)
     group.add_argument(
-        "--limits-placement", choices=list(sackli.LimitsPlacement.__members__), default="TAIL",
+        "--limits-placement", choices=placements, type=any_case(placements), default="TAIL",
         help="where the bag keeps its limits: at the end of each file (TAIL, default) "
         "or in limits.<name> beside it (SEPARATE)",
     )
     group.add_argument(
-        "--layout", choices=list(sackli.ShardingLayout.__members__), default="CONCATENATED",
+        "--layout", choices=layouts, type=any_case(layouts), default="CONCATENATED",
         help="how records are numbered across shards (default CONCATENATED)",
     )
     group.add_argument(
@@ -36,6 +40,19 @@ def reader_options_parser(dictionary_flag: str = "--dictionary") -> argparse.Arg
         help="zstd dictionary the .bagz records were compressed with",
     )
     return parser
+
+
+def refuse_bag_options(args: argparse.Namespace, what: str) -> None:
+    """Bag reading options mean nothing for `what` (a dataset folder, a
+    map): a wrong argument (exit 2), rather than silently ignored."""
+    from ._errors import UsageError
+
+    given = [flag for flag, value, default in (
+        ("--limits-placement", args.limits_placement, "TAIL"),
+        ("--layout", args.layout, "CONCATENATED"),
+        ("--dictionary", args.read_dictionary, None)) if value != default]
+    if given:
+        raise UsageError(f"{args.spec} is {what}; {', '.join(given)} is for bags")
 
 
 def reader_options(args: argparse.Namespace, sharded: bool = True) -> dict[str, Any]:
@@ -49,9 +66,20 @@ def reader_options(args: argparse.Namespace, sharded: bool = True) -> dict[str, 
     return options
 
 
-def open_reader(spec: str, args: argparse.Namespace) -> sackli.Reader:
-    """The bag `spec` opened with the reading options in `args`."""
-    return sackli.Reader(spec, **reader_options(args))
+def open_reader(spec: str, args: argparse.Namespace, sharded: bool = True) -> sackli.Reader:
+    """The bag `spec` opened with the reading options in `args`. When it
+    does not open as a bag, a file that is something else (Parquet, a map,
+    JSON Lines...) is named for what it is (see _sniff). `-` is a bag on
+    standard input (see _streams)."""
+    if spec == "-":
+        from ._streams import open_stdin_bag  # which imports this module
+
+        return open_stdin_bag(reader_options(args, sharded))
+    try:
+        return sackli.Reader(spec, **reader_options(args, sharded))
+    except (sackli.CorruptionError, OSError) as error:
+        explain_open_failure(spec, error)
+        raise
 
 
 def read_file(path: str) -> bytes:
@@ -78,6 +106,7 @@ def add_spec_argument(parser: argparse.ArgumentParser) -> None:
     """The SPEC positional argument every reading subcommand takes."""
     parser.add_argument(
         "spec", metavar="SPEC",
-        help="a bag: a file, name@N.ext, name@*.ext, or a comma-separated list (info and "
-             "verify also take a dataset folder)",
+        help="a bag: a file, a glob ('ev*.bag', quoted), name@N.ext, name@*.ext, or a "
+             "comma-separated list; or a sackli.datasets (bags) folder, whose datapoints are "
+             "printed and counted; for cat, head, get and count, - is a bag on standard input",
     )

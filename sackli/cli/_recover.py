@@ -1,44 +1,123 @@
-"""`sackli recover`: complete interrupted writes into valid bags."""
+"""`sackli recover`: complete interrupted writes; notes on unfinished writes
+for the subcommands that inspect a bag (`info`, `verify`)."""
 
 from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import os
+import sys
+from typing import Callable
 
 import sackli
 
-from .._recover import partial_writes
-from .._shard_spec import expand_file_spec, split_shard_entry, shard_name, strip_local_prefix
+from .._recover import RecoveryReport, recover_write
+from .._shard_spec import split_shard_entry, strip_local_prefix
+from .._storage import is_remote
+from .._unfinished import (
+    UnfinishedWrite, unfinished_writes, unfinished_writes_in_spec, unfinished_writes_of,
+    write_of_folder,
+)
+from ._errors import EXPECTED_ERRORS, error_message
+
+__all__ = ["recover", "unfinished_writes_near", "with_unfinished_notes"]
 
 
-def _targets(spec: str) -> list[str]:
-    """The bag files of `spec`: a path, `name@N.ext` (every shard, whether
-    or not it exists yet) or `name@*.ext` (the shards found)."""
-    sharded = split_shard_entry(strip_local_prefix(spec))
-    if sharded is not None and sharded[1] != "*":
-        base, count, suffix = sharded
-        return [shard_name(base, i, int(count), suffix) for i in range(int(count))]
-    return expand_file_spec(spec)
+def unfinished_writes_near(spec: str) -> list[UnfinishedWrite]:
+    """The unfinished writes that concern `spec`: for a folder, every one
+    in it and any of the folder itself; for a path or a shard spec, those
+    that would make its files."""
+    local = strip_local_prefix(spec)
+    if not local or is_remote(local):
+        return []
+    if os.path.isdir(local):
+        folder = local.rstrip("/") or "/"
+        return unfinished_writes_of(folder) + unfinished_writes(folder)
+    return unfinished_writes_in_spec(local)
 
 
-def _recover_one(path: str) -> str:
-    """Recovers `path`; the line that says what was saved."""
+def with_unfinished_notes(command: Callable[[argparse.Namespace], int]) -> Callable[
+        [argparse.Namespace], int]:
+    """`command`, then a note on stderr for every unfinished write of its
+    spec (unless its error already named one)."""
+
+    @functools.wraps(command)
+    def noted(args: argparse.Namespace) -> int:
+        try:
+            status = command(args)
+        except EXPECTED_ERRORS as error:
+            if "unfinished write" not in error_message(error):
+                _note(args.spec)
+            raise
+        _note(args.spec)
+        return status
+
+    return noted
+
+
+def _note(spec: str) -> None:
     try:
-        report = sackli.recover(path)
-    except FileNotFoundError:
-        if not os.path.exists(path) and not partial_writes(path):
-            raise FileNotFoundError(errno.ENOENT, f"{path}: no such file", path) from None
-        raise
+        writes = unfinished_writes_near(spec)
+    except EXPECTED_ERRORS:
+        return  # a damaged journal: `sackli recover` reports it
+    sys.stdout.flush()  # the notes come after what was printed
+    for write in writes:
+        print(f"sackli: note: {write.describe()}", file=sys.stderr)
+
+
+# What `records` of a RecoveryReport counts, by kind of write.
+_UNITS = {"dataset": "datapoint(s)", "map": "entr(y/ies)"}
+
+
+def _line(target: str, report: RecoveryReport, kind: str | None = None) -> str:
+    """The line that says what was saved."""
     dropped = ""
     if report.dropped_limits or report.dropped_bytes:
         dropped = (f"; dropped {report.dropped_limits} invalid limit(s) and "
                    f"{report.dropped_bytes} trailing byte(s)")
-    return f"{path}: recovered {report.records} record(s){dropped}"
+    return f"{target}: recovered {report.records} {_UNITS.get(kind or '', 'record(s)')}{dropped}"
+
+
+def _kind_of(local: str) -> str | None:
+    """The kind of the unfinished write(s) `sackli.recover(local)` completes."""
+    kinds = {write.kind for write in unfinished_writes_of(local.rstrip("/"))}
+    if not kinds and os.path.isdir(local):
+        kinds = {write.kind for write in unfinished_writes(local)}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _recover_folder(folder: str) -> int:
+    """Completes every unfinished write in `folder` (and of `folder`
+    itself); one line for each, errors on stderr."""
+    writes = unfinished_writes_near(folder)
+    if not writes:
+        print(f"{folder}: no unfinished writes")
+        return 0
+    status = 0
+    for write in writes:
+        try:
+            print(_line(write.target, recover_write(write), write.kind), flush=True)
+        except EXPECTED_ERRORS as error:
+            print(f"sackli: error: {write.target}: {error_message(error)}", file=sys.stderr)
+            status = 1
+    return status
 
 
 def recover(args: argparse.Namespace) -> int:
-    """Recovers the interrupted bag files of PATH and says what was saved."""
-    for path in _targets(args.path):
-        print(_recover_one(path))
+    """Recovers the interrupted write of PATH (a bag, a shard spec, a
+    dataset folder, a map), or every one in the folder PATH; says what was
+    saved."""
+    local = strip_local_prefix(args.path)
+    if os.path.isdir(local) and write_of_folder(local.rstrip("/")) is None:
+        return _recover_folder(local)
+    kind = _kind_of(local)
+    try:
+        report = sackli.recover(args.path)
+    except FileNotFoundError:
+        if split_shard_entry(local) is None and not os.path.lexists(local):
+            # Neither the bag nor a write of it: most likely a typo.
+            raise FileNotFoundError(errno.ENOENT, f"{args.path}: no such file", args.path) from None
+        raise
+    print(_line(args.path, report, kind))
     return 0

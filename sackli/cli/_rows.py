@@ -138,14 +138,35 @@ def _line(cells: list[str], widths: list[int]) -> bytes:
     return ("  ".join(padded).rstrip() + "\n").encode("utf-8")
 
 
+def _not_a_bag(spec: str) -> None:
+    """Raises ValueError naming what `spec` is when it does not open as a
+    bag and is recognisably something else (a Parquet file, a map...)."""
+    from ._sniff import explain_open_failure
+
+    try:
+        sackli.Reader(spec).close()
+    except (sackli.CorruptionError, OSError) as error:
+        explain_open_failure(spec, error)
+
+
 def schema(args: argparse.Namespace) -> int:
     """`sackli schema SPEC`: prints the Arrow schema of a row-encoded bag
-    and its encoding (FileNotFoundError without a schema file)."""
+    and its encoding (FileNotFoundError without a schema file); of a
+    dataset folder, its fields and types."""
+    from . import _dataset_print, _datasets
+
+    if _datasets.is_dataset(args.spec):
+        return _dataset_print.schema(args)
     try:
         from ..arrow._schema_file import find_schema_file, read_set_schema, schema_path
     except ImportError:
+        _not_a_bag(args.spec)
         raise ValueError("sackli schema needs pyarrow: pip install 'sackli-bagz[arrow]'") from None
-    stored, encoding = read_set_schema(args.spec)
+    try:
+        stored, encoding = read_set_schema(args.spec)
+    except (OSError, ValueError):
+        _not_a_bag(args.spec)  # no schema beside a Parquet file: say what it is
+        raise
     path = find_schema_file(args.spec) or schema_path(args.spec)
     if args.json:
         fields = [{"name": field.name, "type": str(field.type), "nullable": field.nullable}

@@ -10,9 +10,9 @@ import sackli
 
 from .._shard_spec import expand_file_spec
 from . import _datasets
-from ._errors import error_message
 from ._progress import progress, progress_shown
 from ._reading import batch_records, reader_options
+from ._sniff import opening_error
 from ._verdict import FailFast, reporter, verdict
 
 
@@ -40,7 +40,7 @@ def _check_shard(
     try:
         reader = sackli.Reader(check.path, **reader_options(args, sharded=False))
     except (sackli.CorruptionError, OSError) as error:
-        report(f"shard {check.shard} cannot be opened: {error_message(error)}")
+        report(f"shard {check.shard} cannot be opened: {opening_error(check.path, error)}")
         return None
     step = batch_records(reader)
     for start in range(0, len(reader), step):

@@ -176,6 +176,15 @@ class BagWriter(DiscardsOnError):
         """Stops writing and deletes the temporary files; nothing appears."""
         self._writer._discard()
 
+    def abandon(self) -> None:
+        """Stops writing without publishing: the records appended so far are
+        written where they are kept until `close()` (a local file's hidden
+        folder), for `sackli.recover`, as a crash after a flush leaves them.
+        For a writer dropped without `close()`."""
+        if not self._writer.closed:
+            self._write_pending()
+        self._writer._abandon()
+
     def __repr__(self) -> str:
         return f"<sackli.datasets.BagWriter({self._path!r}): {self._length} records>"
 

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from .. import _engine
 from .._engine import CorruptionError
 from .._reader import Reader
+from .._unfinished import explained_missing
 from .._storage import is_remote
 from ._bag import open_records
 from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
@@ -51,7 +52,11 @@ def read_spec(directory: str) -> tuple[dict[str, FieldType], dict[str, str]]:
     ValueError when it is not a valid spec.
     """
     path = join(directory, SPEC_FILE)
-    content = read_bytes(path)
+    try:
+        content = read_bytes(path)
+    except FileNotFoundError as error:
+        # A write that was killed: say so, and how to complete it.
+        raise explained_missing(error, directory) from None
     try:
         raw = json.loads(content)
         compression = raw.pop(COMPRESSION_KEY, None) if isinstance(raw, dict) else None

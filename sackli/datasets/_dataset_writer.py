@@ -7,12 +7,18 @@ folder is written in a hidden folder beside the target
 remote one (`gs://`, `s3://`) gets each object whole on `close()`, spec.json
 last. Either way a reader never sees a shard with some fields missing or
 short, and a `with` block that raises leaves no shard.
+
+A local write keeps the journal `sackli-write.json` in its hidden folder
+from the start: a process killed before `close()` leaves the folder, and
+`sackli.recover(directory)` finishes the shard with every datapoint that
+reached the disk (see _recover).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from typing import Any, Mapping
 
 from ._bag import BagWriter
@@ -21,10 +27,12 @@ from ._concurrent import concurrently
 from ._builtin_codecs import encoders as builtin_encoders, one_argument
 from .._format import partial_folder_prefix
 from .._storage import is_remote
+from .._unfinished import JOURNAL, write_journal
 from .._whole_files import sync_folders
 from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, exists, folder_path, join, make_unique_folder, write_bytes
+from ._recover import dataset_journal
 from ._refs import pack_refs
 from ._spec import FieldType, ShardFolder, parse_spec, spec_json
 
@@ -99,6 +107,11 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         self._partial = self._directory if self._remote else self._make_partial_folder()
         self._closed = False
         try:
+            if not self._remote:
+                # Before any record can reach the disk: what `sackli.recover`
+                # needs to finish the shard after a crash.
+                write_journal(self._partial,
+                              dataset_journal(self._directory, self._raw_spec, durable))
             self._refs = BagWriter(join(self._partial, "refs.bag"), durable=durable)
             self._writers = {
                 field: BagWriter(join(self._partial, self._field_file(field)),
@@ -119,9 +132,15 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         self._size_bound = _LIMIT_BYTES * (1 + len(self._fields))
 
     def _make_partial_folder(self) -> str:
-        # The hidden name sackli's writers use for files: `.<name>.sackli-partial-<tag>`.
-        # Made as bags makes a shard folder (0777 less the umask), not 0700.
-        prefix = partial_folder_prefix(os.path.abspath(self._directory))
+        # The hidden name sackli's writers use for files: `.<name>.sackli-partial-<tag>`,
+        # glob characters of the name percent-encoded as in every writer's folder
+        # (_unfinished.make_write_folder): the bags in it are sackli.Writers, which
+        # refuse a path holding a glob pattern. Made as bags makes a shard folder
+        # (0777 less the umask), not 0700.
+        parent, name = os.path.split(os.path.abspath(self._directory))
+        for character in "%*?[":
+            name = name.replace(character, f"%{ord(character):02X}")
+        prefix = partial_folder_prefix(os.path.join(parent, name))
         os.makedirs(os.path.dirname(prefix), exist_ok=True)
         return make_unique_folder(prefix)
 
@@ -203,10 +222,14 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
 
     def flush(self) -> None:
         """Hands what was written so far to the operating system (the folder
-        appears at `directory` on `close()`)."""
-        self._refs.flush()
+        appears at `directory` on `close()`). Locally, every datapoint
+        appended before a `flush()` survives a crash of the process:
+        `sackli.recover(directory)` completes the shard with them."""
+        # The values before the refs that point at them: a crash during the
+        # flush then leaves no ref to a value that is not on disk.
         for writer in self._writers.values():
             writer.flush()
+        self._refs.flush()
 
     def close(self) -> None:
         """Finishes every file and writes spec.json, then (locally) renames
@@ -231,6 +254,11 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
                 if os.path.lexists(self._directory):
                     raise FileExistsError(f"{self._directory}: created by someone else meanwhile")
                 os.rename(self._partial, self._directory)
+                # The shard is complete: its journal goes. Removed after the
+                # rename, so that no crash leaves a finished shard in a hidden
+                # folder without one (at worst the published shard keeps a
+                # stray journal, which readers ignore).
+                os.remove(join(self._directory, JOURNAL))
                 if self._durable:
                     sync_folders([self._directory])
         except BaseException:
@@ -246,6 +274,25 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
             if not writer.closed:
                 writer.discard()
         self._remove_partial_folder()
+
+    def __del__(self) -> None:
+        # Dropped without close() (an exception outside `with`): publishing
+        # here would pass a write cut short for a complete one. A local
+        # write keeps what was appended for `sackli.recover`, as a crash
+        # after a flush does; a remote one is discarded by its bags.
+        if getattr(self, "_closed", True) or self._remote or not hasattr(self, "_writers"):
+            return
+        self._closed = True
+        warnings.warn(
+            f"sackli.datasets.DatasetWriter({self._directory!r}) was not closed: nothing was "
+            f"published; the datapoints appended so far are kept in {self._partial}: "
+            f"`sackli recover {self._directory}` completes them", ResourceWarning, source=self)
+        try:
+            # The values before the refs that point at them (see flush).
+            for writer in [*self._writers.values(), self._refs]:
+                writer.abandon()
+        except Exception:  # nothing can report from here; the files stay
+            pass
 
     def __repr__(self) -> str:
         return f"<sackli.datasets.DatasetWriter({self._directory!r}): {len(self)} datapoints>"

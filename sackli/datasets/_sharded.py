@@ -12,6 +12,7 @@ import os
 from typing import Any, Mapping
 
 from .._storage import is_remote
+from .._unfinished import unfinished_writes
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._concurrent import concurrently
 from ._dataset_reader import DatasetReader
@@ -36,6 +37,13 @@ class ShardedDatasetWriter(DiscardsOnError):
     DatasetWriter's sackli extension (per-field zstd); `durable=True`
     makes each shard's `close()` survive power loss (see DatasetWriter).
     Not thread-safe.
+
+    A process killed mid-write leaves the shards it had finished in place
+    and the open one in its hidden folder with its own journal
+    (`directory/.000003.sackli-partial-<tag>/`, a DatasetWriter's): `sackli
+    recover DIRECTORY` completes every unfinished shard in the folder (one
+    per worker at most), `sackli.recover("DIRECTORY/000003")` one. The
+    dataset then holds a prefix of the datapoints appended.
 
     Raises:
       ValueError: shard_start < 0 or shard_step < 1 (and as DatasetWriter).
@@ -127,6 +135,10 @@ class ShardedDatasetWriter(DiscardsOnError):
             self._writer.discard()
             self._writer = None
 
+    def __repr__(self) -> str:
+        return (f"<sackli.datasets.ShardedDatasetWriter({self._directory!r}): "
+                f"{len(self)} datapoints, {self.shards} shards>")
+
 
 def shard_folders(directory: str) -> list[str]:
     """The shard folders of a dataset, in order; unfinished writes are
@@ -136,6 +148,19 @@ def shard_folders(directory: str) -> list[str]:
     the names are not 000000, 000001, ... without gaps.
     """
     return _numbered(directory, list_folders(directory))
+
+
+def _unfinished_shards(directory: str) -> str:
+    """A note naming the unfinished shard writes in local `directory` (a
+    killed writer's), with the command that completes them; "" if none."""
+    if is_remote(directory):
+        return ""
+    writes = unfinished_writes(directory)
+    if not writes:
+        return ""
+    names = ", ".join(os.path.basename(write.target) for write in writes)
+    return (f"; unfinished writes of shards {names} exist there: complete them with "
+            f"sackli.recover(path) of each shard (from a shell: sackli recover {directory})")
 
 
 def shard_folder_bytes(directory: str) -> list[tuple[str, int]]:
@@ -182,7 +207,8 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
         if not folders:
             raise ValueError(
                 f"{self._directory}: no shard selected (shard_start={shard_start}, "
-                f"shard_step={shard_step}, {len(shard_folders(self._directory))} shards)")
+                f"shard_step={shard_step}, {len(shard_folders(self._directory))} shards)"
+                f"{_unfinished_shards(self._directory)}")
         self._readers = concurrently(
             [functools.partial(DatasetReader, folder, decoders, cache_index) for folder in folders],
             is_remote(self._directory))

@@ -7,11 +7,14 @@ Beam and the Arrow bridges share one implementation:
 - `tfrecord`: TFRecord files (length, masked CRC32C of the length, data,
   masked CRC32C of the data), optionally gzip-compressed (`*.gz`).
 - `_files`: opening files, through gzip for `*.gz` (zlib-ng when installed).
-- `lines`: JSON Lines (one JSON value per line) and newline-delimited text.
+- `lines`: JSON Lines (one JSON value per line; records are strings' text,
+  or JSON texts) and newline-delimited text.
 """
 
 from ._files import DEFAULT_GZIP_LEVEL, gzip_library
-from .lines import JsonLinesWriter, TextLinesWriter, read_json_lines, read_text_lines
+from .lines import (
+    JsonLinesWriter, TextLinesWriter, holds_only_strings, read_json_lines, read_text_lines,
+)
 from .tfrecord import TFRecordWriter, masked_crc32c, read_tfrecords
 
 __all__ = [
@@ -20,6 +23,7 @@ __all__ = [
     "TFRecordWriter",
     "TextLinesWriter",
     "gzip_library",
+    "holds_only_strings",
     "masked_crc32c",
     "read_json_lines",
     "read_text_lines",

@@ -16,7 +16,9 @@ import threading
 import zlib
 from typing import Any, BinaryIO, Iterable
 
-__all__ = ["DEFAULT_GZIP_LEVEL", "RecordFileWriter", "gzip_library", "open_binary"]
+from .._record_iterables import refuse_single_record
+
+__all__ = ["DEFAULT_GZIP_LEVEL", "RecordFileWriter", "display_name", "gzip_library", "open_binary"]
 
 # Large buffers: records are read and written in many small pieces.
 _BUFFER_BYTES = 1 << 20
@@ -118,11 +120,25 @@ class _GzipWriter:
         self.close()
 
 
+def display_name(source: str | os.PathLike[str] | BinaryIO) -> str:
+    """What messages call a file given by its path or as an open stream
+    (the stream's `name`, e.g. "-" for standard input)."""
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return str(getattr(source, "name", "<stream>"))
+
+
 def open_binary(
-    path: str | os.PathLike[str], mode: str, gzip_level: int = DEFAULT_GZIP_LEVEL
+    path: str | os.PathLike[str] | BinaryIO, mode: str, gzip_level: int = DEFAULT_GZIP_LEVEL
 ) -> BinaryIO:
     """`path` opened for binary reading ("rb") or writing ("wb"), through gzip
-    (at `gzip_level`, 0-9, when writing) when its name ends in `.gz`."""
+    (at `gzip_level`, 0-9, when writing) when its name ends in `.gz`.
+
+    `path` may be an open binary stream instead (standard input or output,
+    `sackli convert -`): read through gzip when its `name` ends in `.gz`,
+    else used as it is."""
+    if not isinstance(path, (str, os.PathLike)):
+        return _open_gzip_reader(path) if mode == "rb" and display_name(path).endswith(".gz") else path
     if os.fspath(path).endswith(".gz"):
         if mode == "rb":
             return _open_gzip_reader(path)
@@ -141,11 +157,11 @@ class RecordFileWriter:
     temporary name.
     """
 
-    def __init__(self, path: str | os.PathLike[str], gzip_level: int = DEFAULT_GZIP_LEVEL,
-                 name: str | None = None) -> None:
-        self._path = os.fspath(path)
+    def __init__(self, path: str | os.PathLike[str] | BinaryIO,
+                 gzip_level: int = DEFAULT_GZIP_LEVEL, name: str | None = None) -> None:
+        self._path = display_name(path)  # or an open stream (standard output)
         self.name = self._path if name is None else name
-        self._file: BinaryIO | None = open_binary(self._path, "wb", gzip_level)
+        self._file: BinaryIO | None = open_binary(path, "wb", gzip_level)
         self.records_written = 0
         self.bytes_written = 0
 
@@ -169,8 +185,10 @@ class RecordFileWriter:
     def write_many(self, records: Iterable[bytes | bytearray | memoryview]) -> None:
         """Appends records in order (encoded into blocks of about 1 MiB, one
         write each). A record that cannot be encoded raises after the ones
-        before it were written."""
+        before it were written. A single str or bytes-like object raises
+        TypeError: it is one record, not an iterable of them."""
         file = self._checked_file()
+        refuse_single_record(records)
         encoded: list[bytes] = []
         size = 0
         try:

@@ -21,7 +21,7 @@ from typing import BinaryIO, Iterator
 import google_crc32c
 
 from .._engine import CorruptionError
-from ._files import RecordFileWriter, open_binary
+from ._files import RecordFileWriter, display_name, open_binary
 
 __all__ = ["TFRecordWriter", "crc32c", "masked_crc32c", "read_tfrecords"]
 
@@ -63,8 +63,8 @@ def read_tfrecords(path: str | os.PathLike[str], verify_crc: bool = True) -> Ite
     Raises sackli.CorruptionError, naming the file and byte offset (in the
     uncompressed stream), for a truncated entry or a CRC mismatch.
     """
-    name = os.fspath(path)
-    with open_binary(name, "rb") as stream:
+    name = display_name(path)  # a path, or an open binary stream
+    with open_binary(path, "rb") as stream:
         offset = 0
         while True:
             header = stream.read(_HEADER_BYTES)

@@ -81,6 +81,22 @@ class MapBase:
             return self._path
         return self._file_name if self._file_name is not None else describe(self._buffer)
 
+    def __repr__(self) -> str:
+        """`<sackli.maps.MapBuffer of 'm.mb': 3 keys, zstd>`: the kind, where
+        the bytes come from, the number of keys and the compression. A map
+        that cannot be read says so instead of raising."""
+        name = self._name()
+        source = name if name.startswith("<") else repr(name)
+        try:
+            core = self._core_now()
+            count = core.count
+            details = f"{count} key{'' if count == 1 else 's'}"
+            if getattr(core, "compression", "none") != "none":
+                details += f", {core.compression}"
+        except Exception as error:  # noqa: BLE001 - a repr must not raise
+            details = f"unreadable ({error})"
+        return f"<sackli.maps.{type(self).__name__} of {source}: {details}>"
+
     def _core_now(self) -> Any:
         if self._core is None:
             self._core = open_core(self._KIND, self._buffer, self._path, self._name(),

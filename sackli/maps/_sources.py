@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _engine
+from .._unfinished import explained_missing
 from ._errors import corruption_as_validation_error
 from ._files import new_hidden_file
 
@@ -86,7 +87,11 @@ def open_core(kind: str, buffer: Any, path: str | None, name: str,
             if path is None and not is_buffer(buffer):
                 return _engine.MapCore.from_index(head, kind, name, _size(buffer))
         if path is not None:
-            return _engine.MapCore.open_file(path, kind)
+            try:
+                return _engine.MapCore.open_file(path, kind)
+            except FileNotFoundError as error:
+                # A write that was killed: say so, and how to complete it.
+                raise explained_missing(error, path) from None
         if is_buffer(buffer):
             return _engine.MapCore(buffer, kind, name)
         return _engine.MapCore.from_index(_read_head(kind, buffer, name), kind, name,
