@@ -8,6 +8,7 @@ package: pytest runs them with --import-mode=importlib)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
 import struct
 import subprocess
@@ -75,3 +76,41 @@ def _corrupt_set(folder):
     shard2 = folder / "c-00002-of-00003.bag"
     shard2.write_bytes(shard2.read_bytes()[:-3])
     return folder
+
+
+def on_terminal(*args: str, cwd, stdout_on_terminal: bool = False,
+                feed=None) -> tuple[int, bytes, str]:
+    """Runs the CLI with stderr (and optionally stdout) on a pseudo-terminal
+    of 100 columns; `feed(stdin)` writes standard input (then closed).
+    Returns (status, stdout, what the terminal showed)."""
+    import fcntl
+    import pty
+    import termios
+    import threading
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    process = subprocess.Popen(
+        ["sackli", *args], cwd=cwd, stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+        stderr=slave, stdout=slave if stdout_on_terminal else subprocess.PIPE)
+    os.close(slave)
+    shown: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 1 << 16)
+            except OSError:  # EIO once the process has closed the terminal
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    if feed:
+        feed(process.stdin)  # communicate() closes it
+    stdout, _ = process.communicate(timeout=60)
+    reader.join(timeout=10)
+    os.close(master)
+    return process.returncode, stdout or b"", b"".join(shown).decode("utf-8", "replace")

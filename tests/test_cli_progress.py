@@ -3,52 +3,12 @@ pseudo-terminal."""
 
 from __future__ import annotations
 
-import os
-import struct
-import subprocess
-
 import pytest
 
-from cli_helpers import (  # registered by conftest.py
-    write_bag,
-)
+from cli_helpers import on_terminal, write_bag  # registered by conftest.py
 
 
 # --- progress bars ------------------------------------------------------------
-
-
-def on_terminal(*args: str, cwd, stdout_on_terminal: bool = False) -> tuple[int, bytes, str]:
-    """Runs the CLI with stderr (and optionally stdout) on a pseudo-terminal
-    of 100 columns; returns (status, stdout, what the terminal showed)."""
-    import fcntl
-    import pty
-    import termios
-    import threading
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    process = subprocess.Popen(
-        ["sackli", *args], cwd=cwd, stdin=subprocess.DEVNULL, stderr=slave,
-        stdout=slave if stdout_on_terminal else subprocess.PIPE)
-    os.close(slave)
-    shown: list[bytes] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 1 << 16)
-            except OSError:  # EIO once the process has closed the terminal
-                return
-            if not data:
-                return
-            shown.append(data)
-
-    reader = threading.Thread(target=drain)
-    reader.start()
-    stdout, _ = process.communicate(timeout=60)
-    reader.join(timeout=10)
-    os.close(master)
-    return process.returncode, stdout or b"", b"".join(shown).decode("utf-8", "replace")
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import struct
 import subprocess
 import threading
 import time
@@ -15,7 +14,8 @@ import time
 import pytest
 
 import sackli
-from cli_helpers import tfrecord_spec, write_bag  # registered by conftest.py
+from cli_helpers import on_terminal as run_on_terminal  # registered by conftest.py
+from cli_helpers import tfrecord_spec, write_bag
 
 RECORDS = [b"alpha", b"", b"caf\xc3\xa9", b"omega"]
 
@@ -146,40 +146,11 @@ def test_bags_and_parquet_cannot_go_to_standard_output(tmp_path) -> None:
 
 
 def on_terminal(*args: str, cwd, feed=None) -> tuple[int, str]:
-    """Runs the CLI with stderr on a pseudo-terminal of 100 columns and
-    stdout to a pipe; `feed(stdin)` writes standard input (then closed).
-    Returns (status, what the terminal showed)."""
-    import fcntl
-    import pty
-    import termios
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    process = subprocess.Popen(["sackli", *args], cwd=cwd, stderr=slave, stdout=subprocess.PIPE,
-                               stdin=subprocess.PIPE if feed else subprocess.DEVNULL)
-    os.close(slave)
-    shown: list[bytes] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 1 << 16)
-            except OSError:  # EIO once the process has closed the terminal
-                return
-            if not data:
-                return
-            shown.append(data)
-
-    reader = threading.Thread(target=drain)
-    reader.start()
-    if feed:
-        feed(process.stdin)
-        process.stdin.close()
-    process.stdout.read()
-    process.wait(timeout=60)
-    reader.join(timeout=10)
-    os.close(master)
-    return process.returncode, b"".join(shown).decode("utf-8", "replace")
+    """Runs the CLI with stderr on a pseudo-terminal and stdout to a pipe;
+    `feed(stdin)` writes standard input. Returns (status, what the terminal
+    showed)."""
+    status, _, shown = run_on_terminal(*args, cwd=cwd, feed=feed)
+    return status, shown
 
 
 @pytest.mark.parametrize("name", ["in.jsonl", "in.tfrecord", "in.tfrecord.gz", "in.txt"])
