@@ -68,7 +68,12 @@ class ShardedWriter:
     Every file is written under a temporary name and the whole set is
     renamed into place at `close()`: a reader or a glob sees the old files
     or the complete new set, never part of one. A `with` block that raises
-    (or `abort()`) leaves nothing behind. Not thread-safe.
+    (or `abort()`) leaves nothing behind. A local set is written inside one
+    hidden folder, `.<name@N.ext>.sackli-partial-<tag>/`, with a journal of
+    how its records are dealt: after a crash (or a writer dropped without
+    `close()`, which publishes nothing and warns), `sackli.recover(spec)`
+    completes the set from the records that reached the disk. Not
+    thread-safe.
 
     `atomic=False` writes each shard in place instead, as `sackli.Writer`
     does (local paths only): a `name@*.ext` shard under its pending name
