@@ -33,18 +33,10 @@ class RecoveryReport(NamedTuple):
 
 
 def partial_writes(path: str) -> list[str]:
-    """The temporary files of unfinished writes of local `path`: every
-    `.<name>.sackli-partial-<tag>/<name>` beside it, oldest first."""
-    prefix = partial_folder_prefix(path)
-    folder, start = os.path.split(prefix)
-    name = os.path.basename(path)
-    try:
-        entries = os.listdir(folder or ".")
-    except OSError:
-        return []
-    found = [os.path.join(folder, entry, name) for entry in entries if entry.startswith(start)]
-    found = [file for file in found if os.path.isfile(file)]
-    return sorted(found, key=os.path.getmtime)
+    """The temporary files of unfinished writes of the local bag `path`:
+    every `.<name>.sackli-partial-<tag>/<name>` beside it, oldest first."""
+    return [write.where for write in unfinished_writes_of(path)
+            if write.kind == BAG and os.path.isfile(write.where)]
 
 
 def _target_of_partial(path: str) -> str | None:

@@ -28,15 +28,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-from typing import Any
+from typing import Any, Callable
 
 from ._options import (
     CompressionAutoDetect, CompressionNone, CompressionZstd, LimitsPlacement, WriterOptions,
 )
+from ._schema_names import schema_path
 from ._unfinished import make_write_folder, write_journal
 
-__all__ = ["COMPANION", "SPOOL", "SetJournal", "options_from_journal"]
+__all__ = ["COMPANION", "COMPANION_RULES", "SPOOL", "SetJournal", "options_from_journal"]
 
+COMPANION_RULES: dict[str, Callable[[str], str]] = {"arrow_schema": schema_path}
+"""How a companion file's path follows from the path of the set's first shard."""
 COMPANION = "companion."
 """The start of a companion file's name in the folder (then its rule)."""
 SPOOL = "spool.bag"
@@ -128,7 +131,7 @@ class SetJournal:
 
     def add_companion(self, rule: str, content: bytes) -> None:
         """Keeps a companion file (`rule` names how its path follows from
-        the set's first shard: see `_set_recover.COMPANION_RULES`)."""
+        the set's first shard: see `COMPANION_RULES`)."""
         with open(os.path.join(self.folder, COMPANION + rule), "wb") as file:
             file.write(content)
 

@@ -16,27 +16,25 @@ the shards) and the hidden folder is removed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from . import _engine
 from ._format import limits_path_for
 from ._options import LimitsPlacement, WriterOptions
 from ._reader import Reader
-from ._schema_names import schema_path
 from ._set_conflicts import refuse_other_sets, remove_other_sets
-from ._set_journal import COMPANION, SPOOL, options_from_journal
-from ._shard_set import pending_shard_name
+from ._set_journal import COMPANION, COMPANION_RULES, SPOOL, options_from_journal
+from ._shard_set import files_of, pending_shard_name
 from ._shard_spec import shard_name, split_shard_entry
 from ._shard_writer import ShardedWriter
 from ._unfinished import UnfinishedWrite
-from ._whole_files import sync_folders, write_bytes
+from ._whole_files import remove_quietly, sync_folders, write_bytes
+from ._writer import Writer
 
-__all__ = ["COMPANION_RULES", "SetRecovery", "recover_set"]
-
-COMPANION_RULES: dict[str, Callable[[str], str]] = {"arrow_schema": schema_path}
-"""How a companion's path follows from the path of the set's first shard."""
+__all__ = ["SetRecovery", "recover_set"]
 
 
 class SetRecovery(NamedTuple):
@@ -82,7 +80,7 @@ def recover_set(write: UnfinishedWrite) -> SetRecovery:
         for source in sources:
             _complete_shard(source, options, dropped)
         if len(sources) > 1 and _length(sources[-1]) == 0:
-            _remove_bag(sources.pop())  # nothing of it reached the disk
+            remove_quietly(files_of(sources.pop()))  # nothing of it reached the disk
         if not sources:  # killed before the first shard: an empty set
             sources.append(written_at(pending_shard_name(base, 0, suffix)))
             _complete_shard(sources[0], options, dropped)
@@ -115,11 +113,8 @@ def _complete_shard(path: str, options: WriterOptions, dropped: list[int]) -> No
 
 
 def _write_empty_bag(path: str, options: WriterOptions) -> None:
-    with open(path, "wb"):
+    with Writer(path, dataclasses.replace(options, atomic=False)):
         pass
-    if options.limits_placement == LimitsPlacement.SEPARATE:
-        with open(limits_path_for(path), "wb"):
-            pass
 
 
 def _is_separate(path: str, options: WriterOptions) -> bool:
@@ -147,14 +142,6 @@ def _move_bag(source: str, target: str, options: WriterOptions) -> None:
             pass
     if source != target:
         os.replace(source, target)
-
-
-def _remove_bag(path: str) -> None:
-    for file in (path, limits_path_for(path)):
-        try:
-            os.remove(file)
-        except FileNotFoundError:
-            pass
 
 
 def _companions(folder: str) -> list[tuple[str, bytes]]:
@@ -193,10 +180,7 @@ def _deal_spool(write: UnfinishedWrite, journal: dict[str, Any],
                                overwrite=bool(journal.get("overwrite")))
         try:
             for rule, content in companions:
-                writer._write_first(
-                    lambda paths, rule=rule, content=content: (COMPANION_RULES[rule](paths[0]),
-                                                               content),
-                    (rule, content))
+                writer._write_first(rule, content)
             step = 4096
             for first in range(0, total, step):
                 writer.write_many(records.read_range(first, min(step, total - first)))

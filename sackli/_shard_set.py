@@ -56,7 +56,7 @@ from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._record_iterables import refuse_single_record
 from ._set_conflicts import check_shard_count, refuse_other_sets, remove_other_sets
-from ._set_journal import SetJournal
+from ._set_journal import COMPANION_RULES, SetJournal
 from ._shard_spec import shard_name, split_shard_entry
 from ._storage import is_remote, reset_clients
 from ._whole_files import read_bytes, remove_quietly, sync_folders, write_bytes
@@ -475,17 +475,16 @@ class ShardSetWriter:
             remove_other_sets(self._spec, len(self._paths))
         return self.paths
 
-    def write_first(self, make: Callable[[list[str]], tuple[str, bytes]],
-                    journal_entry: tuple[str, bytes] | None = None) -> None:
-        """Registers a companion file: `make(paths)` gives its path and
-        content once the set's paths are known; it is written (atomically)
-        before any shard is published, so the set never appears without
-        it, and put back as it was if the write fails. `journal_entry`
-        (a rule of `_set_recover.COMPANION_RULES` and the content) lets a
-        recovered set get it too."""
-        self._companions.append(make)
-        if self._journal is not None and journal_entry is not None:
-            self._journal.add_companion(*journal_entry)
+    def write_first(self, rule: str, content: bytes) -> None:
+        """Registers a companion file holding `content`, at the path that
+        `COMPANION_RULES[rule]` gives from the set's first shard: it is
+        written (atomically) before any shard is published, so the set
+        never appears without it, and put back as it was if the write
+        fails. The journal keeps it too, for a recovered set."""
+        path_for = COMPANION_RULES[rule]
+        self._companions.append(lambda paths: (path_for(paths[0]), content))
+        if self._journal is not None:
+            self._journal.add_companion(rule, content)
 
     def _write_companions(self) -> list[str]:
         """Writes the companion files (once), keeping what they replace."""

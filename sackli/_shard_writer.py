@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from ._format import LIMIT_BYTES
 from ._globs import refuse_glob
@@ -173,12 +173,11 @@ class ShardedWriter:
         set that were already renamed into place are deleted too."""
         self._set.abort()
 
-    def _write_first(self, make: Callable[[list[str]], tuple[str, bytes]],
-                     journal_entry: tuple[str, bytes] | None = None) -> None:
-        """For sackli.arrow: a companion file (path and content from the
-        set's paths), written before any shard is published and put back
-        if the write fails (see ShardSetWriter.write_first)."""
-        self._set.write_first(make, journal_entry)
+    def _write_first(self, rule: str, content: bytes) -> None:
+        """For sackli.arrow: a companion file (`rule`: how its path follows
+        from the first shard's), written before any shard is published and
+        put back if the write fails (see ShardSetWriter.write_first)."""
+        self._set.write_first(rule, content)
 
     def __del__(self) -> None:
         shard_set = getattr(self, "_set", None)

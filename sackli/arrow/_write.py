@@ -22,7 +22,7 @@ from ._encode import make_encoder
 from ._inputs import open_table_stream
 from ._literals import with_chosen_literals
 from ._row_codec import ROW_ENCODING, default_encoding
-from ._schema_file import schema_message, schema_path
+from ._schema_file import schema_message
 
 __all__ = ["write_table"]
 
@@ -218,8 +218,7 @@ def write_table(
             # before any shard appears (and put back if the write fails),
             # and kept in the set's journal for `sackli.recover`.
             message = schema_message(stream.schema, str(encoding))
-            sink._write_first(lambda paths: (schema_path(paths[0]), message),
-                              ("arrow_schema", message))
+            sink._write_first("arrow_schema", message)
         with _progress_bar(stream.num_rows, progress) as bar, \
                 concurrent.futures.ThreadPoolExecutor(1, "sackli-write-table") as writing:
             # One piece is written (on another thread; the engine releases
