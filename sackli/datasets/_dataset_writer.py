@@ -27,12 +27,11 @@ from ._concurrent import concurrently
 from ._builtin_codecs import encoders as builtin_encoders, one_argument
 from .._format import partial_folder_prefix
 from .._storage import is_remote
-from .._unfinished import JOURNAL, write_journal
-from .._whole_files import sync_folders
+from .._unfinished import write_journal
 from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, exists, folder_path, join, make_unique_folder, write_bytes
-from ._recover import dataset_journal
+from ._recover import dataset_journal, publish_shard_folder
 from ._refs import pack_refs
 from ._spec import FieldType, ShardFolder, parse_spec, spec_json
 
@@ -253,14 +252,7 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
             if not self._remote:
                 if os.path.lexists(self._directory):
                     raise FileExistsError(f"{self._directory}: created by someone else meanwhile")
-                os.rename(self._partial, self._directory)
-                # The shard is complete: its journal goes. Removed after the
-                # rename, so that no crash leaves a finished shard in a hidden
-                # folder without one (at worst the published shard keeps a
-                # stray journal, which readers ignore).
-                os.remove(join(self._directory, JOURNAL))
-                if self._durable:
-                    sync_folders([self._directory])
+                publish_shard_folder(self._partial, self._directory, self._durable)
         except BaseException:
             self.discard()
             raise

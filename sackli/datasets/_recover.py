@@ -48,7 +48,7 @@ from ._folders import SPEC_FILE
 from ._refs import unpack_refs
 from ._spec import FieldType, parse_spec, spec_json
 
-__all__ = ["dataset_journal", "recover_unfinished"]
+__all__ = ["dataset_journal", "publish_shard_folder", "recover_unfinished"]
 
 _MODULE = __name__
 _LIMIT = struct.Struct("<Q")
@@ -112,12 +112,16 @@ def _publish(folder: str, target: str, raw_spec: Mapping[str, Any], durable: boo
     if durable:  # the bags recovered here, before the rename
         _sync_files(folder)
     write_bytes(os.path.join(folder, SPEC_FILE), spec_json(raw_spec), durable=durable)
-    # The journal goes before the rename: it must never be part of a dataset.
-    journal_path = os.path.join(folder, JOURNAL_FILE)
-    os.remove(journal_path)
-    if durable:
-        sync_folders([journal_path])  # its removal, before the rename
+    publish_shard_folder(folder, target, durable)
+
+
+def publish_shard_folder(folder: str, target: str, durable: bool) -> None:
+    """Renames a finished shard's partial `folder` (spec.json written) onto
+    `target`, then removes its journal there: removed after the rename, so
+    that no crash leaves a finished shard in a hidden folder without one (at
+    worst the published shard keeps a stray journal, which readers ignore)."""
     os.rename(folder, target)
+    os.remove(os.path.join(target, JOURNAL_FILE))
     if durable:
         sync_folders([target])
 
