@@ -19,12 +19,17 @@ ambiguous. So a writer of a shard set:
 
 A set of the same count is not a conflict: it is replaced file by file as
 it is written. Neither is a plain `name.ext` beside a set.
+
+Beam's `WriteToSackli(..., overwrite=False)` keeps the same rule through
+Beam's file systems (sackli/beam/_sink.py), with the same refusal
+(`other_sets_error`) and the same companions of a set (`set_files`).
 """
 
 from __future__ import annotations
 
 import errno
 import re
+from typing import Mapping, Sequence
 
 from ._consistency import manifest_url
 from ._format import MAX_SHARDS, limits_path_for
@@ -33,7 +38,10 @@ from ._shard_spec import existing_shard_sets, split_shard_entry
 from ._storage import is_remote
 from ._whole_files import remove_quietly
 
-__all__ = ["check_shard_count", "refuse_other_sets", "remove_other_sets"]
+__all__ = [
+    "LIBRARY_ADVICE", "check_shard_count", "other_sets_error", "refuse_other_sets",
+    "remove_other_sets", "set_files", "spec_of",
+]
 
 # What a library caller passes to replace the other sets (the command line
 # gives its own advice: --force).
@@ -84,18 +92,37 @@ def refuse_other_sets(spec: str, count: int | None, advice: str = LIBRARY_ADVICE
             return  # not known before close()
         count = int(given)
     others = _other_sets(spec, count)
-    if not others:
-        return
-    named = "; ".join(f"{base}@{n}{suffix} ({_files(paths)})" for n, paths in sorted(others.items()))
-    first = others[min(others)][0]
-    raise FileExistsError(
+    if others:
+        named = {f"{base}@{n}{suffix}": paths for n, paths in sorted(others.items())}
+        raise other_sets_error(spec, named, f"{base}@*{suffix}", advice)
+
+
+def other_sets_error(
+    target: str, others: Mapping[str, Sequence[str]], ambiguous: str, advice: str = LIBRARY_ADVICE,
+) -> FileExistsError:
+    """The refusal to write `target` beside the other shard sets of its name:
+    `others` maps how each is named (`dup@3.bag`) to its files; `ambiguous`
+    is what a reader could no longer tell apart (`dup@*.bag`). Shared by
+    every writer of shard sets (`sackli.ShardedWriter`, `sackli convert`,
+    Beam's `WriteToSackli`), so the rule reads the same everywhere."""
+    named = "; ".join(f"{name} ({_files(paths)})" for name, paths in others.items())
+    first = next(iter(others.values()))[0]
+    return FileExistsError(
         errno.EEXIST,
-        f"{spec}: another shard set of that name exists: {named}; writing beside it would make "
-        f"{base}@*{suffix} ambiguous; {advice}, or write to another name",
+        f"{target}: another shard set of that name exists: {named}; writing beside it would "
+        f"make {ambiguous} ambiguous; {advice}, or write to another name",
         first)
 
 
-def _files(paths: list[str]) -> str:
+def spec_of(shard: str, count: str | None = None) -> str:
+    """The `name@N.ext` spec of a shard path (`x-00001-of-00003.bag` ->
+    `x@3.bag`; `x@*.bag` for count "*"), to name its set in messages; the
+    path itself when its name has no `-SSSSS-of-NNNNN` numbering."""
+    return _SHARD_NUMBERING.sub(
+        lambda m: "@" + (count or str(int(m.group(1)))), shard, count=1)
+
+
+def _files(paths: Sequence[str]) -> str:
     """`a` or `a and 2 more file(s)`: the shards of a set, briefly."""
     more = f" and {len(paths) - 1} more file(s)" if len(paths) > 1 else ""
     return paths[0] + more
@@ -103,20 +130,34 @@ def _files(paths: list[str]) -> str:
 
 def remove_other_sets(spec: str, count: int) -> None:
     """Deletes the shard sets of `spec`'s name with another count than
-    `count`, the set just published: their shards and `limits.` files, then
-    the files about each whole set (`<name>-of-0000N.ext.<kind>`: schema,
-    record format) and on a bucket its manifest, last: while shards remain,
-    the manifest still describes them."""
+    `count`, the set just published, with their companions (`set_files`),
+    the files about each set last: while shards remain, its manifest still
+    describes them."""
     for paths in _other_sets(spec, count).values():
-        bags = paths[0].endswith(_BAG_SUFFIXES)
-        files = [file for path in paths for file in ([path, limits_path_for(path)] if bags else [path])]
-        if bags:
+        own, about = set_files(paths)
+        remove_quietly(own)
+        remove_quietly(about)
+
+
+def set_files(shards: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the set's own files, the files about it) of a shard set, given its
+    shard paths: the shards and, for bags, their SEPARATE `limits.` files;
+    then the files named after the whole set (`<name>-of-0000N.ext.<kind>`:
+    schema, record format) and on a bucket its manifest. Names only (no
+    I/O): which of them exist is the caller's to find. Shared by
+    `remove_other_sets` and Beam's `WriteToSackli(overwrite=True)`."""
+    bags = {path for path in shards if path.endswith(_BAG_SUFFIXES)}
+    own = list(shards) + [limits_path_for(path) for path in shards if path in bags]
+    about: list[str] = []
+    for path in shards:
+        if path in bags:
             # Not the shared `<name>.ext.arrow_schema` of older writers: a
-            # plain `<name>.ext` bag may own it.
-            about_set = _SHARD_NUMBERING.sub(r"-of-\1", paths[0], count=1)  # x-of-00003.bag
-            files.extend(about_set + suffix for suffix in _SET_FILE_SUFFIXES)
-        if is_remote(paths[0]):
-            manifest = manifest_url(paths[0])
-            if manifest is not None:
-                files.append(manifest)
-        remove_quietly(files)
+            # plain `<name>.ext` bag may own it. A name without the default
+            # numbering (a Beam template of the caller's) has its own
+            # `<shard>.arrow_schema`, as `schema_path` names it.
+            about_set = _SHARD_NUMBERING.sub(r"-of-\1", path, count=1)  # x-of-00003.bag
+            about.extend(about_set + suffix for suffix in _SET_FILE_SUFFIXES)
+        manifest = manifest_url(path) if is_remote(path) else None
+        if manifest is not None:
+            about.append(manifest)
+    return own, list(dict.fromkeys(about))  # one per set, in order

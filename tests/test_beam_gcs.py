@@ -54,11 +54,17 @@ def test_multi_processing_write_and_read(emulated_gcs):
 
 
 def test_a_rewrite_with_another_shard_count_replaces_the_older_set(emulated_gcs):
+    """Refused without overwrite (the older set untouched); with it, the
+    older set goes once the new one is in place."""
     gcs = emulated_gcs
     run_write(make_records(90, seed=5), gcs.url("set@3.bagz"))
     assert sorted(gcs.objects()) == shard_names("set", 3, ".bagz")
+    before = {name: gcs.get(name) for name in gcs.objects()}
+    with pytest.raises(Exception, match=r"set@3\.bagz .*pass overwrite=True"):
+        run_write([b"only"], gcs.url("set@2.bagz"))
+    assert {name: gcs.get(name) for name in gcs.objects()} == before
     # One record into two shards: the second is an empty padding shard.
-    run_write([b"only"], gcs.url("set@2.bagz"))
+    run_write([b"only"], gcs.url("set@2.bagz"), overwrite=True)
     assert sorted(gcs.objects()) == shard_names("set", 2, ".bagz")
     assert sorted(read_objects(gcs, shard_names("set", 2, ".bagz"))) == [b"only"]
     assert_reads(ReadFromSackli(gcs.url("set@*.bagz")), [b"only"])

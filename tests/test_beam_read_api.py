@@ -158,7 +158,7 @@ class TestUpstreamSignature:
         assert_reads(bagzio.ReadFromBagz(path, coders.BytesCoder(), CompressionTypes.AUTO), records)
 
     def test_bad_path_message_starts_as_upstream(self, tmp_path):
-        path = str(tmp_path / "no-shard-spec.txt")
+        path = str(tmp_path / "no-shard-spec.bag")
         messages = []
         for transform in (WriteToSackli, bagzio.WriteToBagz):
             with pytest.raises(ValueError) as info:

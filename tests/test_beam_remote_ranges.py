@@ -36,10 +36,10 @@ def big_shard(servers):
 
 
 def _pipeline_options(servers) -> PipelineOptions:
-    # Beam's S3 file system lists the files straight from moto (not through
-    # the proxy); sackli's own client reads them through the proxy.
+    # Both Beam's S3 file system (the listing) and sackli's own client (the
+    # reads) take the endpoint from the options: the proxy, which counts.
     return PipelineOptions([
-        f"--s3_endpoint_url={servers.moto.url}", "--s3_access_key_id=testing",
+        f"--s3_endpoint_url={servers.proxies['s3'].url}", "--s3_access_key_id=testing",
         "--s3_secret_access_key=testing", "--s3_region_name=us-east-1"])
 
 

@@ -1,8 +1,8 @@
 """WriteToSackli to S3 on a real DirectRunner, against moto's server: an
 empty shard is one plain PUT of an empty object (Beam's own S3 upload fails
 on it with MalformedXML), shards stream through multipart uploads, and the
-sink uses the S3 configuration given to Beam (pipeline options), not
-sackli's environment."""
+sink uses the S3 configuration given to Beam (pipeline options) ahead of
+the environment's."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def pipeline_options(endpoint: str) -> PipelineOptions:
 
 def write_in_pipeline(servers, monkeypatch, records, spec, placement) -> None:
     """Runs Create(records) | WriteToSackli(spec) with Beam's S3 options
-    pointing at the moto server, while sackli's own client configuration
-    (the environment) points nowhere: the sink must use Beam's."""
+    pointing at the moto server, while the environment's endpoint points
+    nowhere: the sink must use the options'."""
     with monkeypatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens
         _storage.reset_clients()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from apache_beam import coders
 from apache_beam.io import source_test_utils
+from apache_beam.io.filesystems import FileSystems
 
 import sackli
 from sackli.beam._files import BagFile, expand_pattern
@@ -134,6 +135,66 @@ class TestSplitting:
                           False).estimate_size() == 1234
         with pytest.raises(sackli.CorruptionError):
             source_test_utils.read_from_source(source, None, None)
+
+
+class TestEstimateFromListings:
+    """`estimate_size` sums the sizes the listings returned: exact however
+    many files, with no stat per listed file (FileSystems.match calls are
+    counted around the real file system)."""
+
+    @pytest.fixture
+    def matches(self, monkeypatch):
+        """The patterns of every FileSystems.match call, one list a call."""
+        calls = []
+        real = FileSystems.match
+
+        def match(patterns, limits=None):
+            calls.append(list(patterns))
+            return real(patterns, limits)
+
+        monkeypatch.setattr(FileSystems, "match", match)
+        return calls
+
+    @staticmethod
+    def _many_files(folder, placement):
+        """150 small bags `m-SSSSS-of-00150.bag` of uneven sizes; their
+        total size (limits files included)."""
+        for i in range(150):
+            write_bag(folder / f"m-{i:05d}-of-00150.bag", make_records(i % 9, seed=i), placement)
+        return sum(p.stat().st_size for p in folder.iterdir())
+
+    @PLACEMENTS
+    @pytest.mark.parametrize("entry", ["m-*.bag", "m@150.bag", "m@*.bag"])
+    def test_listed_files(self, tmp_path, matches, placement, entry):
+        total = self._many_files(tmp_path, placement)
+        options = sackli.Reader.Options(limits_placement=placement)
+        matches.clear()
+        assert bytes_source(tmp_path / entry, options).estimate_size() == total
+        # One listing of the files, and for SEPARATE one of their limits files.
+        assert [len(call) for call in matches] == [1] * (2 if placement == SEPARATE else 1)
+
+    @PLACEMENTS
+    def test_named_files_are_sized_in_one_match(self, tmp_path, matches, placement):
+        total = self._many_files(tmp_path, placement)
+        options = sackli.Reader.Options(limits_placement=placement)
+        names = ",".join(str(tmp_path / f"m-{i:05d}-of-00150.bag") for i in range(150))
+        matches.clear()
+        assert bytes_source(names, options).estimate_size() == total
+        assert [len(call) for call in matches] == [300 if placement == SEPARATE else 150]
+
+    def test_a_glob_that_lists_the_limits_files_needs_no_other(self, tmp_path, matches):
+        total = self._many_files(tmp_path, SEPARATE)
+        matches.clear()
+        assert bytes_source(tmp_path / "*", READ_SEPARATE).estimate_size() == total
+        assert len(matches) == 1
+
+    @pytest.mark.parametrize("entry", ["m-*.bag", "m@150.bag"])
+    def test_a_missing_limits_file_is_named(self, tmp_path, entry):
+        self._many_files(tmp_path, SEPARATE)
+        (tmp_path / "limits.m-00042-of-00150.bag").unlink()
+        with pytest.raises(FileNotFoundError, match="its limits file does not exist") as info:
+            bytes_source(tmp_path / entry, READ_SEPARATE).estimate_size()
+        assert info.value.filename == str(tmp_path / "limits.m-00042-of-00150.bag")
 
 
 class TestDynamicSplit:

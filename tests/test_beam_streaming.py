@@ -16,7 +16,12 @@ from apache_beam.transforms import trigger, window
 from apache_beam.typehints.row_type import RowTypeConstraint
 
 import sackli
+from apache_beam import coders
+from apache_beam.utils import windowed_value
 from sackli.beam import WriteToSackli
+from sackli.beam._sink import BagSink
+from sackli.beam._stream_write import ShardPart, _WriteShardFiring, finalize_pane
+from sackli.beam._write_path import for_unbounded_input, parse_write_path
 from beam_helpers import READ_SEPARATE, WRITE_SEPARATE, _quiet_beam, listing
 from remote_helpers import BUCKET, servers  # noqa: F401 (fixture)  # loaded through conftest.py
 
@@ -152,12 +157,14 @@ class TestWindowedWrites:
 
     def test_pane_letter_in_a_batch(self, tmp_path):
         """A bounded write is one pane: `P` is 0 (on main, a literal P);
-        a second write replaces the first's set (any shard count)."""
+        a second write replaces the first's set (another count: with
+        overwrite=True)."""
         for shards in (3, 2):
             with beam.Pipeline() as p:
                 _ = (p | beam.Create([b"r%d" % i for i in range(10)])
                      | WriteToSackli(str(tmp_path / f"out@{shards}.bag"),
-                                     shard_name_template="-PP-SSSSS-of-NNNNN"))
+                                     shard_name_template="-PP-SSSSS-of-NNNNN",
+                                     overwrite=shards == 2))
         assert listing(tmp_path) == ["out-00-00000-of-00002.bag", "out-00-00001-of-00002.bag"]
         assert sorted(sackli.Reader(str(tmp_path / "out-00@2.bag")).read()) == sorted(
             b"r%d" % i for i in range(10))
@@ -205,6 +212,12 @@ def _pane_name(pane: int, shard: int = 0, shards: int = 1, ext: str = ".bag") ->
     return f"out-{_label(0)}-pane-{pane}-{shard:05d}-of-{shards:05d}{ext}"
 
 
+def _pane_count(folder) -> int:
+    """How many panes of window 0 `folder` has sets of."""
+    return len({name.split("-pane-")[1].split("-")[0] for name in listing(folder)
+                if "-pane-" in name})
+
+
 class TestPanes:
     """Windows that fire more than once (early firings, late firings,
     allowed lateness), refused on main: one shard set per pane."""
@@ -249,22 +262,25 @@ class TestPanes:
 
     def test_shards_per_pane(self, tmp_path):
         """`@3`: every pane is a complete set of three shards (empty ones
-        padded), SEPARATE limits beside each; each set reads back as its
-        pane's records, once each."""
+        padded), SEPARATE limits beside each; ACCUMULATING, each set holds
+        the previous one's records and the last holds all, once each.
+        Which panes there are depends on where records were dealt: each
+        shard key fires on its own (AfterCount(2) counts a shard's
+        records), so the panes are not the window's four of `PANES`."""
         mode = trigger.AccumulationMode.ACCUMULATING
         _run_streaming(lambda records: records
                        | beam.WindowInto(window.FixedWindows(10),
                                          **dict(EARLY_LATE, accumulation_mode=mode))
                        | WriteToSackli(str(tmp_path / "out@3.bag"), options=WRITE_SEPARATE),
                        _early_and_late_stream())
-        data = [_pane_name(p, s, 3) for p in range(4) for s in range(3)]
+        panes = _pane_count(tmp_path)
+        data = [_pane_name(p, s, 3) for p in range(panes) for s in range(3)]
         assert listing(tmp_path) == sorted(data + ["limits." + n for n in data])
-        for pane, records in enumerate(PANES[mode]):
-            spec = str(tmp_path / f"out-{_label(0)}-pane-{pane}@3.bag")
-            assert sorted(sackli.Reader(spec, READ_SEPARATE).read()) == sorted(records)
-            sizes = [len(sackli.Reader(str(tmp_path / _pane_name(pane, s, 3)), READ_SEPARATE))
-                     for s in range(3)]
-            assert max(sizes) - min(sizes) <= 1, sizes  # records dealt in turn
+        sets = [sorted(sackli.Reader(str(tmp_path / f"out-{_label(0)}-pane-{pane}@3.bag"),
+                                     READ_SEPARATE).read()) for pane in range(panes)]
+        for earlier, later in zip(sets, sets[1:]):
+            assert set(earlier) <= set(later), (earlier, later)
+        assert sets[-1] == sorted(ON_TIME + [LATE])
 
     def test_pane_letter_in_own_template(self, tmp_path):
         """`P` is the pane's index, zero-padded to the run's length."""
@@ -293,6 +309,196 @@ class TestPanes:
                 assert sackli.Reader(str(folder / _pane_name(1))).read() == []
 
 
+# Ten records per shard of `@3` in each window, in one bundle per window.
+PER_SHARD = 10
+
+
+def _busy_stream() -> test_stream.TestStream:
+    stream = test_stream.TestStream()
+    for w in range(WINDOWS):
+        stream = stream.add_elements([
+            window.TimestampedValue(b"w%d:%02d" % (w, i), 10 * w + i % 10)
+            for i in range(3 * PER_SHARD)
+        ]).advance_watermark_to(10 * (w + 1))
+    return stream.advance_watermark_to_infinity()
+
+
+class TestShardsInParallel:
+    """A pane's shards are written by one key each (main: all of a pane's
+    shards by one key, so by one worker)."""
+
+    def test_a_pane_of_n_shards_is_written_by_n_keys(self, tmp_path, monkeypatch):
+        """`@3`, three windows firing once: each pane's three shards are
+        three groups of the shard-writing step (one per shard key, seen by
+        a spy on it: the DirectRunner's streaming metrics keep only a
+        bundle's), names as on main, each shard a third of its window's
+        records (dealt in turn), every record once."""
+        written = []
+        write = _WriteShardFiring.process
+
+        def spy(self, keyed_records, pane=beam.DoFn.PaneInfoParam):
+            parts = list(write(self, keyed_records, pane))
+            written.extend(parts)
+            return parts
+
+        monkeypatch.setattr(_WriteShardFiring, "process", spy)
+        _run_streaming(lambda records: records
+                       | beam.WindowInto(window.FixedWindows(10))
+                       | WriteToSackli(str(tmp_path / "out@3.bag")), _busy_stream())
+        assert sorted((part.shard, part.records) for part in written) == [
+            (shard, PER_SHARD) for shard in range(3) for _ in range(WINDOWS)]
+        assert listing(tmp_path) == [f"out-{_label(w)}-{s:05d}-of-00003.bag"
+                                     for w in range(WINDOWS) for s in range(3)]
+        for w in range(WINDOWS):
+            sizes = [len(sackli.Reader(str(tmp_path / f"out-{_label(w)}-{s:05d}-of-00003.bag")))
+                     for s in range(3)]
+            assert sizes == [PER_SHARD] * 3
+            spec = str(tmp_path / f"out-{_label(w)}@3.bag")
+            assert sorted(sackli.Reader(spec).read()) == [
+                b"w%d:%02d" % (w, i) for i in range(3 * PER_SHARD)]
+
+    def test_discarding_panes_hold_every_record_once(self, tmp_path):
+        """`@3`, DISCARDING early and late firings: whatever panes the
+        shard keys' firings make, each is a complete set of three, named as
+        on main, and together they hold every record exactly once."""
+        _run_streaming(lambda records: records
+                       | beam.WindowInto(window.FixedWindows(10), **EARLY_LATE)
+                       | WriteToSackli(str(tmp_path / "out@3.bag")),
+                       _early_and_late_stream())
+        panes = _pane_count(tmp_path)
+        assert listing(tmp_path) == [_pane_name(p, s, 3) for p in range(panes) for s in range(3)]
+        written = [record for pane in range(panes) for record in
+                   sackli.Reader(str(tmp_path / f"out-{_label(0)}-pane-{pane}@3.bag")).read()]
+        assert sorted(written) == sorted(ON_TIME + [LATE])
+
+
+    SESSION_TIMES = [0, 1, 2, 3, 20, 21]
+
+    def _session_stream(self) -> test_stream.TestStream:
+        return (test_stream.TestStream()
+                .add_elements([window.TimestampedValue(b"s%02d" % t, t)
+                               for t in self.SESSION_TIMES])
+                .advance_watermark_to_infinity())
+
+    def test_sessions_are_the_windows_sessions(self, tmp_path):
+        """Sessions (gap 5 s), `@2`: each shard key's records form sessions
+        of their own (shard 0's of seconds 0 and 2 are [0, 7)), merged by
+        the gathering into the window's: [0, 8) and [20, 26), as on main."""
+        _run_streaming(lambda records: records
+                       | beam.WindowInto(window.Sessions(5))
+                       | WriteToSackli(str(tmp_path / "out@2.bag")), self._session_stream())
+        labels = ["1970-01-01T00-00-00_1970-01-01T00-00-08",
+                  "1970-01-01T00-00-20_1970-01-01T00-00-26"]
+        assert listing(tmp_path) == [f"out-{label}-{s:05d}-of-00002.bag"
+                                     for label in labels for s in range(2)]
+        assert sorted(sackli.Reader(str(tmp_path / f"out-{labels[0]}@2.bag")).read()) == [
+            b"s00", b"s01", b"s02", b"s03"]
+        assert sorted(sackli.Reader(str(tmp_path / f"out-{labels[1]}@2.bag")).read()) == [
+            b"s20", b"s21"]
+
+    def test_sessions_that_fire_early(self, tmp_path):
+        """DISCARDING early firings of sessions: every record in exactly
+        one file; ACCUMULATING ones (written whole, under one key per
+        window): the newest pane of each session holds all its records."""
+        early = trigger.AfterWatermark(early=trigger.AfterCount(1))
+        _run_streaming(lambda records: records
+                       | beam.WindowInto(window.Sessions(5), trigger=early,
+                                         accumulation_mode=trigger.AccumulationMode.DISCARDING)
+                       | WriteToSackli(str(tmp_path / "out@2.bag")), self._session_stream())
+        written = [r for name in listing(tmp_path)
+                   for r in sackli.Reader(str(tmp_path / name)).read()]
+        assert sorted(written) == [b"s%02d" % t for t in self.SESSION_TIMES]
+        accumulating = trigger.AccumulationMode.ACCUMULATING
+        (tmp_path / "acc").mkdir()
+        _run_streaming(lambda records: records
+                       | beam.WindowInto(window.Sessions(5), trigger=early,
+                                         accumulation_mode=accumulating)
+                       | WriteToSackli(str(tmp_path / "acc" / "out@2.bag")), self._session_stream())
+        names = listing(tmp_path / "acc")
+        for label, records in (("1970-01-01T00-00-00_1970-01-01T00-00-08", [0, 1, 2, 3]),
+                               ("1970-01-01T00-00-20_1970-01-01T00-00-26", [20, 21])):
+            panes = [int(n[len(f"out-{label}-pane-"):].split("-")[0])
+                     for n in names if n.startswith(f"out-{label}-pane-")]
+            assert panes, names
+            newest = sackli.Reader(str(tmp_path / "acc" / f"out-{label}-pane-{max(panes)}@2.bag"))
+            assert sorted(newest.read()) == [b"s%02d" % t for t in records]
+
+
+def _part(sink, shard: int, firing: int, records: list[bytes]) -> ShardPart:
+    """What the shard-writing step makes of one firing of shard key `shard`."""
+    pane = windowed_value.PaneInfo(firing == 0, False, windowed_value.PaneInfoTiming.EARLY,
+                                   firing, -1)
+    write = _WriteShardFiring(sink)
+    write.start_bundle()
+    [part] = write.process((shard, records), pane=pane)
+    return part
+
+
+def _pane_sink(folder, limits: sackli.LimitsPlacement):
+    where = for_unbounded_input(parse_write_path(str(folder / "out@3.bag")), fires_once=False)
+    return BagSink(where, coders.BytesCoder(), sackli.Writer.Options(limits_placement=limits))
+
+
+def _shards_of_pane(folder, pane: int, limits) -> list[list[bytes]]:
+    options = sackli.Reader.Options(limits_placement=limits)
+    return [sackli.Reader(str(folder / _pane_name(pane, s, 3)), options).read() for s in range(3)]
+
+
+LIMITS = pytest.mark.parametrize("limits", list(sackli.LimitsPlacement), ids=lambda p: p.name)
+W0 = window.IntervalWindow(0, 10)
+
+
+class TestFinalizePane:
+    """The exactly-once rules of a pane's set (`_stream_write.finalize_pane`),
+    on parts made by hand: the orders a runner may deliver them in."""
+
+    @LIMITS
+    def test_discarding_merges_a_shard_that_fired_twice(self, tmp_path, limits):
+        """Shard 0 fired twice before the pane (both files merged into its
+        shard), shard 1 fired with nothing new, shard 2 not at all (both
+        empty shards); the parts' temporary files and folders are gone
+        afterwards, and finalising again (a retry) changes nothing."""
+        sink = _pane_sink(tmp_path, limits)
+        parts = [_part(sink, 0, 0, [b"a", b"b"]), _part(sink, 1, 0, []), _part(sink, 0, 1, [b"c"])]
+        for attempt in range(2):
+            names = list(finalize_pane(sink, 3, parts, W0, 0, accumulating=False))
+            assert [n.rsplit("/", 1)[1] for n in names] == [_pane_name(0, s, 3) for s in range(3)]
+            assert _shards_of_pane(tmp_path, 0, limits) == [[b"a", b"b", b"c"], [], []], attempt
+            assert not [n for n in listing(tmp_path) if "-pane-" not in n]  # no temporaries
+
+    @LIMITS
+    def test_accumulating_takes_each_shards_newest_file(self, tmp_path, limits):
+        """Pane 0: shard 0's first firing. Pane 1: shard 1 fired; shard 0's
+        file went into pane 0, so it is copied from there. Pane 2: shard 0
+        fired twice more (the older file deleted, the newest taken), shard
+        1 copied from pane 1. Every set holds all records so far; a retry
+        of pane 2 changes nothing."""
+        sink = _pane_sink(tmp_path, limits)
+        parts = [_part(sink, 0, 0, [b"a"])]
+        list(finalize_pane(sink, 3, parts, W0, 0, accumulating=True))
+        parts.append(_part(sink, 1, 0, [b"x"]))
+        list(finalize_pane(sink, 3, parts, W0, 1, accumulating=True))
+        parts += [_part(sink, 0, 1, [b"a", b"b"]), _part(sink, 0, 2, [b"a", b"b", b"c"])]
+        for attempt in range(2):
+            list(finalize_pane(sink, 3, parts, W0, 2, accumulating=True))
+            assert _shards_of_pane(tmp_path, 0, limits) == [[b"a"], [], []]
+            assert _shards_of_pane(tmp_path, 1, limits) == [[b"a"], [b"x"], []]
+            assert _shards_of_pane(tmp_path, 2, limits) == [[b"a", b"b", b"c"], [b"x"], []], attempt
+            assert not [n for n in listing(tmp_path) if "-pane-" not in n]  # no temporaries
+
+    def test_nothing_fired(self, tmp_path):
+        """Empty shard firings make an empty set, or none with
+        skip_if_empty; a firing of the gathering key with no parts, none."""
+        sink = _pane_sink(tmp_path, sackli.LimitsPlacement.TAIL)
+        assert list(finalize_pane(sink, 3, [], W0, 0, accumulating=False)) == []
+        empty = [_part(sink, 1, 0, [])]
+        assert len(list(finalize_pane(sink, 3, empty, W0, 0, accumulating=False))) == 3
+        assert _shards_of_pane(tmp_path, 0, sackli.LimitsPlacement.TAIL) == [[], [], []]
+        sink.skip_if_empty = True
+        assert list(finalize_pane(sink, 3, empty, W0, 1, accumulating=False)) == []
+        assert listing(tmp_path) == [_pane_name(0, s, 3) for s in range(3)]
+
+
 class TestPanesOnS3:
     def test_every_pane_lands_in_its_own_set(self, servers):
         """Against moto's S3 server through Beam's S3 file system: each
@@ -308,11 +514,16 @@ class TestPanesOnS3:
                        | WriteToSackli(f"s3://{BUCKET}/beam-panes/out@2.bagz"),
                        _early_and_late_stream(), flags)
         keys = sorted(servers.raw["s3"].objects(BUCKET, "beam-panes/"))
+        # Each shard key fires on its own, so how many panes there are
+        # depends on where records were dealt (see test_shards_per_pane).
+        panes = len(keys) // 2
         assert keys == [f"beam-panes/{_pane_name(p, s, 2, '.bagz')}"
-                        for p in range(4) for s in range(2)]
-        for pane, records in enumerate(PANES[mode]):
-            spec = f"s3://{BUCKET}/beam-panes/out-{_label(0)}-pane-{pane}@2.bagz"
-            assert sorted(sackli.Reader(spec).read()) == sorted(records)
+                        for p in range(panes) for s in range(2)]
+        sets = [sorted(sackli.Reader(f"s3://{BUCKET}/beam-panes/out-{_label(0)}-pane-{p}@2.bagz")
+                       .read()) for p in range(panes)]
+        for earlier, later in zip(sets, sets[1:]):
+            assert set(earlier) <= set(later)
+        assert sets[-1] == sorted(ON_TIME + [LATE])
 
 
 class TestWindowedRows:

@@ -14,12 +14,15 @@ Every test checks what the workers wrote, here, record by record; every
 pipeline also records which interpreter and which sackli its workers ran
 (they must be the virtualenv's, installed from the wheel). S3 is moto's
 server on 127.0.0.1, which the pool reaches through the AWS_* variables it
-was started with (sackli's own S3 back-end) and the pipelines' --s3_* options
-(Beam's S3 file system). Without $SACKLI_WHEEL the tests skip (fail on CI).
+was started with and the pipelines' --s3_* options (both Beam's S3 file
+system and sackli's own S3 back-end take the options first); a second pool,
+started without any AWS_* setting, shows that the options alone suffice.
+Without $SACKLI_WHEEL the tests skip (fail on CI).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -91,7 +94,15 @@ def workers(worker_venv, moto, tmp_path_factory):
     assert not beam_workers.inside(cwd, beam_workers.REPO)
     env = {**S3_KEYS, "AWS_ENDPOINT_URL": moto.url,
            "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
-    pool = beam_workers.WorkerPool(worker_venv, cwd, env)
+    with _running_workers(worker_venv, cwd, env) as workers:
+        yield workers
+
+
+@contextlib.contextmanager
+def _running_workers(venv, cwd: pathlib.Path, env: dict[str, str]):
+    """A worker pool started from `venv` with `env` and a job server, both
+    stopped afterwards, whatever happened."""
+    pool = beam_workers.WorkerPool(venv, cwd, env)
     job_server = beam_workers.JobServer(cwd)
     try:
         pool.start()
@@ -324,3 +335,78 @@ def test_read_and_write_a_dataset(workers, place, tmp_path, where):
         assert all(len(shard) <= 15 for shard in reader.shard_readers)
         got = sorted(reader, key=lambda d: d["label"])
     assert got == [{**d, "label": d["label"] + 1000, "words": d["words"] + ["!"]} for d in points]
+
+
+# --- Settings that reach the workers only as pipeline options ---------------------
+
+
+@pytest.fixture(scope="module")
+def workers_without_aws(worker_venv, moto, tmp_path_factory):
+    """A second worker pool (and job server) whose environment has no AWS
+    setting at all: no keys, no endpoint, no configuration file, no instance
+    metadata. Its workers can reach S3 only through the pipeline's options."""
+    cwd = tmp_path_factory.mktemp("beam-workers-no-aws-cwd")
+    missing = str(cwd / "no-such-aws-file")
+    env = {"AWS_CONFIG_FILE": missing, "AWS_SHARED_CREDENTIALS_FILE": missing,
+           "AWS_EC2_METADATA_DISABLED": "true"}
+    with _running_workers(worker_venv, cwd, env) as workers:
+        assert not [name for name in workers.pool.env
+                    if name.startswith("AWS_") and name not in env]
+        yield workers
+
+
+def test_storage_settings_reach_the_workers_as_options(workers_without_aws, moto, tmp_path):
+    workers = workers_without_aws
+    place = Place("s3", tmp_path, moto, "options-only")
+    records = make_records(150, seed=21)
+    points = [point(i) for i in range(30)]
+    with datasets.ShardedDatasetWriter(place.local / "ds", SPEC, shard_length=12) as writer:
+        for datapoint in points:
+            writer.append(datapoint)
+    place.upload(place.local / "ds", "ds")
+    outputs = shard_names("out", 2, ".bag")
+
+    def plain_reader_error():
+        """What a sackli.Reader that user code opens on a worker raises:
+        the options reach sackli's transforms, not the workers' environment."""
+
+        def attempt(url: str) -> str:
+            import sackli
+
+            try:
+                sackli.Reader(url)
+            except PermissionError as error:
+                return "no AWS credentials" if "no AWS credentials" in str(error) else str(error)
+            return "read"
+
+        return attempt
+
+    def write(p):
+        written = (p | beam.Create(records)
+                   | WriteToSackli(place.url("out/out@2.bag"),
+                                   options=sackli.Writer.Options(
+                                       limits_placement=sackli.LimitsPlacement.SEPARATE)))
+        assert_that(written, equal_to([place.url(f"out/{name}") for name in outputs]))
+
+    run_on_workers(workers, write, place.pipeline_args(), facts_folder=tmp_path)
+    assert sorted(place.files("out")) == sorted(outputs + [f"limits.{n}" for n in outputs])
+
+    def read(p):
+        read = p | ReadFromSackli(place.url("out/out@*.bag"), validate=False,
+                                  options=sackli.Reader.Options(
+                                      limits_placement=sackli.LimitsPlacement.SEPARATE))
+        assert_that(read, equal_to(records), label="CheckRecords")
+        assert_that(p | ReadFromSackliDataset(place.url("ds")), equal_to(points),
+                    label="CheckDataset")
+        plain = p | "Plain" >> beam.Create([place.url("ds/000000/refs.bag")]) | beam.Map(
+            plain_reader_error())
+        assert_that(plain, equal_to(["no AWS credentials"]), label="CheckPlainReader")
+
+    run_on_workers(workers, read, place.pipeline_args())
+    folder = place.fetch("out", tmp_path / "fetched")
+    got = []
+    for name in outputs:
+        with sackli.Reader(str(folder / name),
+                           limits_placement=sackli.LimitsPlacement.SEPARATE) as reader:
+            got += list(reader)
+    assert sorted(got) == sorted(records)

@@ -5,6 +5,8 @@ compatibility with bagz, the runners, and the errors."""
 
 from __future__ import annotations
 
+import typing
+
 import apache_beam as beam
 import pytest
 from apache_beam import coders
@@ -16,7 +18,7 @@ from sackli.beam import ReadFromSackli, WriteToSackli
 from beam_helpers import (  # loaded through conftest.py; _quiet_beam is autouse
     _quiet_beam, ZSTD_MAGIC, TAIL, SEPARATE, READ_SEPARATE, WRITE_SEPARATE, SUFFIXES,
     PLACEMENTS, run_write, assert_reads, run_and_expect_failure, make_records, shard_names,
-    with_limits, listing, shard_set_names, read_files, read_files_with_bagz,
+    with_limits, listing, shard_set_names, read_files, read_files_with_bagz, make_pipeline,
 )
 
 
@@ -243,15 +245,20 @@ class TestWriteErrors:
     @pytest.mark.parametrize("elements,kind", [([b"ok", "text"], "str"),
                                                ([bytearray(b"ok"), 7], "int")])
     def test_non_bytes_with_bytes_coder(self, tmp_path, elements, kind):
+        """Elements typed Any (Beam cannot refuse them when the pipeline is
+        built: tests/test_beam_overwrite.py) are checked as they come."""
         def build(p):
-            _ = p | beam.Create(elements) | WriteToSackli(str(tmp_path / "out@2.bagz"))
+            _ = (p | beam.Create(elements).with_output_types(typing.Any)
+                 | WriteToSackli(str(tmp_path / "out@2.bagz")))
 
         run_and_expect_failure(build, "TypeError", f"writes bytes, not {kind}", "pass a coder")
         assert not [n for n in listing(tmp_path) if n.startswith("out")]  # no final shard
 
     def test_non_bytes_on_the_portable_runner(self, tmp_path):
         with pytest.raises(Exception, match="TypeError: WriteToSackli with BytesCoder writes bytes, not str"):
-            run_write([b"ok", "text"], tmp_path / "out@2.bagz", "portable")
+            with make_pipeline("portable") as p:
+                _ = (p | beam.Create([b"ok", "text"]).with_output_types(typing.Any)
+                     | WriteToSackli(str(tmp_path / "out@2.bagz")))
 
     @pytest.mark.parametrize("path", [
         "out.bagz", "out.bag", "out@4.txt", "out@4", "out@-1.bagz", "out@x.bagz", "out@4bagz",

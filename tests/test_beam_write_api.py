@@ -1,7 +1,8 @@
 """`WriteToSackli`'s finalisation and API (sackli/beam/_sink.py,
 _shard_names.py, _write_path.py, sacklio.py), run as real pipelines on the
 DirectRunner: older output survives a failed finalisation, a new write
-replaces older shard sets of any count, the upstream positional
+replaces an older shard set of its count (and, with overwrite=True, of
+any count: tests/test_beam_overwrite.py), the upstream positional
 signature, truthful display data, and WriteToText's parameters."""
 
 from __future__ import annotations
@@ -68,33 +69,38 @@ class TestOlderOutputSurvivesFailure:
         assert sorted(read) == [b"old0", b"old1", b"old2", b"old3"]
 
 
-# --- A new write replaces older sets of any count (5) -------------------------
+# --- A new write replaces older sets: any count with overwrite=True (5) --------
 
 
 class TestReplacesOlderSets:
     @PLACEMENTS
     @pytest.mark.parametrize("runner", ["direct", "multi_processing"])
     def test_star_over_another_count(self, tmp_path, placement, runner):
-        """`out@*` over a 3-shard set: one set remains, so `out@*` reads
-        are not ambiguous; with SEPARATE the older `limits.` files go too."""
+        """`out@*` over a 3-shard set with overwrite=True: one set remains,
+        so `out@*` reads are not ambiguous; with SEPARATE the older
+        `limits.` files go too."""
         options = sackli.Writer.Options(limits_placement=placement)
         read = sackli.Reader.Options(limits_placement=placement)
         run_write([b"a", b"b", b"c", b"d"], tmp_path / "out@3.bagz", options=options)
-        run_write([b"x", b"y"], tmp_path / "out@*.bagz", runner, options=options, num_shards=2)
+        run_write([b"x", b"y"], tmp_path / "out@*.bagz", runner, options=options, num_shards=2,
+                  overwrite=True)
         names = shard_names("out", 2, ".bagz")
         assert listing(tmp_path) == (with_limits(names) if placement == SEPARATE else names)
         assert sorted(sackli.Reader(str(tmp_path / "out@*.bagz"), read).read()) == [b"x", b"y"]
 
     def test_star_lets_the_runner_pick(self, tmp_path):
         run_write([b"%d" % i for i in range(5)], tmp_path / "out@4.bag")
-        run_write([b"new"], tmp_path / "out@*.bag")
+        run_write([b"new"], tmp_path / "out@*.bag", overwrite=True)
         names = shard_set_names(tmp_path, "out", ".bag")
         assert listing(tmp_path) == names
         assert sackli.Reader(str(tmp_path / "out@*.bag")).read() == [b"new"]
 
     def test_fixed_count_over_another_count(self, tmp_path):
         run_write([b"a", b"b"], tmp_path / "out@2.bag")
-        run_write([b"x", b"y", b"z"], tmp_path / "out@3.bag")
+        with pytest.raises(Exception, match=r"out@2\.bag .*pass overwrite=True"):
+            run_write([b"x", b"y", b"z"], tmp_path / "out@3.bag")
+        assert listing(tmp_path) == shard_names("out", 2, ".bag")
+        run_write([b"x", b"y", b"z"], tmp_path / "out@3.bag", overwrite=True)
         assert listing(tmp_path) == shard_names("out", 3, ".bag")
 
     def test_tail_over_separate_drops_the_limits_files(self, tmp_path):
@@ -110,7 +116,7 @@ class TestReplacesOlderSets:
             run_write([b"keep"], tmp_path / spec)
         kept = _snapshot(tmp_path)
         run_write([b"a"], tmp_path / "out@3.bag")
-        run_write([b"b"], tmp_path / "out@*.bag", num_shards=2)
+        run_write([b"b"], tmp_path / "out@*.bag", num_shards=2, overwrite=True)
         after = _snapshot(tmp_path)
         assert {n: after[n] for n in kept} == kept
         assert sorted(set(after) - set(kept)) == shard_names("out", 2, ".bag")

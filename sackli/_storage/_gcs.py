@@ -1,10 +1,12 @@
 """`gs://` objects through google-cloud-storage (extra `gcs`).
 
-Project and credentials come from the client's standard configuration
-(application default credentials, `GOOGLE_CLOUD_PROJECT`); with
-`STORAGE_EMULATOR_HOST` set the client talks to that server anonymously. The
-client's own retries are off: `_retry` retries with one bound for every
-back-end.
+Project and credentials come from the store's `GcsSettings` (Beam: the
+pipeline's `--project`, and Beam's credentials when it impersonates a
+service account) and, where they leave None, from the client's standard
+configuration (application default credentials, `GOOGLE_CLOUD_PROJECT`);
+with `STORAGE_EMULATOR_HOST` set the client talks to that server
+anonymously. The client's own retries are off: `_retry` retries with one
+bound for every back-end.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ._gcs_upload import GcsUpload
 from ._retry import Transient, request_timeout, with_retries
+from ._settings import GcsSettings
 from ._store import ObjectStat, Store, changed_error, check_content_range
 from ._urls import RemotePath
 
@@ -45,9 +48,11 @@ def _import_storage() -> Any:
 
 
 class GcsStore(Store):
-    """Requests to Google Cloud Storage, one client per process."""
+    """Requests to Google Cloud Storage, one client per process, built from
+    `settings` (None: the client's standard configuration only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: GcsSettings | None = None) -> None:
+        self._settings = settings
         self._lock = threading.Lock()
         self._client: Any = None
         self._pid = -1
@@ -61,7 +66,20 @@ class GcsStore(Store):
         with self._lock:
             if self._client is None or self._pid != os.getpid():  # fork-safe
                 storage = _import_storage()
-                self._client = storage.Client()
+                given: dict[str, Any] = {}
+                if self._settings is not None and self._settings.anonymous:
+                    from google.auth.credentials import AnonymousCredentials
+
+                    given["credentials"] = AnonymousCredentials()
+                    given["project"] = self._settings.project or "<none>"
+                elif self._settings is not None:
+                    # Only what is given: the client tells an omitted project
+                    # (found in the environment) from project=None (none).
+                    if self._settings.project is not None:
+                        given["project"] = self._settings.project
+                    if self._settings.credentials is not None:
+                        given["credentials"] = self._settings.credentials
+                self._client = storage.Client(**given)
                 self._pid = os.getpid()
             return self._client
 
@@ -170,10 +188,9 @@ class GcsStore(Store):
         for blob in self._call("LIST", path.url, listing):
             yield f"gs://{path.bucket}/{blob.name}", int(blob.size)
 
-    def open_upload(self, path: RemotePath, client: Any = None) -> GcsUpload:
-        """A resumable upload whose chunks leave as they fill. With `client`, through that SDK client
-        instead of the cached one (errors and retries as for every request)."""
-        return GcsUpload(path, self._gcs if client is None else (lambda: client), self._call)
+    def open_upload(self, path: RemotePath) -> GcsUpload:
+        """A resumable upload whose chunks leave as they fill."""
+        return GcsUpload(path, self._gcs, self._call)
 
     def copy(self, source: RemotePath, target: RemotePath) -> None:
         """A rewrite: the server copies in steps (large objects, other

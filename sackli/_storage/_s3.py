@@ -1,8 +1,10 @@
 """`s3://` objects through boto3 (extra `s3`).
 
-Endpoint, region and credentials come from boto3's standard configuration
-(`AWS_ENDPOINT_URL`, `AWS_PROFILE`, `AWS_ACCESS_KEY_ID`, ~/.aws/...). boto3's
-own retries are off: `_retry` retries with one bound for every back-end.
+Endpoint, region and credentials come from the store's `S3Settings` (Beam:
+the pipeline's `--s3_*` options) and, for every field they leave None, from
+boto3's standard configuration (`AWS_ENDPOINT_URL`, `AWS_PROFILE`,
+`AWS_ACCESS_KEY_ID`, ~/.aws/...). boto3's own retries are off: `_retry`
+retries with one bound for every back-end.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ._retry import Transient, request_timeout, with_retries
 from ._s3_upload import S3Upload
+from ._settings import S3Settings
 from ._store import ObjectStat, Store, changed_error, check_content_range
 from ._urls import RemotePath
 
@@ -39,9 +42,11 @@ def _import_boto3() -> Any:
 
 
 class S3Store(Store):
-    """Requests to S3 (or an S3-compatible server), one client per process."""
+    """Requests to S3 (or an S3-compatible server), one client per process,
+    built from `settings` (None: boto3's standard configuration only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: S3Settings | None = None) -> None:
+        self._settings = settings
         self._lock = threading.Lock()
         self._client: Any = None
         self._key: tuple[int, float] | None = None
@@ -57,8 +62,10 @@ class S3Store(Store):
         with self._lock:
             if self._client is None or self._key != key:
                 boto3, config = _import_boto3()
+                given = self._settings.client_arguments() if self._settings else {}
                 self._client = boto3.session.Session().client(
                     "s3",
+                    **given,
                     config=config.Config(
                         retries={"total_max_attempts": 1, "mode": "standard"},
                         connect_timeout=key[1],
@@ -174,10 +181,9 @@ class S3Store(Store):
             for item in page.get("Contents", []):
                 yield f"s3://{path.bucket}/{item['Key']}", int(item["Size"])
 
-    def open_upload(self, path: RemotePath, client: Any = None) -> S3Upload:
-        """A multipart upload whose parts leave as they fill. With `client`, through that SDK client
-        instead of the cached one (errors and retries as for every request)."""
-        return S3Upload(path, self._s3 if client is None else (lambda: client), self._call)
+    def open_upload(self, path: RemotePath) -> S3Upload:
+        """A multipart upload whose parts leave as they fill."""
+        return S3Upload(path, self._s3, self._call)
 
     def copy(self, source: RemotePath, target: RemotePath) -> None:
         """boto3's managed copy: one CopyObject, or a multipart copy for

@@ -12,6 +12,7 @@ import tempfile
 import weakref
 
 from .._format import limits_path_for
+from ._settings import current_settings, using
 from ._upload import OpenUpload, Upload
 from ._urls import is_remote, parse
 
@@ -41,6 +42,9 @@ class RemoteWrite:
         if not name:
             raise IsADirectoryError(f"{url}: a bag needs an object name, not a folder")
         self._open_upload = open_upload
+        # The storage settings in effect at open, for the uploads of publish
+        # (which may run elsewhere: another thread, outside the caller's block).
+        self._settings = current_settings()
         self._folder = tempfile.mkdtemp(prefix="sackli-spool-")
         self.local_path = os.path.join(self._folder, name)
         self.records: Upload = open_upload(url)
@@ -57,21 +61,24 @@ class RemoteWrite:
         changed sees the mismatch. Deletes the folder; on failure, aborts
         the upload too."""
         try:
-            self.records.commit()
-            if with_limits_file and self._tag_limits:
-                # Imported here: sackli._consistency needs the engine, which
-                # this storage layer does not.
-                from .._consistency import limits_metadata
-                from . import put_file
-
-                version = self.records.identity  # set by every store's commit
-                with open(limits_path_for(self.local_path), "rb") as limits:
-                    put_file(limits_path_for(self.url), limits,
-                             limits_metadata(self.url, version))
-            elif with_limits_file:
-                self._upload_file(limits_path_for(self.local_path), limits_path_for(self.url))
+            with using(self._settings):
+                self._publish(with_limits_file)
         finally:
             self.discard()
+
+    def _publish(self, with_limits_file: bool) -> None:
+        self.records.commit()
+        if with_limits_file and self._tag_limits:
+            # Imported here: sackli._consistency needs the engine, which
+            # this storage layer does not.
+            from .._consistency import limits_metadata
+            from . import put_file
+
+            version = self.records.identity  # set by every store's commit
+            with open(limits_path_for(self.local_path), "rb") as limits:
+                put_file(limits_path_for(self.url), limits, limits_metadata(self.url, version))
+        elif with_limits_file:
+            self._upload_file(limits_path_for(self.local_path), limits_path_for(self.url))
 
     def _upload_file(self, local_path: str, url: str) -> None:
         upload = self._open_upload(url)

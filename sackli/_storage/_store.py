@@ -96,9 +96,9 @@ class Store:
         """(url, size) of every object whose key starts with `path.key`."""
         raise NotImplementedError
 
-    def open_upload(self, path: RemotePath, client: Any = None) -> Upload:
-        """A stream that uploads the object as it is written; with `client`,
-        through that SDK client instead of the store's own."""
+    def open_upload(self, path: RemotePath) -> Upload:
+        """A stream that uploads the object as it is written, through the
+        store's client."""
         raise NotImplementedError
 
     def put_file(self, path: RemotePath, file: Any, metadata: dict[str, str]) -> str:

@@ -5,18 +5,21 @@ that. Batches (Arrow RecordBatches through `sackli.arrow`, or plain lists of
 bytes) pay it once per few thousand records, as Beam's
 `ReadFromParquetBatched` does per row group.
 
-Files split into byte ranges exactly as `ReadFromSackli` splits them (see
-`_source`); a range yields the batches of the records whose positions fall
-inside it. A batch is claimed by its first record and reported up to its
-last (see `_claimed`), so once a batch is out no dynamic split can move any
-of its records to another range; when a split has cut a batch, only the
-records before the new end are emitted.
+Each file is cut into batches on a grid of its own: batch k holds records
+[k * size, (k + 1) * size), `size` fixed per file (`batch_size`, or about
+8 MiB at the file's average record size), whatever range reads it. Files
+split into byte ranges exactly as `ReadFromSackli` splits them (see
+`_source`), and a batch belongs to the range that holds its first record's
+position, as a block of an Avro file does: a range yields the whole
+batches that start inside it (the last may run past its end), and claims
+each at that position. A split anywhere, initial or dynamic, then moves
+whole batches only: the primary and the residual read exactly the batches
+the unsplit range reads, and every record is in exactly one of them.
 """
 
 from __future__ import annotations
 
-import bisect
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 from apache_beam import coders
@@ -29,9 +32,11 @@ from .._format import LIMIT_BYTES
 from .._options import ReaderOptions
 from .._reader import Reader
 from ._display import read_display_data
+from ._pipeline_storage import open_reader, pipeline_storage
 from ._source import FileSource, PatternSource, first_at_or_after
 
-__all__ = ["ArrowBatchCoder", "BatchedPatternSource", "RAW", "batched_source", "read_batches_of_range"]
+__all__ = ["ArrowBatchCoder", "BatchedPatternSource", "RAW", "batched_source", "read_batches_of_range",
+           "register_batch_coder"]
 
 # `decode=RAW` yields lists of bytes instead of RecordBatches.
 RAW = "raw"
@@ -60,10 +65,24 @@ class ArrowBatchCoder(coders.Coder):
         return pa.RecordBatch
 
 
-def _positions(reader: Reader, first: int, count: int) -> list[int]:
-    """Positions of records [first, first + count) (see `_source`)."""
-    begins = record_offsets(reader, 0, first, count)
-    return [begins[k] + LIMIT_BYTES * (first + k) for k in range(count)]
+def register_batch_coder() -> None:
+    """Has PCollections typed `pyarrow.RecordBatch` use ArrowBatchCoder:
+    portable runners take a PCollection's coder from its element type, and
+    would otherwise pickle batches. A coder the pipeline's author registered
+    for RecordBatch is left as it is."""
+    if pa.RecordBatch not in coders.registry.custom_types:
+        coders.registry.register_coder(pa.RecordBatch, ArrowBatchCoder)
+
+
+def _position(reader: Reader, i: int) -> int:
+    """Position of record i (see `_source`)."""
+    return record_offsets(reader, 0, i, 0)[0] + LIMIT_BYTES * i
+
+
+def _grid_start_at_or_after(record: int, size: int, count: int) -> int:
+    """The first record >= `record` that starts a batch of a file of
+    `count` records cut every `size` records (`count` when none does)."""
+    return min(count, -(-record // size) * size)
 
 
 def _raw_batches(reader: Reader, batch_size: int) -> Iterator[list[bytes]]:
@@ -76,48 +95,36 @@ def _length(batch: Any) -> int:
     return len(batch) if isinstance(batch, list) else batch.num_rows
 
 
-def _claimed(batch: Any, first: int, reader: Reader, tracker: Any) -> Any:
-    """`batch` (records first.. of `reader`) cut to what `tracker` lets this
-    range emit, or None when nothing is left.
-
-    The batch's first record is claimed (a split point); the others are
-    reported with `set_current_position`, which bars splits at or before
-    them, and then only records before the tracker's end are kept: a split
-    that landed between reading the end and reporting the position shows
-    in the end read after it, and none can land before them afterwards."""
-    count = _length(batch)
-    positions = _positions(reader, first, count)
-    if not tracker.try_claim(positions[0]):
-        return None
-    keep = bisect.bisect_left(positions, tracker.stop_position())
-    if keep > 1:
-        tracker.set_current_position(positions[keep - 1])
-        keep = min(keep, bisect.bisect_left(positions, tracker.stop_position()))
-    keep = max(keep, 1)  # the claimed first record is ours whatever happens
-    if keep == count:
-        return batch
-    return batch[:keep] if isinstance(batch, list) else batch.slice(0, keep)
-
-
 def read_batches_of_range(
-    path: str, options: ReaderOptions, tracker: Any, make_batches: Callable[[Reader], Iterator[Any]]
+    path: str, options: ReaderOptions, tracker: Any, make_batches: "_BatchMaker"
 ) -> Iterator[Any]:
-    """Yields the batches `make_batches(view)` gives for the records of
-    `path` whose positions lie in the tracker's range (`view` is a Reader of
-    exactly those records), each claimed as the module docstring says."""
-    with Reader(path, options) as reader:
-        first = first_at_or_after(reader, tracker.start_position())
-        last = first_at_or_after(reader, tracker.stop_position())
-        if first == last:
+    """Yields the batches of `path` that start in the tracker's range, on
+    the file's grid (see the module docstring), each claimed at its first
+    record's position before it is yielded.
+
+    A claim refused (a dynamic split moved the range's end before the batch)
+    ends the read; the batch and those after it are the residual's. A
+    decoder that hands one batch over in parts (`decode="row"` decodes a
+    large batch in parts side by side) has the batch claimed once, at its
+    first part."""
+    with open_reader(path, options) as reader:
+        count = len(reader)
+        size = make_batches.size(reader)
+        first = _grid_start_at_or_after(
+            first_at_or_after(reader, tracker.start_position()), size, count)
+        last = _grid_start_at_or_after(
+            first_at_or_after(reader, tracker.stop_position()), size, count)
+        if first >= last:
             return
-        begin = first
-        for batch in make_batches(reader[first:last]):
-            out = _claimed(batch, begin, reader, tracker)
-            if out is None:
-                return
-            yield out
-            if out is not batch:
-                return
+        begin = unclaimed = first  # the next record; the next batch to claim
+        with pipeline_storage():  # Arrow decoding reads the schema file as it starts
+            batches = make_batches(reader[first:last], size)
+        for batch in batches:
+            if begin == unclaimed:
+                if not tracker.try_claim(_position(reader, begin)):
+                    return
+                unclaimed += size
+            yield batch
             begin += _length(batch)
 
 
@@ -147,9 +154,16 @@ class _BatchMaker:
                              "decode='arrow' or 'json'")
         self.decode, self.columns, self.schema, self.batch_size = decode, columns, schema, batch_size
 
-    def __call__(self, view: Reader) -> Iterator[Any]:
-        size = self.batch_size or records_per_batch(
-            _BATCH_BYTES, view.approximate_bytes_per_record(), _MAX_BATCH)
+    def size(self, reader: Reader) -> int:
+        """Records per batch of the file `reader` reads: `batch_size`, or
+        about _BATCH_BYTES at the whole file's average record size (never a
+        range's, so every range of the file cuts the same grid)."""
+        return self.batch_size or records_per_batch(
+            _BATCH_BYTES, reader.approximate_bytes_per_record(), _MAX_BATCH)
+
+    def __call__(self, view: Reader, size: int) -> Iterator[Any]:
+        """The batches of `view`, `size` records each from its first record
+        on (the last may be shorter; see `read_batches_of_range` for parts)."""
         if self.decode == RAW:
             return _raw_batches(view, size)
         import sackli.arrow  # only batched Arrow reads need pyarrow's bridge

@@ -17,7 +17,8 @@ dataset during finalisation may see a mix of old and new shards, or a gap
 in the numbering (an error, not wrong data).
 
 Both are safe to run again after an interruption (Beam retries a failed
-finalisation): shards already moved are skipped.
+finalisation): shards already moved are skipped. Remote listings, copies
+and deletions use the pipeline's storage settings (`_pipeline_storage`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Iterator
 
 from .._storage import copy_object, delete_object, is_remote, list_objects
 from ..datasets._folders import SPEC_FILE, join, remove_shard_folder, shard_name
+from ._pipeline_storage import pipeline_storage
 
 __all__ = ["check_replaceable", "publish_dataset"]
 
@@ -42,7 +44,8 @@ def publish_dataset(temp: str, shards: list[str], directory: str) -> Iterator[st
     """
     finals = [join(directory, shard_name(k)) for k in range(len(shards))]
     if is_remote(directory):
-        _publish_remote(temp, shards, finals, directory)
+        with pipeline_storage():
+            _publish_remote(temp, shards, finals, directory)
     else:
         _publish_local(temp, shards, directory)
     yield from finals
@@ -98,7 +101,9 @@ def check_replaceable(directory: str) -> None:
     """
     if not is_remote(directory) and os.path.lexists(directory) and not os.path.isdir(directory):
         raise FileExistsError(f"{directory}: exists and is not a dataset folder")
-    others = sorted(n for n in _entries(directory) if not (n.isdigit() or n.startswith(".")))
+    with pipeline_storage():
+        names = _entries(directory)
+    others = sorted(n for n in names if not (n.isdigit() or n.startswith(".")))
     if others:
         raise FileExistsError(
             f"{directory}: holds {', '.join(map(repr, others[:5]))}, which are not dataset "

@@ -18,12 +18,15 @@ import uuid
 from typing import Any, Iterator, Mapping
 
 from apache_beam.io import iobase
+from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
 from .._storage import is_remote
 from ..datasets import DatasetWriter
 from ..datasets._folders import join
 from ._dataset_publish import check_replaceable, publish_dataset
+from ._provided import value
+from ._pipeline_storage import pipeline_storage
 
 __all__ = ["DatasetSink"]
 
@@ -37,20 +40,23 @@ class _ShardWriter(iobase.Writer):
     def __init__(self, sink: "DatasetSink", folder: str) -> None:
         self._folder = folder
         self._shard_length = sink.shard_length
-        self._writer = DatasetWriter(folder, sink.spec, sink.encoders, sink.compression)
+        with pipeline_storage():  # its uploads keep the settings; close needs them again
+            self._writer = DatasetWriter(folder, sink.spec, sink.encoders, sink.compression)
 
     def write(self, datapoint: Any) -> None:
         try:
             self._writer.append(datapoint)
         except BaseException:
-            self._writer.discard()  # no partial shard left behind by a failed bundle
+            with pipeline_storage():
+                self._writer.discard()  # no partial shard left behind by a failed bundle
             raise
 
     def at_capacity(self) -> bool:
         return self._shard_length is not None and len(self._writer) >= self._shard_length
 
     def close(self) -> str:
-        self._writer.close()
+        with pipeline_storage():
+            self._writer.close()
         return self._folder
 
 
@@ -58,14 +64,19 @@ class DatasetSink(iobase.Sink):
     """Writes a PCollection of datapoints as the shard folders of `directory`."""
 
     def __init__(
-        self, directory: str, spec: Mapping[str, str], encoders: Mapping[str, Any] | None,
+        self, directory: str | ValueProvider, spec: Mapping[str, str], encoders: Mapping[str, Any] | None,
         shard_length: int | None, compression: Mapping[str, str] | None = None,
     ) -> None:
-        self.directory = directory
+        self._directory = directory  # a template's ValueProvider: read on the workers
         self.spec = dict(spec)
         self.encoders = encoders
         self.shard_length = shard_length
         self.compression = compression
+
+    @property
+    def directory(self) -> str:
+        """The dataset folder (a template's is known on the workers)."""
+        return value(self._directory)
 
     def initialize_write(self) -> str:
         """Checks that the older content is a dataset (see
@@ -96,7 +107,7 @@ class DatasetSink(iobase.Sink):
 
     def display_data(self) -> dict[str, Any]:
         data = {
-            "directory": display.DisplayDataItem(self.directory, label="Dataset Folder"),
+            "directory": display.DisplayDataItem(str(self._directory), label="Dataset Folder"),
             "spec": display.DisplayDataItem(
                 ", ".join(f"{k}: {v}" for k, v in sorted(self.spec.items())), label="Spec"),
         }

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Mapping
 
 from apache_beam import coders
 from apache_beam.io import iobase, range_trackers
+from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
 from .._storage import is_remote
@@ -26,11 +27,16 @@ from ..datasets._concurrent import concurrently
 from ..datasets._folders import join
 from ..datasets._sharded import shard_folder_bytes
 from ._lazy_concat import LazyConcatSource
+from ._provided import value
+from ._pipeline_storage import pipeline_storage
 
 __all__ = ["DatasetSource", "ShardSource", "shard_sources"]
 
 # Datapoints read by one engine batch while a range is read.
 _READ_CHUNK = 256
+# Datapoints are dicts of field name -> value: the coder Beam picks for the
+# element type ReadFromSackliDataset declares (Dict[str, Any]).
+DATAPOINT_CODER = coders.MapCoder(coders.StrUtf8Coder(), coders.FastPrimitivesCoder())
 
 
 def _datapoints(folder: str) -> int:
@@ -85,7 +91,9 @@ class ShardSource(iobase.BoundedSource):
         return range_trackers.OffsetRangeTracker(start, stop)
 
     def read(self, range_tracker: range_trackers.OffsetRangeTracker) -> Iterator[Any]:
-        with DatasetReader(self._folder, self._decoders) as reader:
+        with pipeline_storage():  # its files open now, and keep the settings
+            reader = DatasetReader(self._folder, self._decoders)
+        with reader:
             index = range_tracker.start_position()
             # Datapoints are read a chunk at a time (one engine batch per
             # field) but each is claimed before it is yielded, so a dynamic
@@ -99,7 +107,7 @@ class ShardSource(iobase.BoundedSource):
                     index += 1
 
     def default_output_coder(self) -> coders.Coder:
-        return coders.FastPrimitivesCoder()
+        return DATAPOINT_CODER
 
     def display_data(self) -> dict[str, Any]:
         return {"shard": display.DisplayDataItem(self._folder, label="Shard Folder")}
@@ -110,9 +118,10 @@ def shard_sources(
 ) -> list[ShardSource]:
     """A source per non-empty shard of the dataset: one listing, and the tail
     of each refs.bag (concurrently for a remote dataset)."""
-    folders = shard_folder_bytes(directory)
-    lengths = concurrently([functools.partial(_datapoints, folder) for folder, _ in folders],
-                           is_remote(directory))
+    with pipeline_storage():
+        folders = shard_folder_bytes(directory)
+        lengths = concurrently([functools.partial(_datapoints, folder) for folder, _ in folders],
+                               is_remote(directory))
     return [ShardSource(folder, length, size, decoders, mask)
             for (folder, size), length in zip(folders, lengths) if length]
 
@@ -121,23 +130,25 @@ class DatasetSource(LazyConcatSource):
     """Every shard of a dataset folder; the shards are listed on workers."""
 
     def __init__(
-        self, directory: str, decoders: Mapping[str, Any] | None, mask: Mapping[str, Any] | None
+        self, directory: str | ValueProvider, decoders: Mapping[str, Any] | None,
+        mask: Mapping[str, Any] | None,
     ) -> None:
-        self._directory = directory
+        self._directory = directory  # a template's ValueProvider: read on the workers
         self._decoders = decoders
         self._mask = mask
 
     def _parts(self) -> list[ShardSource]:
-        return shard_sources(self._directory, self._decoders, self._mask)
+        return shard_sources(value(self._directory), self._decoders, self._mask)
 
     def estimate_size(self) -> int:
-        return sum(size for _, size in shard_folder_bytes(self._directory))
+        with pipeline_storage():
+            return sum(size for _, size in shard_folder_bytes(value(self._directory)))
 
     def default_output_coder(self) -> coders.Coder:
-        return coders.FastPrimitivesCoder()
+        return DATAPOINT_CODER
 
     def display_data(self) -> dict[str, Any]:
-        data = {"directory": display.DisplayDataItem(self._directory, label="Dataset Folder")}
+        data = {"directory": display.DisplayDataItem(str(self._directory), label="Dataset Folder")}
         if self._mask is not None:
             data["mask"] = display.DisplayDataItem(repr(dict(self._mask)), label="Mask")
         if self._decoders is not None:

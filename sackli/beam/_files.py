@@ -10,9 +10,8 @@ splitting never read records.
 from __future__ import annotations
 
 import errno
-import random
 import re
-from typing import NamedTuple
+from typing import Container, NamedTuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -30,8 +29,6 @@ DISALLOW = "DISALLOW"
 ALLOW_IF_WILDCARD = "ALLOW_IF_WILDCARD"
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
-# Above this many files named one by one, estimates stat a sample.
-_MAX_FILES_TO_STAT = 100
 
 
 class BagFile(NamedTuple):
@@ -109,67 +106,85 @@ def _literal(text: str) -> str:
 
 def _shard_set(
     entry: str, base: str, count: str, suffix: str, may_be_empty: bool
-) -> list[tuple[str, int]]:
-    """The files of `base@count suffix`, listed in one match: all of them
-    must exist (or, when `may_be_empty`, none); `*` must find exactly one
-    shard count."""
+) -> tuple[list[tuple[str, int]], str]:
+    """(files, the glob listed): the files of `base@count suffix`, listed in
+    one match: all of them must exist (or, when `may_be_empty`, none); `*`
+    must find exactly one shard count."""
     digits = "?????" if count == "*" else f"{int(count):05d}"
-    listing = dict(_listing(f"{_literal(base)}-?????-of-{digits}{_literal(suffix)}"))
+    glob = f"{_literal(base)}-?????-of-{digits}{_literal(suffix)}"
+    listing = dict(_listing(glob))
     if not listing and may_be_empty:
-        return []
-    return [(path, listing[path]) for path in choose_shard_set(listing, base, count, suffix, entry)]
+        return [], glob
+    chosen = choose_shard_set(listing, base, count, suffix, entry)
+    return [(path, listing[path]) for path in chosen], glob
 
 
 def _entry_files(
     entry: str, separate: bool, may_be_empty: bool
-) -> list[tuple[str, int]] | list[str]:
+) -> tuple[list[tuple[str, int]] | list[str], dict[str, int]]:
+    """(files, sizes listed): a glob's or shard set's files come with the
+    sizes their listing gave; a plain path comes alone, to be sized with the
+    others in one match. With SEPARATE placement, `sizes listed` also holds
+    the sizes of the `limits.` files a listing of the same glob in their
+    name found (one listing, however many files), so that they need no
+    stat each either."""
     sharded = split_shard_entry(entry)
     if sharded is not None:
-        return _shard_set(entry, *sharded, may_be_empty)
-    if _GLOB_CHARS.search(entry):
+        files, glob = _shard_set(entry, *sharded, may_be_empty)
+        listed = dict(files)
+    elif _GLOB_CHARS.search(entry):
+        glob = entry
         matched = _listing(entry)
         if not matched:
             if may_be_empty:
-                return []
+                return [], {}
             raise _missing(entry, entry, "no files match")
+        listed = dict(matched)
+        files = matched
         if separate:  # a glob like `*.bagz` also lists the `limits.` files
-            names = {path for path, _ in matched}
-            matched = [
-                (path, size) for path, size in matched
-                if not _is_limits_of_listed(path, names)
-            ]
-        return matched
-    return [entry]  # a plain path: sized with the others in one match
+            files = [(path, size) for path, size in matched
+                     if not _is_limits_of_listed(path, listed)]
+    else:
+        return [entry], {}  # a plain path: sized with the others in one match
+    if separate and any(limits_path_for(path) not in listed for path, _ in files):
+        # The limits of `dir/name*` match `dir/limits.name*`; those this
+        # misses (a `**` in the glob's last part) are stat'ed with the plain
+        # paths.
+        listed.update(_listing(limits_path_for(glob)))
+    return files, listed
 
 
-def _is_limits_of_listed(path: str, names: set[str]) -> bool:
+def _is_limits_of_listed(path: str, names: Container[str]) -> bool:
     folder, name = split_name(path)
     return name.startswith(LIMITS_PREFIX) and folder + name[len(LIMITS_PREFIX):] in names
 
 
-def _resolve(
-    pattern: str, options: ReaderOptions, sample: int | None, treatment: str
-) -> tuple[list[BagFile], int]:
-    """(files, number of files in all): every file of the pattern, or a
-    random `sample` of them when more than `sample` need a stat each."""
+def _resolve(pattern: str, options: ReaderOptions, treatment: str) -> list[BagFile]:
+    """Every file of the pattern with its size: the sizes listings gave,
+    and one match call for the rest (plain paths, limits files no listing
+    found)."""
     separate = options.limits_placement == LimitsPlacement.SEPARATE
-    listed: list[tuple[str, int] | str] = []
+    files_listed: list[tuple[str, int] | str] = []
+    sizes: dict[str, int] = {}  # every size the listings returned
     optional: set[str] = set()  # plain paths that may be missing
     for entry in _entries(pattern):
         may_be_empty = _may_match_nothing(entry, treatment)
-        files = _entry_files(entry, separate, may_be_empty)
+        files, listed = _entry_files(entry, separate, may_be_empty)
         if may_be_empty:
             optional.update(item for item in files if isinstance(item, str))
-        listed.extend(files)
-    total = len(listed)
-    if sample is not None and total > sample:
-        listed = random.Random(0).sample(listed, sample)
-    to_stat = [item for item in listed if isinstance(item, str)]
+        files_listed.extend(files)
+        sizes.update(listed)
+    to_stat = [item for item in files_listed if isinstance(item, str)]
     if separate:
-        to_stat += [limits_path_for(item if isinstance(item, str) else item[0]) for item in listed]
-    sizes = _sizes(to_stat) if to_stat else {}
-    files = []
-    for item in listed:
+        to_stat += [
+            limits for limits in (limits_path_for(item if isinstance(item, str) else item[0])
+                                  for item in files_listed)
+            if limits not in sizes
+        ]
+    if to_stat:
+        sizes.update(_sizes(to_stat))
+    result = []
+    for item in files_listed:
         path, size = (item, sizes.get(item)) if isinstance(item, str) else item
         if size is None and path in optional:
             continue
@@ -180,8 +195,8 @@ def _resolve(
             if limits not in sizes:
                 raise _missing(path, limits, "its limits file does not exist")
             size += sizes[limits]
-        files.append(BagFile(path, size))
-    return files, total
+        result.append(BagFile(path, size))
+    return result
 
 
 def expand_pattern(
@@ -196,15 +211,12 @@ def expand_pattern(
     matches nothing, a missing plain path, a `name@N` set with no shard)
     give no files instead; a set missing only some shards is still an error.
     """
-    return _resolve(pattern, options, None, empty_match_treatment)[0]
+    return _resolve(pattern, options, empty_match_treatment)
 
 
 def estimate_pattern_size(
     pattern: str, options: ReaderOptions, empty_match_treatment: str = DISALLOW
 ) -> int:
-    """Bytes of all files of `pattern`: listed sizes, extrapolated from a
-    sample when very many files would each need a stat."""
-    files, total = _resolve(pattern, options, _MAX_FILES_TO_STAT, empty_match_treatment)
-    if not files:
-        return 0
-    return round(sum(f.size for f in files) * total / len(files))
+    """Bytes of all files of `pattern`, exactly: the sizes the listings
+    returned (no stat per listed file), plain paths sized in one match."""
+    return sum(f.size for f in _resolve(pattern, options, empty_match_treatment))

@@ -23,6 +23,7 @@ from typing import Any, Iterator
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.portability.api import schema_pb2
 from apache_beam.typehints import arrow_type_compatibility, schemas
 from apache_beam.typehints.row_type import RowTypeConstraint
 
@@ -30,6 +31,7 @@ from ..arrow._encode import make_encoder
 from ..arrow._row_codec import default_encoding
 from ..arrow._schema_file import read_set_schema, schema_message, schema_path
 from ._files import expand_pattern
+from ._pipeline_storage import pipeline_storage
 
 __all__ = ["BatchesToRows", "EncodeRows", "WriteSchemaFile", "row_schema", "stored_rows"]
 
@@ -68,7 +70,8 @@ def stored_rows(file_pattern: str, options: Any, empty_match_treatment: str) -> 
             2, f"{file_pattern}: as_rows needs a file to take the schema from; none matches",
             file_pattern)
     path = files[0].path
-    schema, encoding = read_set_schema(path)
+    with pipeline_storage():  # remote: read as the pipeline's options say, like the listing
+        schema, encoding = read_set_schema(path)
     if encoding not in ("row", "arrow", "json"):
         raise ValueError(f"{path}: the rows were written with encoding={encoding!r}; "
                          "as_rows reads 'row', 'arrow' and 'json' rows")
@@ -80,6 +83,20 @@ class BatchesToRows(beam.DoFn):
 
     def __init__(self, row_type: type) -> None:
         self._row_type = row_type
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The row type is a class Beam generated, which the standard
+        # library's pickle (and dill) cannot find by name: its Beam schema
+        # travels instead (serialised: pickle cannot find the proto's class
+        # either), and names the same type (by the schema's id).
+        state = self.__dict__.copy()
+        state["_row_type"] = schemas.schema_from_element_type(self._row_type).SerializeToString()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        schema = schema_pb2.Schema.FromString(state["_row_type"])
+        state["_row_type"] = schemas.named_tuple_from_schema(schema)
+        self.__dict__.update(state)
 
     def process(self, batch: pa.RecordBatch) -> Iterator[Any]:
         columns = [batch.column(name).to_pylist() for name in self._row_type._fields]
@@ -139,8 +156,9 @@ class EncodeRows(beam.PTransform):
 
 
 def _write_schema(path: str, message: bytes) -> None:
-    """Writes the schema file through Beam's file systems (any of them):
-    to a temporary name, then renamed, so readers never see half of it."""
+    """Writes the schema file through Beam's file systems (any of them,
+    configured by the pipeline's options): to a temporary name, then
+    renamed, so readers never see half of it."""
     # A name of this writer's own: two workers may write the same set's
     # schema file at once (a stream's panes reach this more than once).
     temp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"

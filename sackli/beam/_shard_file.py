@@ -7,9 +7,10 @@ limits, 8 bytes a record, wait locally):
 * `s3://` and `gs://`: through sackli's own upload streams (multipart parts,
   resumable chunks; an empty or small object is one plain upload, which
   Beam's S3 file system cannot do: it fails on an empty object), with the
-  S3 / GCS client that Beam builds from the pipeline's options
-  (`--s3_endpoint_url`, credentials, project), so a pipeline writes with
-  the configuration its user gave Beam, not sackli's environment.
+  storage settings of the pipeline's options (`--s3_endpoint_url`,
+  credentials, project; see `_pipeline_storage`), so a pipeline writes with
+  the configuration its user gave Beam, the environment filling in only
+  what the options leave out.
 * any other Beam file system: through `FileSystems.create`.
 
 SEPARATE placement uploads `limits.<name>` beside the shard, first.
@@ -22,12 +23,12 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
-from apache_beam.options.value_provider import RuntimeValueProvider
 
 from .._batching import Gatherer
 from .._options import WriterOptions
 from .._storage import Upload, is_remote, open_upload
 from .._writer import Writer
+from ._pipeline_storage import pipeline_storage
 
 __all__ = ["ShardFile", "StreamUpload"]
 
@@ -44,11 +45,6 @@ _STREAM_NAME = "beam-stream://file.bag"
 
 def _is_local(path: str) -> bool:
     return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
-
-
-def _pipeline_options() -> Any:
-    # What FileSystems.get_filesystem hands the file systems it builds.
-    return FileSystems._pipeline_options or RuntimeValueProvider.runtime_options or {}
 
 
 class StreamUpload:
@@ -79,30 +75,15 @@ class StreamUpload:
         self._stream = None
 
 
-class _BeamUploads:
-    """Opens uploads for one shard, with clients built once from the
-    pipeline's options."""
-
-    def __init__(self) -> None:
-        self._clients: dict[str, Any] = {}
-
-    def _client(self, scheme: str) -> Any:
-        if scheme not in self._clients:
-            if scheme == "s3":
-                from apache_beam.io.aws.clients.s3 import boto3_client
-
-                self._clients[scheme] = boto3_client.Client(options=_pipeline_options()).client
-            else:
-                from apache_beam.io.gcp import gcsio
-
-                self._clients[scheme] = gcsio.GcsIO(pipeline_options=_pipeline_options()).client
-        return self._clients[scheme]
-
-    def __call__(self, url: str) -> Upload:
-        if not is_remote(url):
-            # File systems sackli has no stream of its own for.
-            return StreamUpload(FileSystems.create(url, _MIME_TYPE, CompressionTypes.UNCOMPRESSED))
-        return open_upload(url, client=self._client(url.partition(":")[0].lstrip("/")))
+def _open_upload(url: str) -> Upload:
+    """The upload of one object of a shard: sackli's own for remote
+    storage (its client from the pipeline's storage settings, kept for the
+    upload's life), a Beam stream for any other file system."""
+    if not is_remote(url):
+        # File systems sackli has no stream of its own for.
+        return StreamUpload(FileSystems.create(url, _MIME_TYPE, CompressionTypes.UNCOMPRESSED))
+    with pipeline_storage():
+        return open_upload(url)
 
 
 class ShardFile:
@@ -113,7 +94,7 @@ class ShardFile:
         if _is_local(path):
             self._start(Writer(path, options))
         else:
-            self._start(Writer._uploading(path, options, _BeamUploads()))
+            self._start(Writer._uploading(path, options, _open_upload))
 
     @classmethod
     def into_stream(cls, stream: Any, options: WriterOptions) -> "ShardFile":

@@ -63,16 +63,28 @@ def older_set_pattern(
     output writes in window `w` and pane `pane`, whatever its shard count:
     what a new set replaces. Another pane's set, or another output sharing
     the prefix (`name-2@3.bag` beside `name@3.bag`), does not match, as its
-    digits are not where P, S and N are."""
+    digits are not where P, S and N are.
+
+    Groups: `limits` (the `limits.` prefix of a limits file, else None) and
+    `count` (the first N run: the count a path's set has; None when the
+    template has no N)."""
     label = window_label(w) or ""
+    counted = False
 
     def letter(run: re.Match[str]) -> str:
+        nonlocal counted
         kind = run.group(0)[0]
         if kind in "WV":
             return re.escape(label)
         if kind == "P":
             return "%0*d" % (len(run.group(0)), pane)
-        return "[0-9]+" if kind == "U" else "[0-9]{%d,}" % len(run.group(0))
+        if kind == "U":
+            return "[0-9]+"  # Beam renders the uuid as a decimal number
+        digits = "[0-9]{%d,}" % len(run.group(0))
+        if kind == "N" and not counted:
+            counted = True
+            return f"(?P<count>{digits})"
+        return digits
 
     parts, last = [], 0
     for run in _LETTER_RUNS.finditer(template):
@@ -81,4 +93,6 @@ def older_set_pattern(
     parts.append(re.escape(template[last:]))
     folder, name = split_name(prefix)
     names = re.escape(name) + "".join(parts) + re.escape(suffix)
-    return re.compile(re.escape(folder) + f"(?:{re.escape(LIMITS_PREFIX)})?" + names)
+    if not counted:
+        names += "(?P<count>(?!))?"  # never set: the group exists for every template
+    return re.compile(re.escape(folder) + f"(?P<limits>{re.escape(LIMITS_PREFIX)})?" + names)

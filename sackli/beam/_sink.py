@@ -7,17 +7,26 @@ empty shards, also in the temporary folder, and calls `finalize_write`.
 Only then, with every new shard complete, does anything under the final
 names change: the new shards are moved over their final names (SEPARATE
 `limits.` files first), and only after the whole set is in place are the
-files of older sets deleted (any shard count, with their `limits.` files),
-so `name@*` is unambiguous afterwards. A failure before the moves leaves
-the older output untouched; a retried finalisation skips moved shards.
+left-overs of an older set of the same count deleted. A failure before the
+moves leaves the older output untouched; a retried finalisation skips
+moved shards.
+
+Another shard count is the rule of `sackli.ShardedWriter`
+(`sackli._set_conflicts`): a set of the same name with another count is
+refused (FileExistsError naming it, before anything under the final names
+changes: at `initialize_write` when the count is fixed, and again before
+the moves, where `@*` learns its count), unless `overwrite=True`; then it
+is deleted, with its `limits.` files, schema file and manifest, once the
+new set is in place, so `name@*` is unambiguous afterwards.
 
 Streaming (`_stream_write`): each pane of each window is finalised on its
 own, with the window (and, for windows that fire more than once, the pane)
-in the names (`_shard_names`), and replaces only that pane's older sets.
+in the names (`_shard_names`), and the rule applies to that pane's sets.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any, Iterator
 
@@ -27,16 +36,23 @@ from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import display
 
-from .._options import CompressionAutoDetect, CompressionNone, CompressionZstd, LimitsPlacement, WriterOptions
-from .._format import has_zstd_suffix, limits_path_for
+from .._consistency import manifest_url
+from .._set_conflicts import other_sets_error, set_files, spec_of
+from .._storage import is_remote
+from .._options import (CompressionAutoDetect, CompressionNone, CompressionZstd, LimitsPlacement,
+                        ReaderOptions, WriterOptions)
+from .._format import LIMITS_PREFIX, has_zstd_suffix, limits_path_for
 from ._display import describe_compression
 from ._shard_file import ShardFile
 from ._shard_names import older_set_pattern, window_label, with_pane_letter
 from ._write_path import ShardedPath
 
-__all__ = ["BagSink", "ShardLimits", "record_encoder"]
+__all__ = ["BagSink", "ShardLimits", "delete_quietly", "record_encoder"]
 
 _MIME_TYPE = "application/octet-stream"
+# Template letters of the window: a set they name is known only at
+# finalisation.
+_WINDOW_LETTERS = re.compile(r"[WV]")
 
 
 def _resolved(options: WriterOptions, suffix: str) -> WriterOptions:
@@ -61,21 +77,30 @@ def _resolved(options: WriterOptions, suffix: str) -> WriterOptions:
     )
 
 
-def record_encoder(coder: coders.Coder, transform: str) -> Any:
-    """A function from an element to its record: `coder.encode`, or for
-    `BytesCoder` a check that the element already is bytes."""
-    if type(coder) is not coders.BytesCoder:
-        return coder.encode
+class _BytesRecord:
+    """An element as its record under `BytesCoder`: the element itself,
+    checked to be bytes-like. A class of the module, not a closure, so the
+    sinks holding it pickle with pickle, dill and cloudpickle alike."""
 
-    def as_record(value: Any) -> Any:
+    def __init__(self, transform: str) -> None:
+        self._transform = transform
+
+    def __call__(self, value: Any) -> Any:
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise TypeError(
-                f"{transform} with BytesCoder writes bytes, not {type(value).__name__}; "
+                f"{self._transform} with BytesCoder writes bytes, not {type(value).__name__}; "
                 "pass a coder for other elements"
             )
         return value
 
-    return as_record
+
+def record_encoder(coder: coders.Coder, transform: str) -> Any:
+    """A picklable function from an element to its record: `coder.encode`
+    (a bound method pickles with its coder), or for `BytesCoder` a check
+    that the element already is bytes."""
+    if type(coder) is not coders.BytesCoder:
+        return coder.encode
+    return _BytesRecord(transform)
 
 
 class ShardLimits:
@@ -139,7 +164,11 @@ class BagSink(filebasedsink.FileBasedSink):
         shard_limits: ShardLimits | None = None,
         skip_if_empty: bool = False,
         triggering_frequency: int | None = None,
+        overwrite: bool = False,
     ) -> None:
+        if not isinstance(overwrite, bool):
+            raise TypeError(f"overwrite must be a bool, not {type(overwrite).__name__}")
+        self.overwrite = overwrite
         super().__init__(
             where.prefix,
             coder=coder,
@@ -160,6 +189,12 @@ class BagSink(filebasedsink.FileBasedSink):
     @property
     def _separate(self) -> bool:
         return self._options.limits_placement == LimitsPlacement.SEPARATE
+
+    def reader_options(self) -> ReaderOptions:
+        """How to read back a shard this sink wrote (streaming merges
+        shard files of one pane, `_stream_write`)."""
+        return ReaderOptions(limits_placement=self._options.limits_placement,
+                             compression=self._options.compression)
 
     def open(self, temp_path: str) -> ShardFile:
         return ShardFile(temp_path, self._options)
@@ -182,6 +217,17 @@ class BagSink(filebasedsink.FileBasedSink):
             window=label, window_utc=label, pane=pane,
         ) + self.where.suffix
 
+    def initialize_write(self) -> str:
+        """Refuses other shard sets of this output (another count, unless
+        `overwrite`) when the count is fixed and no window names the set,
+        so a doomed write fails before it starts; then Beam's temporary
+        folder."""
+        count = self.where.num_shards
+        if count and not _WINDOW_LETTERS.search(self.shard_name_template):
+            finals = [self._get_final_name(shard, count) for shard in range(count)]
+            self._check_other_sets(finals, self._sets_beside(finals, None, 0)[1])
+        return super().initialize_write()
+
     def pre_finalize(self, init_result: Any, writer_results: Any) -> None:
         """Nothing: older output is replaced in `finalize_windowed_write`,
         once the new set is complete (Beam's version deletes it here,
@@ -192,20 +238,31 @@ class BagSink(filebasedsink.FileBasedSink):
 
     def finalize_windowed_write(
         self, init_result: Any, writer_results: Any, pre_finalize_results: Any, w: Any = None,
-        pane: int = 0,
+        pane: int = 0, in_order: bool = False,
     ) -> Iterator[str]:
         """Moves the complete set `writer_results` (temporary shards, in
-        shard order once sorted) of window `w`, pane `pane`, to its final
-        names, then deletes that pane's older sets; yields the final names."""
-        temps = sorted(writer_results)
+        shard order once sorted, or as given if `in_order`) of window `w`,
+        pane `pane`, to its final names, then deletes what is left of that
+        pane's older set of the same count and, with `overwrite`, its sets
+        of other counts (refused before the moves without it); yields the
+        final names."""
+        temps = list(writer_results) if in_order else sorted(writer_results)
         finals = [self._get_final_name(shard, len(temps), w, pane) for shard in range(len(temps))]
+        stale, others = self._sets_beside(finals, w, pane)
+        try:
+            self._check_other_sets(finals, others)
+        except FileExistsError:
+            delete_quietly([init_result])  # the new shards: nothing else was touched
+            raise
         pairs = list(zip(temps, finals))
         if self._separate:
             # A shard never reaches its final name without its limits.
             self._move([(limits_path_for(t), limits_path_for(f)) for t, f in pairs])
         self._move(pairs)
-        kept = set(finals) | ({limits_path_for(f) for f in finals} if self._separate else set())
-        self._delete_older_sets(kept, w, pane)
+        # A manifest a sackli writer left for a set of these names describes
+        # the objects just replaced: readers would take the new set as torn.
+        manifests = [m for m in dict.fromkeys(map(manifest_url, finals)) if m and is_remote(m)]
+        self._delete_sets([stale, *others.values()] if self.overwrite else [stale], manifests)
         try:
             FileSystems.delete([init_result])
         except IOError:
@@ -229,16 +286,66 @@ class BagSink(filebasedsink.FileBasedSink):
         if moves:
             FileSystems.rename([m[0] for m in moves], [m[1] for m in moves])
 
-    def _delete_older_sets(self, kept: set[str], w: Any, pane: int) -> None:
-        """Deletes the files of older shard sets of this output (window and
-        pane), with any shard count, and their `limits.` files."""
+    def _sets_beside(
+        self, finals: list[str], w: Any, pane: int
+    ) -> tuple[list[str], dict[int | None, list[str]]]:
+        """The existing files (shards and `limits.` files) of this output's
+        sets in window `w`, pane `pane`, other than the new set's `finals`
+        and their limits: (those of an older set of the same count, which
+        the new set replaces; those of sets of other counts, by count, None
+        for files whose names carry no count and that no final name
+        overwrites)."""
         where = self.where
+        kept = set(finals) | ({limits_path_for(f) for f in finals} if self._separate else set())
         older = older_set_pattern(where.prefix, self.shard_name_template, where.suffix, w, pane)
-        globs = [where.prefix + "*" + where.suffix]
-        globs.append(limits_path_for(globs[0]))
-        stale = [p for p in _existing(globs) if p not in kept and older.fullmatch(p)]
-        if stale:
-            FileSystems.delete(stale)
+        glob = where.prefix + "*" + where.suffix
+        stale: list[str] = []
+        others: dict[int | None, list[str]] = {}
+        count = len(finals) or where.num_shards  # `@N` with skip_if_empty: still N
+        for path in sorted(_existing([glob, limits_path_for(glob)])):
+            match = older.fullmatch(path)
+            if path in kept or match is None:
+                continue
+            shard = path[:match.start("limits")] + path[match.end("limits"):] if match["limits"] else path
+            of = None if match["count"] is None else int(match["count"])
+            if shard in finals or of == count:
+                stale.append(path)
+            else:
+                others.setdefault(of, []).append(path)
+        return stale, others
+
+    def _check_other_sets(self, finals: list[str], others: dict[int | None, list[str]]) -> None:
+        """Raises FileExistsError naming `others`, the sets of this output
+        with another shard count, unless `overwrite` (ShardedWriter's rule
+        and wording: `sackli._set_conflicts`)."""
+        if not others or self.overwrite:
+            return
+        named = {}
+        for count, paths in sorted(others.items(), key=lambda item: item[0] or 0):
+            shards = _shards(paths) or paths
+            named[spec_of(shards[0]) if count is not None else "other shards"] = shards
+        shard = finals[0] if finals else next(iter(named.values()))[0]
+        target, ambiguous = spec_of(shard), spec_of(shard, "*")
+        if ambiguous == shard or not finals:  # names without `-SSSSS-of-NNNNN`, or no new set
+            target = ambiguous = self.where.pattern()
+        raise other_sets_error(target, named, ambiguous)
+
+    def _delete_sets(self, sets: list[list[str]], about: list[str]) -> None:
+        """Deletes the listed files of each set (shards and `limits.`
+        files), then the files about it (schema file, record format,
+        manifest: `set_files`) and those of `about`, once the new set is in
+        place."""
+        own: list[str] = []
+        about = list(about)
+        for paths in sets:
+            set_own, set_about = set_files(_shards(paths))
+            own += paths + set_own
+            about += set_about
+        present = _existing(own + about) if own or about else set()
+        for batch in (own, about):
+            gone = [p for p in dict.fromkeys(batch) if p in present]
+            if gone:
+                FileSystems.delete(gone)
 
     def display_data(self) -> dict[str, Any]:
         where = self.where
@@ -253,6 +360,7 @@ class BagSink(filebasedsink.FileBasedSink):
             "limits_placement": display.DisplayDataItem(
                 self._options.limits_placement.name, label="Limits Placement"),
             "coder": display.DisplayDataItem(type(self.coder).__name__, label="Coder"),
+            "overwrite": display.DisplayDataItem(self.overwrite, label="Overwrite Other Shard Sets"),
         }
         optional = {
             "max_records_per_shard": ("Max Records per Shard", self.shard_limits.max_records),
@@ -264,6 +372,23 @@ class BagSink(filebasedsink.FileBasedSink):
             if value is not None:
                 data[key] = display.DisplayDataItem(value, label=label)
         return data
+
+
+def _shards(paths: list[str]) -> list[str]:
+    """The shards among `paths` (not their `limits.` files)."""
+    return [p for p in paths if not FileSystems.split(p)[1].startswith(LIMITS_PREFIX)]
+
+
+def delete_quietly(paths: list[str]) -> None:
+    """Deletes `paths` (files or folders), ignoring failures: they are
+    gone already (a retried finalisation), or left-over temporary files,
+    which are harmless."""
+    if not paths:
+        return
+    try:
+        FileSystems.delete(paths)
+    except IOError:
+        pass
 
 
 def _existing(paths_or_globs: list[str]) -> set[str]:

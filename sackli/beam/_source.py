@@ -18,6 +18,7 @@ from typing import Any, Callable, Generator, Iterator
 from apache_beam import coders
 from apache_beam.io import iobase, range_trackers
 from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
+from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import core, display
 
 from .._bulk import record_offsets
@@ -27,6 +28,8 @@ from .._reader import Reader
 from ._display import read_display_data
 from ._files import DISALLOW, BagFile, estimate_pattern_size, expand_pattern
 from ._lazy_concat import LazyConcatSource
+from ._provided import value
+from ._pipeline_storage import open_reader
 
 __all__ = ["PatternSource", "FileSource", "ReadFileRanges", "first_at_or_after", "read_range"]
 
@@ -98,7 +101,7 @@ def read_range(
     splits stop the read where the runner wants). Records come from the
     engine in background batches, not one call each. Returns whether a
     claim was refused."""
-    with Reader(path, options) as reader:
+    with open_reader(path, options) as reader:
         first = first_at_or_after(reader, start)
         last = first_at_or_after(reader, stop)
         records = reader.read_range_iter(first, last - first)
@@ -177,8 +180,8 @@ class PatternSource(LazyConcatSource):
     """Every file of a pattern; the files are listed lazily, on workers."""
 
     def __init__(
-        self, pattern: str, options: ReaderOptions, coder: coders.Coder, with_metadata: bool,
-        empty_match_treatment: str = DISALLOW,
+        self, pattern: str | ValueProvider, options: ReaderOptions, coder: coders.Coder,
+        with_metadata: bool, empty_match_treatment: str = DISALLOW,
     ) -> None:
         self._pattern = pattern
         self._options = options
@@ -186,13 +189,19 @@ class PatternSource(LazyConcatSource):
         self._with_metadata = with_metadata
         self._empty_match_treatment = empty_match_treatment
 
+    @property
+    def pattern(self) -> str:
+        """The file pattern; a template's (a ValueProvider) is read, and
+        checked, when it is needed: on the workers."""
+        return value(self._pattern)
+
     def validate(self) -> None:
         """Raises unless every file of the pattern exists (I/O: listings)."""
-        expand_pattern(self._pattern, self._options, self._empty_match_treatment)
+        expand_pattern(self.pattern, self._options, self._empty_match_treatment)
 
     def _files(self) -> list[BagFile]:
         """The pattern's files that hold records (an empty bag has none)."""
-        files = expand_pattern(self._pattern, self._options, self._empty_match_treatment)
+        files = expand_pattern(self.pattern, self._options, self._empty_match_treatment)
         return [f for f in files if f.size > 0]
 
     def _file_sources(self) -> list[FileSource]:
@@ -202,7 +211,7 @@ class PatternSource(LazyConcatSource):
         return self._file_sources()
 
     def estimate_size(self) -> int:
-        return estimate_pattern_size(self._pattern, self._options, self._empty_match_treatment)
+        return estimate_pattern_size(self.pattern, self._options, self._empty_match_treatment)
 
     def default_output_coder(self) -> coders.Coder:
         return output_coder(self._coder, self._with_metadata)
@@ -221,8 +230,10 @@ class ReadFileRanges(core.DoFn, core.RestrictionProvider):
     split a range further while it is read."""
 
     def __init__(
-        self, options: ReaderOptions, coder: coders.Coder, with_metadata: bool, bundle_bytes: int
+        self, options: ReaderOptions | ValueProvider, coder: coders.Coder, with_metadata: bool,
+        bundle_bytes: int | ValueProvider,
     ) -> None:
+        # A template's ValueProviders are read where they are used: on workers.
         self._options = options
         self._decode = _decoder(coder)
         self._with_metadata = with_metadata
@@ -235,7 +246,7 @@ class ReadFileRanges(core.DoFn, core.RestrictionProvider):
         return OffsetRestrictionTracker(restriction)
 
     def split(self, element: BagFile, restriction: OffsetRange) -> Iterator[OffsetRange]:
-        return restriction.split(self._bundle_bytes)
+        return restriction.split(value(self._bundle_bytes))  # a template's: on the workers
 
     def restriction_size(self, element: BagFile, restriction: OffsetRange) -> int:
         return restriction.size()
@@ -247,7 +258,7 @@ class ReadFileRanges(core.DoFn, core.RestrictionProvider):
     ) -> Iterator[Any]:
         restriction = tracker.current_restriction()
         refused = yield from read_range(
-            element.path, self._options, restriction.start, restriction.stop,
+            element.path, value(self._options), restriction.start, restriction.stop,
             tracker.try_claim, self._decode, self._with_metadata,
         )
         if not refused:  # no record is left in the range: claim its end

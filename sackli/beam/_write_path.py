@@ -13,10 +13,14 @@ names `dir/name.ext`, the one file it stands for here); readers take
 where `.ext` is `.bag` or `.bagz`, optionally preceded by more suffix
 starting with `.` or `_` (`name@4.data.bagz`).
 
-As Beam's `WriteToText` / `WriteToTFRecord` do, a `file_name_suffix` makes
-the path a plain prefix instead: `("dir/name", file_name_suffix=".bagz",
-num_shards=3)` writes `dir/name-SSSSS-of-00003.bagz`. The two forms do not
-mix: a suffix beside an `@` path is a ValueError.
+As Beam's `WriteToText` / `WriteToTFRecord` do, a path without `@` is a
+plain prefix: `("dir/name", file_name_suffix=".bagz", num_shards=3)` writes
+`dir/name-SSSSS-of-00003.bagz`. Without `file_name_suffix` the suffix is
+`.bag`, or `.bagz` when the records are zstd-compressed (the caller's
+`default_suffix`), so the names say how to read them. The two forms do not
+mix: a suffix beside an `@` path is a ValueError, and so is a bare prefix
+that ends in `.bag`/`.bagz` (one file is `name.bag@0`) or holds an `@` (a
+shard count without its suffix).
 
 Unbounded (streaming) input writes one shard set per window, or per pane
 when its windows can fire more than once, so its template must carry the
@@ -26,6 +30,7 @@ window (`W`) and then the pane (`P`); see `for_unbounded_input`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 
 from .._format import MAX_SHARDS, without_local_prefix
@@ -40,6 +45,7 @@ _DEFAULT_WINDOW_TEMPLATE = "-W-SSSSS-of-NNNNN"
 # For windows that fire more than once: the pane's index after the window
 # (`name-<window>-pane-2-00000-of-00001.bagz`), as Beam Java's "pane-2".
 _DEFAULT_PANE_TEMPLATE = "-W-pane-P-SSSSS-of-NNNNN"
+_BAG_SUFFIX = re.compile(r"\.bagz?$")
 _SHARDED = re.compile(r"(?P<name>.*)@(?P<count>[0-9]+|\*)(?P<suffix>(?:[._].+)?\.bagz?)", re.DOTALL)
 _UNSHARDED = re.compile(r"(?P<name>.+)(?P<suffix>\.bagz?)@0+", re.DOTALL)
 
@@ -47,7 +53,8 @@ _FORMS = (
     "accepted forms: 'dir/name@N.ext' (N shards), 'dir/name@*.ext' (the runner "
     "picks the number of shards) and 'dir/name.ext@0' (one unsharded file), "
     "where .ext is .bag or .bagz, optionally preceded by more suffix "
-    "('name@4.data.bagz')"
+    "('name@4.data.bagz'); or a plain prefix 'dir/name' (shards "
+    "'dir/name-SSSSS-of-NNNNN.bag', '.bagz' for zstd records)"
 )
 
 
@@ -76,6 +83,8 @@ class ShardedPath:
 
 
 def _check_types(file_path, num_shards, shard_name_template, file_name_suffix) -> None:
+    if isinstance(file_path, os.PathLike):
+        file_path = os.fspath(file_path)
     if not isinstance(file_path, str):
         raise TypeError(f"file_path must be a str or os.PathLike, not {type(file_path).__name__}")
     if num_shards is not None and (isinstance(num_shards, bool) or not isinstance(num_shards, int)):
@@ -86,8 +95,11 @@ def _check_types(file_path, num_shards, shard_name_template, file_name_suffix) -
             raise TypeError(f"{name} must be a str, not {type(value).__name__}")
 
 
-def _split_path(file_path: str, file_name_suffix: str | None) -> tuple[str, str, str]:
-    """(prefix, suffix, shard count: digits, '*' or '0') of `file_path`."""
+def _split_path(
+    file_path: str, file_name_suffix: str | None, default_suffix: str
+) -> tuple[str, str, str, bool]:
+    """(prefix, suffix, shard count: digits, '*' or '0', whether `file_path`
+    is a plain prefix) of `file_path`."""
     path = without_local_prefix(file_path)
     folder, name = split_name(path)
     sharded, unsharded = _SHARDED.fullmatch(name), _UNSHARDED.fullmatch(name)
@@ -99,32 +111,39 @@ def _split_path(file_path: str, file_name_suffix: str | None) -> tuple[str, str,
             )
         if not name:
             raise ValueError(f"file_path_prefix {file_path!r} has no file name")
-        return path, file_name_suffix, "*"
+        return path, file_name_suffix, "*", True
     if sharded:
         count = sharded["count"]
         if count != "*" and int(count) == 0:
             count = "0"  # a number: `@00` is `@0`, one unsharded file
-        return folder + sharded["name"], sharded["suffix"], count
+        return folder + sharded["name"], sharded["suffix"], count, False
     if unsharded:
-        return folder + unsharded["name"], unsharded["suffix"], "0"
+        return folder + unsharded["name"], unsharded["suffix"], "0", False
+    # A bare prefix, as WriteToTFRecord takes one; but not a name that
+    # looks like a half-written form of ours, whose intent is unclear.
+    if name and "@" not in name and not _BAG_SUFFIX.search(name):
+        return path, default_suffix, "*", True
     raise ValueError(f'File path "{file_path}" must be in the form of one of the {_FORMS}')
 
 
 def parse_write_path(
-    file_path: str,
+    file_path: str | os.PathLike[str],
     num_shards: int | None = None,
     shard_name_template: str | None = None,
     file_name_suffix: str | None = None,
+    default_suffix: str = ".bag",
 ) -> ShardedPath:
     """The `ShardedPath` of `file_path`; `num_shards` and
-    `shard_name_template` (Beam's) override the path's; `file_name_suffix`
-    makes `file_path` a plain prefix (Beam's form). Raises ValueError for
-    other forms and conflicting arguments, TypeError for wrong types."""
+    `shard_name_template` (Beam's) override the path's. A path without `@`
+    is a plain prefix (Beam's form), completed by `file_name_suffix`, else
+    by `default_suffix`. Raises ValueError for other forms and conflicting
+    arguments, TypeError for wrong types."""
     _check_types(file_path, num_shards, shard_name_template, file_name_suffix)
-    base, suffix, count = _split_path(file_path, file_name_suffix)
+    file_path = os.fspath(file_path)
+    base, suffix, count, prefix_form = _split_path(file_path, file_name_suffix, default_suffix)
     given = shard_name_template is not None
-    if file_name_suffix is not None and shard_name_template == "":
-        count = "0"  # Beam's empty template: one file prefix + suffix
+    if prefix_form and shard_name_template == "":
+        count = "0"  # Beam's empty template on a prefix: one file prefix + suffix
     if count == "0":
         if num_shards not in (None, 1):
             raise ValueError(

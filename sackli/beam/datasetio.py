@@ -14,14 +14,15 @@ Reads split shards into ranges of datapoints (a large shard becomes many
 bundles, and runners may split ranges again while they are read); writes put
 each bundle's shards in a temporary folder and publish them together once
 all are complete. Local folders and `gs://` / `s3://` prefixes, through
-sackli's storage layer (configured by the SDKs' environment, as
-`sackli.datasets` is).
+sackli's storage layer, with the storage settings of the pipeline options
+(`--s3_endpoint_url`, ..., `--project`), the environment filling in what
+they leave out (see docs/beam.md, "Storage settings on workers").
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Any, Dict, Mapping
 
 import apache_beam as beam
 from apache_beam.io import iobase
@@ -32,6 +33,7 @@ from ..datasets._folders import folder_path
 from ..datasets._spec import parse_spec
 from ._dataset_sink import DatasetSink
 from ._dataset_source import DatasetSource
+from ._provided import now_or_at_run_time
 
 __all__ = ["ReadFromSackliDataset", "WriteToSackliDataset"]
 
@@ -66,7 +68,8 @@ class ReadFromSackliDataset(beam.PTransform):
 
     Args:
       directory: the dataset folder: local, or a `gs://bucket/prefix` /
-        `s3://bucket/prefix`.
+        `s3://bucket/prefix`; or a ValueProvider of it (a classic template's
+        option, read and checked on the workers).
       decoders: type name -> `decode(buffer, *args)`; None for the built-in
         `sackli.datasets.decoders`. Must be picklable (workers get a copy).
       mask: which fields to read, as for `DatasetReader`: field -> True /
@@ -93,10 +96,13 @@ class ReadFromSackliDataset(beam.PTransform):
         super().__init__()
         if decoders is not None and not isinstance(decoders, Mapping):
             raise TypeError(f"decoders must be a dict, not {type(decoders).__name__}")
-        self._source = DatasetSource(_directory(directory), decoders, _check_mask(mask))
+        # A str, or for a template's ValueProvider one checked on the workers.
+        self._source = DatasetSource(
+            now_or_at_run_time(_directory, directory), decoders, _check_mask(mask))
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
-        return pbegin.pipeline | iobase.Read(self._source)
+        # Declared, so that type checks downstream see dicts, not Any.
+        return pbegin.pipeline | iobase.Read(self._source).with_output_types(Dict[str, Any])
 
     def display_data(self) -> dict[str, Any]:
         return self._source.display_data()
@@ -110,7 +116,8 @@ class WriteToSackliDataset(beam.PTransform):
     Args:
       directory: the dataset folder: local, or a `gs://bucket/prefix` /
         `s3://bucket/prefix`. It must be missing or hold a dataset (shard
-        folders only), which the write replaces.
+        folders only), which the write replaces. May be a ValueProvider, as
+        for `ReadFromSackliDataset`.
       spec: field -> type, as for `sackli.datasets.DatasetWriter`.
       encoders: type name -> `encode(value, *args) -> bytes`; None for the
         built-in `sackli.datasets.encoders`. Must be picklable.
@@ -144,7 +151,7 @@ class WriteToSackliDataset(beam.PTransform):
         compression: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__()
-        path = _directory(directory)
+        path = now_or_at_run_time(_directory, directory)  # as for ReadFromSackliDataset
         fields = parse_spec(spec)
         if encoders is not None and not isinstance(encoders, Mapping):
             raise TypeError(f"encoders must be a dict, not {type(encoders).__name__}")
@@ -153,9 +160,12 @@ class WriteToSackliDataset(beam.PTransform):
                 isinstance(shard_length, bool) or not isinstance(shard_length, int)
                 or shard_length < 1):
             raise ValueError(f"shard_length must be an int >= 1 or None, not {shard_length!r}")
-        parse_compression(compression, fields, path)
+        parse_compression(compression, fields, str(path))
         self._sink = DatasetSink(path, spec, encoders, shard_length,
                                  None if compression is None else dict(compression))
+        # Datapoints are dicts: Beam refuses other elements when the
+        # pipeline is built, not a worker when it runs.
+        self.with_input_types(Dict[str, Any])
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
         if not pcoll.is_bounded:

@@ -18,19 +18,23 @@ finalisation.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, Sequence, Tuple, Union
 
 import apache_beam as beam
 from apache_beam import coders
 from apache_beam.io import iobase
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.transforms import trigger
+from apache_beam.options.value_provider import ValueProvider
+from apache_beam.transforms import trigger, window
+from apache_beam.typehints.decorators import TypeCheckError
+from apache_beam.typehints.native_type_compatibility import convert_to_beam_type
+from apache_beam.typehints.typehints import is_consistent_with
 
-from .._options import LimitsPlacement, ReaderOptions, WriterOptions
+from .._options import CompressionZstd, LimitsPlacement, ReaderOptions, WriterOptions
 from .._shard_spec import strip_local_prefix
-from ._batched import batched_source
+from ._batched import batched_source, register_batch_coder
 from ._compression import with_compression_type
-from ._display import read_display_data
+from ._display import provided_write_display_data, read_display_data
 from ._files import (
     ALLOW_IF_WILDCARD,
     DISALLOW,
@@ -42,10 +46,14 @@ from ._sink import BagSink, ShardLimits
 from ._stream_windows import fires_once, windowed_for_write
 from ._stream_write import WritePanes
 from ._source import PatternSource, ReadFileRanges, output_coder
+from ._provided import describe, is_deferred, now_or_at_run_time, value
+from ._provided_write import WriteToProvidedPath
 from ._write_path import ShardedPath, for_unbounded_input, parse_write_path
 
 __all__ = ["ReadAllFromSackli", "ReadFromSackli", "ReadFromSackliBatched", "WriteToSackli"]
 
+# What WriteToSackli takes with the default BytesCoder: the records.
+_BYTES_LIKE = Union[bytes, bytearray, memoryview]
 # Beam's own default for file reads (filebasedsource's ReadAllFiles).
 DEFAULT_DESIRED_BUNDLE_SIZE = 64 << 20
 
@@ -74,11 +82,47 @@ def _coder(coder: Any) -> coders.Coder:
 
 def _type_hint(coder: coders.Coder) -> Any:
     """The element type `coder` decodes to, or Any for coders that do not
-    say (Beam's base `Coder.to_type_hint` raises NotImplementedError)."""
+    say (Beam's base `Coder.to_type_hint` raises NotImplementedError); a
+    tuple's parts each say for themselves, so `with_metadata` reads are
+    `Tuple[str, int, Any]` at worst."""
+    if type(coder) is coders.TupleCoder:
+        return Tuple[tuple(_type_hint(part) for part in coder.coders())]
     try:
         return coder.to_type_hint()
     except NotImplementedError:
         return Any
+
+
+def _typed_read(source: iobase.BoundedSource) -> beam.PTransform:
+    """Beam's Read of `source`, its output declared as the type the
+    source's coder decodes to (Beam would say Any), so that type checks of
+    the transforms downstream see it when the pipeline is built."""
+    return iobase.Read(source).with_output_types(_type_hint(source.default_output_coder()))
+
+
+def _known(argument: Any) -> bool:
+    """Whether `argument` has its value now, while the pipeline is built
+    (not a template's RuntimeValueProvider, whose value the workers get)."""
+    return not isinstance(argument, ValueProvider) or argument.is_accessible()
+
+
+def _bundle_size(desired_bundle_size: Any) -> int:
+    """`desired_bundle_size` checked: an int >= 1."""
+    if isinstance(desired_bundle_size, bool) or not isinstance(desired_bundle_size, int):
+        raise TypeError(
+            f"desired_bundle_size must be an int, not {type(desired_bundle_size).__name__}"
+        )
+    if desired_bundle_size < 1:
+        raise ValueError(f"desired_bundle_size must be >= 1, not {desired_bundle_size}")
+    return desired_bundle_size
+
+
+def _timestamped(element_type: Any) -> bool:
+    """Whether Beam typed a PCollection by the `TimestampedValue`s a
+    `Create` or a function returned: the runner unwraps them, so the
+    elements' own type is unknown (taken as Any)."""
+    parts = getattr(element_type, "union_types", (element_type,))
+    return any(part is window.TimestampedValue for part in parts)
 
 
 def _pattern(file_pattern: Any) -> str:
@@ -104,7 +148,9 @@ class ReadFromSackli(beam.PTransform):
 
     Args:
       file_pattern: anything `sackli.Reader` accepts (`name@N.ext`,
-        `name@*.ext`, comma lists) or a Beam glob (`gs://b/dir/*.bagz`).
+        `name@*.ext`, comma lists) or a Beam glob (`gs://b/dir/*.bagz`); or
+        a ValueProvider of one (a classic template's option), read and
+        checked on the workers (`validate` then lists the files there).
       coder: decodes each record (default: `BytesCoder`, records as bytes).
       compression_type: Beam's `CompressionTypes`: AUTO (zstd for `.bagz`
         names, raw otherwise), UNCOMPRESSED or ZSTD (whatever the names).
@@ -120,10 +166,16 @@ class ReadFromSackli(beam.PTransform):
       as_rows: yield Beam Rows typed by the Arrow schema the bags were
         written with (by `sackli.arrow.write_table` or a schema'd
         `WriteToSackli`), so Beam SQL and DataFrames work on them. The schema
-        file is read at construction.
+        file is read at construction, so the pattern must be known then
+        (a ValueError for a template's RuntimeValueProvider).
 
     Files are listed and opened lazily, on workers. Each file splits into
     byte ranges of about the runner's desired bundle size.
+
+    The output is typed as the coder's `to_type_hint()` says (`bytes` by
+    default, Any when it does not say; `Tuple[str, int, T]` with
+    `with_metadata`), so type checks downstream run when the pipeline is
+    built.
     """
 
     def __init__(
@@ -139,7 +191,8 @@ class ReadFromSackli(beam.PTransform):
         as_rows: bool = False,
     ) -> None:
         super().__init__()
-        pattern = _pattern(file_pattern)
+        # A str, or for a template's ValueProvider one checked on the workers.
+        pattern = now_or_at_run_time(_pattern, file_pattern)
         reader_options = with_compression_type(_reader_options(options), compression_type)
         treatment = check_empty_match_treatment(empty_match_treatment)
         self._source = PatternSource(
@@ -149,19 +202,24 @@ class ReadFromSackli(beam.PTransform):
             if with_metadata or type(coder) is not coders.BytesCoder:
                 raise ValueError("as_rows=True yields Beam Rows: it takes no coder and no "
                                  "with_metadata")
-            encoding, self._row_type = stored_rows(pattern, reader_options, treatment)
+            if not _known(pattern):
+                raise ValueError(
+                    "as_rows=True types the PCollection by the bags' schema file, read when the "
+                    f"pipeline is built, but file_pattern is known only at run time ({pattern}); "
+                    "give it as a str, or read ReadFromSackliBatched(file_pattern, 'arrow')")
+            encoding, self._row_type = stored_rows(value(pattern), reader_options, treatment)
             self._rows = ReadFromSackliBatched(
                 pattern, encoding, options=reader_options, validate=False,
                 empty_match_treatment=treatment)
-        elif validate:
-            self._source.validate()
+        elif validate and _known(pattern):
+            self._source.validate()  # else on the workers, with the same errors
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         if self._rows is not None:
             return (pbegin | "ReadBatches" >> self._rows
                     | "ToRows" >> beam.ParDo(BatchesToRows(self._row_type))
                     .with_output_types(self._row_type))
-        return pbegin.pipeline | iobase.Read(self._source)
+        return pbegin.pipeline | _typed_read(self._source)
 
     def display_data(self) -> dict[str, Any]:
         return self._source.display_data()
@@ -189,8 +247,11 @@ class ReadFromSackliBatched(beam.PTransform):
       schema: the Arrow schema of "arrow"/"row"/"json" rows, instead of
         the file.
 
-    Batches never span files or split ranges; every record is in exactly
-    one batch, also when the runner splits ranges while they are read.
+    The output is typed `pyarrow.RecordBatch` (`List[bytes]` for "raw").
+    Batches never span files: each file is cut into batches on a grid of
+    its own, and a range reads the whole batches that start in it, so
+    splits (also while a range is read) move whole batches and every record
+    is in exactly one batch.
     """
 
     def __init__(
@@ -207,16 +268,18 @@ class ReadFromSackliBatched(beam.PTransform):
         empty_match_treatment: str = DISALLOW,
     ) -> None:
         super().__init__()
+        pattern = now_or_at_run_time(_pattern, file_pattern)
         self._source = batched_source(
-            _pattern(file_pattern), decode, None if columns is None else list(columns), schema,
+            pattern, decode, None if columns is None else list(columns), schema,
             batch_size, with_compression_type(_reader_options(options), compression_type),
             check_empty_match_treatment(empty_match_treatment),
         )
-        if validate:
-            self._source.validate()
+        if validate and _known(pattern):
+            self._source.validate()  # else on the workers, with the same errors
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
-        return pbegin.pipeline | iobase.Read(self._source)
+        register_batch_coder()  # RecordBatch PCollections then use ArrowBatchCoder
+        return pbegin.pipeline | _typed_read(self._source)
 
     def display_data(self) -> dict[str, Any]:
         return self._source.display_data()
@@ -231,10 +294,12 @@ class ReadAllFromSackli(beam.PTransform):
 
     Args:
       coder: as for `ReadFromSackli`.
-      compression_type: as for `ReadFromSackli`.
+      compression_type: as for `ReadFromSackli`, or a ValueProvider of it
+        (a classic template's option, read and checked on the workers).
       options: as for `ReadFromSackli`.
       with_metadata: as for `ReadFromSackli`.
-      desired_bundle_size: bytes per initial range of a file.
+      desired_bundle_size: bytes per initial range of a file, or a
+        ValueProvider of it (as `compression_type`).
       empty_match_treatment: Beam's `EmptyMatchTreatment`; by default
         ALLOW_IF_WILDCARD, as for Beam's own ReadAll transforms: a pattern
         with a `*` (a glob, `name@*.bagz`) may match nothing, a named file
@@ -252,16 +317,15 @@ class ReadAllFromSackli(beam.PTransform):
         empty_match_treatment: str = ALLOW_IF_WILDCARD,
     ) -> None:
         super().__init__()
-        if isinstance(desired_bundle_size, bool) or not isinstance(desired_bundle_size, int):
-            raise TypeError(
-                f"desired_bundle_size must be an int, not {type(desired_bundle_size).__name__}"
-            )
-        if desired_bundle_size < 1:
-            raise ValueError(f"desired_bundle_size must be >= 1, not {desired_bundle_size}")
-        self._options = with_compression_type(_reader_options(options), compression_type)
+        # Values, or for a template's ValueProviders providers of values
+        # checked on the workers, where ReadFileRanges takes them.
+        self._bundle_bytes = now_or_at_run_time(_bundle_size, desired_bundle_size)
+        self._base_options = _reader_options(options)
+        self._compression_type = compression_type
+        self._options = now_or_at_run_time(
+            with_compression_type, self._base_options, compression_type)
         self._coder = _coder(coder)
         self._with_metadata = bool(with_metadata)
-        self._bundle_bytes = desired_bundle_size
         self._empty_match_treatment = check_empty_match_treatment(empty_match_treatment)
 
     def expand(self, patterns: beam.PCollection) -> beam.PCollection:
@@ -272,17 +336,54 @@ class ReadAllFromSackli(beam.PTransform):
         return (
             patterns
             | "ExpandPatterns" >> beam.FlatMap(
-                lambda pattern: [f for f in expand_pattern(_pattern(pattern), options, treatment)
-                                 if f.size])
+                lambda pattern: [
+                    f for f in expand_pattern(_pattern(pattern), value(options), treatment)
+                    if f.size])
             | "Redistribute" >> beam.Reshuffle()
             | "ReadRanges" >> read
         )
 
     def display_data(self) -> dict[str, Any]:
+        provided = {"compression_type": self._compression_type} if is_deferred(self._options) else {}
         return read_display_data(
-            self._options, self._coder, self._with_metadata,
+            self._base_options if provided else self._options, self._coder, self._with_metadata,
             empty_match_treatment=self._empty_match_treatment,
-            desired_bundle_size=self._bundle_bytes,
+            desired_bundle_size=describe(self._bundle_bytes), **provided,
+        )
+
+
+class _SinkFactory:
+    """WriteToSackli's BagSink for a parsed path, after the checks that
+    need the path: called at construction for a path known then, on the
+    workers for one a template provides. A class, not a closure, so it
+    pickles with pickle, dill and cloudpickle."""
+
+    def __init__(
+        self, coder: coders.Coder, options: WriterOptions, limits: ShardLimits,
+        skip_if_empty: bool, triggering_frequency: int | None, overwrite: bool,
+    ) -> None:
+        self._coder = coder
+        self._options = options
+        self._limits = limits
+        self._skip_if_empty = skip_if_empty
+        self._triggering_frequency = triggering_frequency
+        self._overwrite = overwrite
+
+    def __call__(self, where: ShardedPath) -> BagSink:
+        if self._limits and where.num_shards != 0:
+            raise ValueError(
+                "max_records_per_shard and max_bytes_per_shard start new shards as they fill, "
+                f"so they need a shard count the runner decides ('@*'), not {where.num_shards}"
+            )
+        if "U" in where.template and self._options.limits_placement == LimitsPlacement.SEPARATE:
+            raise ValueError(
+                "a shard_name_template with a UUID ('U') cannot name SEPARATE limits "
+                "files after their shards; use TAIL placement or another template"
+            )
+        return BagSink(
+            where, self._coder, self._options, shard_limits=self._limits,
+            skip_if_empty=self._skip_if_empty, triggering_frequency=self._triggering_frequency,
+            overwrite=self._overwrite,
         )
 
 
@@ -294,19 +395,27 @@ class WriteToSackli(beam.PTransform):
         `dir/name@*.ext` (the runner decides the number of shards) or
         `dir/name.ext@0` (one unsharded file), `.ext` being `.bag` or `.bagz`
         optionally preceded by more suffix (`name@4.data.bagz`). Any Beam
-        file system: local, `gs://`, `s3://`. With `file_name_suffix`, a
-        plain prefix instead, as in Beam's `WriteToText`.
+        file system: local, `gs://`, `s3://`. Or a plain prefix `dir/name`,
+        as for Beam's `WriteToTFRecord`: shards `dir/name-SSSSS-of-NNNNN`
+        plus `file_name_suffix`, by default `.bag`, or `.bagz` when the
+        records are zstd-compressed (`CompressionTypes.ZSTD`, or `options`
+        with zstd compression), so the names tell readers how to read
+        them. A prefix must not end in `.bag`/`.bagz` or hold an `@` (a
+        ValueError: did you mean `name.bag@0` or `name@N.bag`?). A
+        ValueProvider (a classic template's option) is read on the workers.
       coder: encodes each element to a record (default: `BytesCoder`).
       compression_type: Beam's `CompressionTypes`, as bagz's `bagzio`
         takes it: AUTO (zstd for `.bagz` names), UNCOMPRESSED or ZSTD; it
         compresses each record, never the whole file.
-      file_name_suffix: makes `file_path` a prefix: `("dir/name",
+      file_name_suffix: the suffix of a prefix's shards: `("dir/name",
         file_name_suffix=".bagz", num_shards=3)` writes
-        `dir/name-00000-of-00003.bagz`...; not with an `@` path.
+        `dir/name-00000-of-00003.bagz`...; not with an `@` path. May be a
+        ValueProvider.
       options: a `sackli.Writer.Options` (compression, zstd level and
         dictionary, limits placement). By default `.bagz` shards are zstd
         level 3, `.bag` shards raw.
-      num_shards: overrides the path's number of shards (with `@*`).
+      num_shards: overrides the path's number of shards (with `@*` or a
+        prefix; None or 0: the runner decides). May be a ValueProvider.
       shard_name_template: Beam's shard name template, instead of
         `-SSSSS-of-NNNNN` (`-W-SSSSS-of-NNNNN` for unbounded input, and
         `-W-pane-P-SSSSS-of-NNNNN` when its windows can fire more than
@@ -317,11 +426,17 @@ class WriteToSackli(beam.PTransform):
       max_bytes_per_shard: start a new shard when one holds this many
         record bytes (before compression); only as for
         `max_records_per_shard`.
-      skip_if_empty: write no shard for an empty PCollection (older
-        output of the same name is still replaced).
+      skip_if_empty: write no shard for an empty PCollection (an older
+        set of the same count is still replaced).
       triggering_frequency: for unbounded input, seconds per fixed window
         to write (it replaces the input's windowing, and is required for a
         globally windowed stream).
+      overwrite: replace shard sets of the same name with another shard
+        count (deleted, with their `limits.`, schema and manifest files,
+        once the new set is in place). Without it such a set is refused
+        (FileExistsError naming it), as `sackli.ShardedWriter` refuses it:
+        when the pipeline starts for a fixed count, before any shard is
+        renamed into place for `@*`. A set of the same count is replaced.
 
     A PCollection with a Beam schema (elements of `beam.Row` or a schema'd
     NamedTuple) and the default coder is written as Arrow rows, with the
@@ -332,19 +447,27 @@ class WriteToSackli(beam.PTransform):
 
     The output PCollection holds the final file names. Shards are written
     under a temporary folder and renamed when all are complete; only then
-    are older shard sets of the same name (any shard count) deleted.
+    are the files of the older set they replace deleted (and, with
+    `overwrite`, other sets of the same name).
     Unbounded input writes one shard set per window, named with the
     window (`name-2026-01-01T00-00-00_2026-01-01T00-00-10-00000-of-00001.bagz`),
     and one set per pane when its windows can fire more than once (early or
     late firings, allowed lateness): `name-<window>-pane-2-00000-of-00001.bagz`.
-    Each pane's set is renamed into place once complete and replaces only
-    older sets of the same window and pane.
+    Each pane's set is renamed into place once complete, and the rule above
+    applies to the sets of the same window and pane only.
 
     Raises:
       ValueError: a path of another form, or conflicting arguments; for
         unbounded input, a globally windowed stream without
         `triggering_frequency`, or a template without `W` (or without `P`
-        when windows can fire more than once).
+        when windows can fire more than once). The checks of a path given by a template's
+        ValueProvider run on the workers, with the same errors.
+      TypeCheckError: when the pipeline is built, for elements of a type
+        the coder does not take: the default `BytesCoder` takes bytes,
+        bytearray and memoryview (or schema'd rows), another coder the type
+        its `to_type_hint()` names.
+      FileExistsError: (raised in the pipeline) another shard set of the
+        name exists and `overwrite` is False.
     """
 
     def __init__(
@@ -361,44 +484,79 @@ class WriteToSackli(beam.PTransform):
         max_bytes_per_shard: int | None = None,
         skip_if_empty: bool = False,
         triggering_frequency: int | None = None,
+        overwrite: bool = False,
     ) -> None:
         super().__init__()
-        self._where = parse_write_path(
-            os.fspath(file_path), num_shards, shard_name_template, file_name_suffix)
         self._options = with_compression_type(_writer_options(options), compression_type)
+        # A bare prefix's suffix says how its records are compressed.
+        default_suffix = ".bagz" if isinstance(self._options.compression, CompressionZstd) else ".bag"
+        # A ShardedPath, or for a template's ValueProviders one parsed on the workers.
+        self._where = now_or_at_run_time(
+            parse_write_path, file_path, num_shards, shard_name_template, file_name_suffix,
+            default_suffix)
+        # What display data shows of an output known only at run time.
+        self._given_path = {
+            "file_path": os.fspath(file_path) if isinstance(file_path, os.PathLike) else file_path,
+            "file_name_suffix": file_name_suffix, "num_shards": num_shards}
         self._coder = _coder(coder)
         self._limits = ShardLimits(max_records_per_shard, max_bytes_per_shard)
-        if self._limits and self._where.num_shards != 0:
-            raise ValueError(
-                "max_records_per_shard and max_bytes_per_shard start new shards as they fill, "
-                f"so they need a shard count the runner decides ('@*'), not {self._where.num_shards}"
-            )
         if triggering_frequency is not None and (
             isinstance(triggering_frequency, bool) or not isinstance(triggering_frequency, int)
             or triggering_frequency < 1
         ):
             raise ValueError(f"triggering_frequency must be seconds >= 1, not {triggering_frequency!r}")
         self._skip_if_empty = bool(skip_if_empty)
+        if not isinstance(overwrite, bool):
+            raise TypeError(f"overwrite must be a bool, not {type(overwrite).__name__}")
+        self._overwrite = overwrite
         self._triggering_frequency = triggering_frequency
-        self._sink = self._sink_to(self._where)
+        self._sinks = _SinkFactory(
+            self._coder, self._options, self._limits, self._skip_if_empty,
+            self._triggering_frequency, self._overwrite)
+        # A BagSink, or for a provided path a provider of the one the
+        # workers make (see _provided_write).
+        self._sink = now_or_at_run_time(self._sinks, self._where)
 
     def _sink_to(self, where: ShardedPath) -> BagSink:
-        if "U" in where.template and self._options.limits_placement == LimitsPlacement.SEPARATE:
-            raise ValueError(
-                "a shard_name_template with a UUID ('U') cannot name SEPARATE limits "
-                "files after their shards; use TAIL placement or another template"
-            )
-        return BagSink(
-            where, self._coder, self._options, shard_limits=self._limits,
-            skip_if_empty=self._skip_if_empty, triggering_frequency=self._triggering_frequency,
-        )
+        return self._sinks(where)
+
+    def _input_type(self, element_type: Any = None) -> Any:
+        """The elements this transform takes: bytes-like ones with the
+        default `BytesCoder` (or rows of a Beam schema, when
+        `element_type` has one: they are written as Arrow rows), else the
+        type the coder encodes (Any when it does not say)."""
+        if type(self._coder) is not coders.BytesCoder:
+            return _type_hint(self._coder)
+        if element_type is not None and row_schema(element_type) is not None:
+            return element_type
+        return _BYTES_LIKE
+
+    def type_check_inputs(self, pvalueish: Any) -> None:
+        """Beam's check, when the pipeline is built, that the input's
+        element type is one this transform takes (`_input_type`): an `int`
+        PCollection is refused there, not by a worker at run time."""
+        super().type_check_inputs(pvalueish)
+        element_type = getattr(pvalueish, "element_type", None)
+        if element_type is None or _timestamped(element_type):
+            return
+        hint = convert_to_beam_type(self._input_type(element_type))
+        if not is_consistent_with(element_type, hint):
+            why = (f"the coder {type(self._coder).__name__} encodes {hint}"
+                   if type(self._coder) is not coders.BytesCoder else
+                   "with the default BytesCoder it writes bytes-like elements (or rows of a "
+                   "Beam schema); pass a coder for other elements")
+            raise TypeCheckError(
+                f"Input type hint violation at {self.label}: expected {hint}, got "
+                f"{element_type}: {why}")
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
         # Schema'd elements are written as Arrow rows only with the default
         # coder: a coder given means the user chose the bytes.
         schema = row_schema(pcoll.element_type) if type(self._coder) is coders.BytesCoder else None
         if pcoll.is_bounded:
-            records, write = pcoll, iobase.Write(self._sink)
+            records = pcoll
+            write = (iobase.Write(self._sink) if isinstance(self._sink, BagSink)
+                     else WriteToProvidedPath(self._sink))
         else:
             records, write = self._stream_write(pcoll)
         if schema is None:
@@ -423,8 +581,13 @@ class WriteToSackli(beam.PTransform):
             raise ValueError(
                 "max_records_per_shard and max_bytes_per_shard apply to bounded input only")
         records = windowed_for_write(pcoll, self._triggering_frequency)
-        where = for_unbounded_input(self._where, fires_once(records.windowing))
-        return records, "WritePanes" >> WritePanes(self._sink_to(where))
+        # For a template's path, both on the workers (see `_provided`).
+        where = now_or_at_run_time(for_unbounded_input, self._where, fires_once(records.windowing))
+        return records, "WritePanes" >> WritePanes(now_or_at_run_time(self._sinks, where))
 
     def display_data(self) -> dict[str, Any]:
-        return self._sink.display_data()
+        if isinstance(self._sink, BagSink):
+            return self._sink.display_data()
+        return provided_write_display_data(self._options, self._coder, **{
+            name: describe(given) for name, given in self._given_path.items()
+            if given is not None})

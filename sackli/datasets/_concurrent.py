@@ -9,6 +9,7 @@ time; local files open and close in microseconds and stay in turn.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
@@ -46,8 +47,11 @@ def concurrently(calls: Sequence[Callable[[], T]], remote: bool) -> list[T]:
         finally:
             _inside.active = False
 
+    # Each call runs in a copy of the caller's context: the storage
+    # settings in effect (sackli._storage.using) reach the threads.
+    contexts = [contextvars.copy_context() for _ in calls]
     with ThreadPoolExecutor(min(MAX_CONCURRENT_CALLS, len(calls)), "sackli-remote") as pool:
-        outcomes = list(pool.map(run, calls))
+        outcomes = list(pool.map(lambda context, call: context.run(run, call), contexts, calls))
     errors = [error for _, error in outcomes if error is not None]
     if errors:
         _close_quietly([result for result, error in outcomes if error is None])
