@@ -7,6 +7,8 @@ replaced."""
 
 from __future__ import annotations
 
+import os
+
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -20,7 +22,8 @@ from apache_beam import coders
 from apache_beam.utils import windowed_value
 from sackli.beam import WriteToSackli
 from sackli.beam._sink import BagSink
-from sackli.beam._stream_write import ShardPart, _WriteShardFiring, finalize_pane
+from sackli.beam._pane_sets import METRICS_NAMESPACE, ShardPart, finalize_pane
+from sackli.beam._stream_write import _WriteShardFiring
 from sackli.beam._write_path import for_unbounded_input, parse_write_path
 from beam_helpers import READ_SEPARATE, WRITE_SEPARATE, _quiet_beam, listing
 from remote_helpers import BUCKET, servers  # noqa: F401 (fixture)  # loaded through conftest.py
@@ -567,3 +570,48 @@ class TestWindowedRows:
             spec = str(tmp_path / f"rows-{_label(0)}-pane-{pane}@1.bagz")
             table = sackli.arrow.read_table(spec, decode="arrow")
             assert sorted(table.column("key").to_pylist()) == sorted(r.decode() for r in records)
+
+
+# --- On the portable runner's workers ---------------------------------------------
+
+
+def _impulse_records(impulse: float) -> list:
+    """Five records per impulse, stamped with its time."""
+    second = int(impulse)
+    return [window.TimestampedValue(b"%d-%d" % (second, i), impulse) for i in range(5)]
+
+
+@pytest.mark.parametrize("runner_args", [
+    ["--runner=FnApiRunner", "--direct_running_mode=multi_processing", "--direct_num_workers=2"],
+    ["--runner=PortableRunner", "--job_endpoint=embed", "--environment_type=LOOPBACK"],
+], ids=["fnapi-two-workers", "portable"])
+def test_each_shard_of_a_pane_is_a_key_of_its_own_on_portable_runners(
+        tmp_path, monkeypatch, runner_args):
+    """An unbounded input (`PeriodicImpulse`: these runners have no
+    TestStream) over two 10-second windows of the past, written `@3`:
+    each window's set holds its records exactly once, and the writing step
+    ran once per shard key of each pane (Beam's counter, summed over the
+    workers): 2 windows x 3 shards, where one key per window would be 2."""
+    from apache_beam.transforms.periodicsequence import PeriodicImpulse
+
+    # The worker processes unpickle `_impulse_records` from this module.
+    here = os.path.dirname(os.path.abspath(__file__))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+    start = 1767225600  # 2026-01-01T00:00:00 UTC, a window boundary
+    p = beam.Pipeline(options=PipelineOptions(runner_args))
+    records = (p
+               | PeriodicImpulse(start_timestamp=start, stop_timestamp=start + 19.5, fire_interval=1)
+               | beam.FlatMap(_impulse_records)
+               | beam.WindowInto(window.FixedWindows(10)))
+    assert not records.is_bounded
+    _ = records | WriteToSackli(str(tmp_path / "out@3.bag"))
+    result = p.run()
+    result.wait_until_finish()
+    for first in (0, 10):
+        label = "2026-01-01T00-00-%02d_2026-01-01T00-00-%02d" % (first, first + 10)
+        written = sackli.Reader(str(tmp_path / f"out-{label}@3.bag")).read()
+        assert sorted(written) == sorted(b"%d-%d" % (start + s, i)
+                                         for s in range(first, first + 10) for i in range(5))
+    files = [c.committed for c in result.metrics().query()["counters"]
+             if c.key.metric.namespace == METRICS_NAMESPACE and c.key.metric.name == "shard_files"]
+    assert sum(files) == 6, files
