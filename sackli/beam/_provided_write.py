@@ -41,9 +41,11 @@ class _KeyByShard(beam.DoFn):
 
     def __init__(self, sinks: ValueProvider) -> None:
         self._sinks = sinks
+        self._count: int | None = None
 
     def start_bundle(self) -> None:
-        self._count = self._sinks.get().num_shards
+        if self._count is None:  # once per instance: making the sink parses the path
+            self._count = self._sinks.get().num_shards
         # A random start spreads small bundles over all shards.
         self._next: Any = random.randrange(self._count) if self._count else uuid.uuid4().hex
 
@@ -60,9 +62,11 @@ class _WriteShards(beam.DoFn):
 
     def __init__(self, sinks: ValueProvider) -> None:
         self._sinks = sinks
+        self._sink: Any = None
 
     def start_bundle(self) -> None:
-        self._sink = self._sinks.get()
+        if self._sink is None:  # once per instance: making the sink parses the path
+            self._sink = self._sinks.get()
 
     def process(self, keyed: tuple[Any, Iterable[Any]], temp_folder: Any) -> Iterator[Any]:
         writer = None

@@ -58,17 +58,28 @@ from ._stream_windows import fires_once
 __all__ = ["WritePanes"]
 
 
-class _DealToShards(beam.DoFn):
+class _WithSink(beam.DoFn):
+    """A step of the write that needs the sink: a BagSink, or a provider of
+    one (a template's path), made once per DoFn instance on the worker, at
+    its first bundle (not once per bundle: making it parses the path)."""
+
+    def __init__(self, sink: Any) -> None:
+        self._provided = sink
+        self._sink: BagSink | None = None
+
+    def start_bundle(self) -> None:
+        if self._sink is None:
+            self._sink = value(self._provided)
+            self._shard_count = _shard_count(self._sink)
+
+
+class _DealToShards(_WithSink):
     """Keys each record by a shard, in turn from a random start per bundle
     (as Beam's `iobase._RoundRobinKeyFn`), so a pane's records spread
     evenly over its shards and no two bundles favour the same one."""
 
-    def __init__(self, sink: Any) -> None:
-        self._sink = sink  # a BagSink, or a provider of one (a template's path)
-        self._next = 0
-
     def start_bundle(self) -> None:
-        self._shard_count = _shard_count(value(self._sink))
+        super().start_bundle()
         self._next = random.randrange(self._shard_count)
 
     def process(self, record: Any) -> Iterator[tuple[int, Any]]:
@@ -77,16 +88,13 @@ class _DealToShards(beam.DoFn):
         yield shard, record
 
 
-class _WriteShardFiring(beam.DoFn):
+class _WriteShardFiring(_WithSink):
     """Writes one firing of one shard key to a temporary file of its own
     and yields its `ShardPart`; a firing without records writes nothing."""
 
     def __init__(self, sink: Any) -> None:
-        self._provided = sink  # a BagSink, or a provider of one (a template's path)
+        super().__init__(sink)
         self._files = Metrics.counter(METRICS_NAMESPACE, "shard_files")
-
-    def start_bundle(self) -> None:
-        self._sink = value(self._provided)
 
     def process(
         self, keyed_records: tuple[int, Iterable[Any]], pane: Any = beam.DoFn.PaneInfoParam,
@@ -105,16 +113,12 @@ class _WriteShardFiring(beam.DoFn):
         yield ShardPart(path, shard, pane.index, count)
 
 
-class _FinalizePaneSet(beam.DoFn):
+class _FinalizePaneSet(_WithSink):
     """Finalises one firing of the gathering key: one pane's set."""
 
     def __init__(self, sink: Any, accumulating: bool) -> None:
-        self._provided = sink  # a BagSink, or a provider of one (a template's path)
+        super().__init__(sink)
         self._accumulating = accumulating
-
-    def start_bundle(self) -> None:
-        self._sink = value(self._provided)
-        self._shard_count = _shard_count(self._sink)
 
     def process(
         self,
@@ -136,16 +140,10 @@ def _shard_count(sink: BagSink) -> int:
     return max(sink.num_shards, 1)
 
 
-class _WriteWholePane(beam.DoFn):
+class _WriteWholePane(_WithSink):
     """Writes one firing of a window's single key, all its records, as a
     complete shard set (records dealt to the shards in turn): the way for
     ACCUMULATING sessions that fire more than once (see `WritePanes`)."""
-
-    def __init__(self, sink: Any) -> None:
-        self._provided = sink  # a BagSink, or a provider of one (a template's path)
-
-    def start_bundle(self) -> None:
-        self._sink = value(self._provided)
 
     def process(
         self,
@@ -153,8 +151,7 @@ class _WriteWholePane(beam.DoFn):
         w: Any = beam.DoFn.WindowParam,
         pane: Any = beam.DoFn.PaneInfoParam,
     ) -> Iterator[str]:
-        sink = self._sink
-        shard_count = _shard_count(sink)
+        sink, shard_count = self._sink, self._shard_count
         folder, writers = None, []
         for index, record in enumerate(keyed_records[1]):
             if not writers:
