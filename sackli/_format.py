@@ -1,6 +1,6 @@
 """Facts of the Bagz format that Python code needs, in one place.
 
-The engine (native/format.h) is the authority: the values below are read
+The engine (native/bagz/format.h) is the authority: the values below are read
 from it, so Python and C++ cannot drift. Python code asks this module
 instead of spelling a fact out again (`8`, `"limits."`, `".bagz"`, 99999).
 """

@@ -3,7 +3,7 @@
 # compiler and C++ library of macOS), GoogleTest included (from its source
 # in /usr/src/googletest: the system's libgtest is built for libstdc++ and
 # does not link with libc++), then run; and the Python bindings
-# (native/python/) compiled against libc++ for errors only (-fsyntax-only),
+# (native/python/, every part) compiled against libc++ for errors only (-fsyntax-only),
 # with pybind11 at the version requirements/dev.lock pins (installed into
 # build/clang-libcxx/venv) and python3's headers. Builds in build/clang-libcxx (kept between runs); installs what
 # it needs with apt-get when missing. Ends with GoogleTest's summary; fails
@@ -60,8 +60,8 @@ if [ ! -f "$PYTHON_INCLUDE/Python.h" ]; then
     exit 1
   fi
 fi
-echo "== compiling the bindings (native/python/*.cc) against libc++ for errors"
-ls native/python/*.cc | xargs -P "$JOBS" -n 1 clang++ -stdlib=libc++ -std=c++17 -fsyntax-only \
+echo "== compiling the bindings (native/python/**/*.cc) against libc++ for errors"
+find native/python -name "*.cc" | xargs -P "$JOBS" -n 1 clang++ -stdlib=libc++ -std=c++17 -fsyntax-only \
   -Wall -Wextra -Inative -Ithird_party/zstd -isystem "$PYBIND11" -isystem "$PYTHON_INCLUDE"
 
 echo "== running the tests"

@@ -176,7 +176,7 @@ for target in "${TARGETS[@]}"; do
       if readelf -rW "$build/libsackli_engine.a" "$build/libsackli_zstd.a" |
           grep -E 'R_X86_64_(GOTTPOFF|TPOFF32|TPOFF64)'; then
         echo "scripts/portable_build.sh: initial-exec TLS in the engine: musl would refuse" \
-             "to load it in a Python module (see native/fault_guard.cc)" >&2
+             "to load it in a Python module (see native/bagz/fault_guard.cc)" >&2
         exit 1
       fi
       echo "== running them (x86_64-linux-musl, static, at ${SECONDS}s)"

@@ -52,7 +52,7 @@ TESTS=(tests/test_corruption.py tests/test_file_changes.py tests/test_engine_bin
 echo "== running ${TESTS[*]} under ASan + UBSan ($LIBASAN)"
 # detect_leaks=0: CPython frees little at exit, by design. handle_sigbus=0:
 # the engine's own SIGBUS handler turns a file truncated under a mapping into
-# an error (native/fault_guard.h); ASan's would report it as a crash.
+# an error (native/bagz/fault_guard.h); ASan's would report it as a crash.
 # PYTHONMALLOC=malloc: every Python object (each bytes the engine decodes
 # into) gets its own malloc'd block with ASan's red zones around it, instead
 # of a slot in a pymalloc arena, where an overflow would go unseen.

@@ -54,7 +54,7 @@ SEPARATE = sackli.LimitsPlacement.SEPARATE
 INTERLEAVED = sackli.ShardingLayout.INTERLEAVED
 
 
-# The engine's read planner (native/read_plan.cc): records closer than this
+# The engine's read planner (native/bagz/read_plan.cc): records closer than this
 # are fetched in one request, which stops growing at the second figure.
 COALESCE_GAP = 64 * 1024
 

@@ -1,4 +1,4 @@
-"""The engine's own C++ tests (native/tests/, GoogleTest), built with CMake
+"""The engine's own C++ tests (native/*/tests/, GoogleTest), built with CMake
 and Ninja into build/native-tests (kept between runs, so only changed files
 recompile) and run; a failing C++ test fails this test with its output.
 scripts/dev_tools.sh provides cmake, ninja and GoogleTest (libgtest-dev)."""

@@ -1,5 +1,5 @@
 """`sackli.Reader.__arrow_c_stream__`: the engine's own Arrow C stream
-(native/arrow_stream.h, native/python/arrow_stream.cc), read by pyarrow,
+(native/arrow/arrow_stream.h, native/python/arrow/arrow_stream.cc), read by pyarrow,
 Polars and DuckDB, with and without pyarrow installed."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ PLACEMENTS = pytest.mark.parametrize("placement", [TAIL, SEPARATE], ids=["tail",
 
 N = 100_000
 LIMITS_BYTES = 8 * N
-# One page of limits the engine fetches at a time (native/limits_cache.h).
+# One page of limits the engine fetches at a time (native/bagz/limits_cache.h).
 PAGE_BYTES = 4096 * 8
 
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <type_traits>
 
-#include "errors.h"
+#include "bagz/errors.h"
 
 namespace py = pybind11;
 

@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "view.h"
+#include "bagz/view.h"
 
 namespace sackli::python {
 

@@ -9,11 +9,11 @@
 
 #include <string>
 
-#include "format.h"
+#include "bagz/format.h"
 #include "python/gil.h"
 #include "python/register.h"
-#include "thread_pool.h"
-#include "writer.h"
+#include "bagz/thread_pool.h"
+#include "bagz/writer.h"
 
 namespace py = pybind11;
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "errors.h"
+#include "bagz/errors.h"
 
 namespace py = pybind11;
 

@@ -1,5 +1,5 @@
 """`IntMap`: uint64 keys to uint64 values, the format of `mapbuffer` 1.2.0's
-IntMap (see native/int_map.h): the index alone, searched by the engine."""
+IntMap (see native/maps/int_map.h): the index alone, searched by the engine."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`MapBuffer`: uint64 keys to bytes, the format of `mapbuffer` 1.2.0 (see
-native/int_map.h), searched and decoded by the engine."""
+native/maps/int_map.h), searched and decoded by the engine."""
 
 from __future__ import annotations
 

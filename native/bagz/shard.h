@@ -1,0 +1,101 @@
+// One bag file: its records, its limits (TAIL or SEPARATE, on disk or in
+// memory) and its codec. Limits are validated where they are used: every
+// span handed out is monotonic and inside the records section, else
+// kCorruption naming the file holding the limits and the limit's offset.
+//
+// Where the limits are read from (ShardOptions.storage):
+// - kOnDisk, local file: straight from the file (mapping or pread), nothing
+//   kept.
+// - kOnDisk, remote object (ByteSource::remote()): fetched lazily, a page of
+//   4096 limits at a time, and kept (limits_cache.h): opening costs no limits
+//   request, and a reader of some records downloads only the pages around
+//   them.
+// - kInMemory: all of them read at open, in one read.
+//
+// Thread-safety: a Shard is immutable once opened, apart from its page
+// cache, which is thread-safe; every const method may be called from many
+// threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bagz/byte_source.h"
+#include "bagz/codec.h"
+#include "bagz/limits_cache.h"
+
+namespace sackli {
+
+enum class LimitsPlacement { kTail = 0, kSeparate = 1 };
+enum class LimitsStorage { kOnDisk = 0, kInMemory = 1 };
+
+struct ShardOptions {
+  LimitsPlacement placement = LimitsPlacement::kTail;
+  LimitsStorage storage = LimitsStorage::kOnDisk;
+};
+
+class Shard {
+ public:
+  // Opens `path` (and `limits.<name>` for SEPARATE placement). Throws
+  // kNotFound for a missing file, kCorruption for a malformed one; a TAIL
+  // file that is really an interrupted write says so.
+  static std::unique_ptr<Shard> Open(const std::string& path,
+                                     const Codec& codec,
+                                     const ShardOptions& options,
+                                     const SourceOpener& opener);
+
+  const std::string& path() const { return records_->path(); }
+  uint64_t num_records() const { return num_records_; }
+  // Bytes of the records section (payloads only).
+  uint64_t records_bytes() const { return records_end_; }
+  const ByteSource& records() const { return *records_; }
+  const Codec& codec() const { return codec_; }
+
+  // The end offsets of records [first, first + count) into `ends`, and the
+  // begin offset of record `first` into `*begin`, validated.
+  void Limits(uint64_t first, uint64_t count, uint64_t* begin,
+              uint64_t* ends) const;
+
+  // The byte span [begin, end) of record i, validated as Limits does (one
+  // read of both limits).
+  void Span(uint64_t i, uint64_t* begin, uint64_t* end) const;
+
+  // Prepares the limits that Limits() will read for records
+  // `sorted_locals[0, n)` (ascending, repeats allowed): for a remote shard
+  // read lazily, the missing pages are fetched now, neighbouring pages in
+  // one read, on up to `parallelism` pool threads. A no-op otherwise. Lets a
+  // batch of scattered records cost a few limits requests, not one each.
+  void PrefetchLimits(const uint64_t* sorted_locals, size_t n,
+                      size_t parallelism) const;
+
+  // True when the limits come from a remote object a page at a time.
+  bool limits_fetched_lazily() const { return limits_cache_ != nullptr; }
+  // The lazily fetched limits, or nullptr (for tests and statistics).
+  const LimitsCache* limits_cache() const { return limits_cache_.get(); }
+
+  // Throws the corruption error for record i, whose stored bytes start at
+  // `offset`, with `what` from the codec.
+  [[noreturn]] void ThrowBadRecord(uint64_t i, uint64_t offset,
+                                   const std::string& what) const;
+
+ private:
+  Shard() = default;
+  void ReadRawLimits(uint64_t first, uint64_t count, uint64_t* out) const;
+  [[noreturn]] void ThrowBadLimit(uint64_t i, uint64_t value,
+                                  const std::string& why) const;
+
+  std::shared_ptr<ByteSource> records_;
+  std::shared_ptr<ByteSource> limits_source_;  // records_ itself for TAIL
+  std::string limits_path_;  // the file holding the limits, for errors
+  uint64_t limits_offset_ = 0;  // where limit 0 is in limits_source_
+  std::vector<uint64_t> limits_in_memory_;
+  std::unique_ptr<LimitsCache> limits_cache_;  // remote kOnDisk only
+  bool in_memory_ = false;
+  uint64_t num_records_ = 0;
+  uint64_t records_end_ = 0;
+  Codec codec_;
+};
+
+}  // namespace sackli

@@ -1,0 +1,70 @@
+// The zstd codec's literal modes: raw literals give different frames that
+// decode to the same bytes, with or without a dictionary, and leave the
+// thread's context ready for plain Huffman frames again.
+#include "bagz/codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace sackli {
+namespace {
+
+// Text over four letters: Huffman codes each literal in about two bits.
+std::string SkewedText(size_t n, uint32_t seed = 12345) {
+  std::mt19937 random(seed);
+  std::string text;
+  for (size_t i = 0; i < n; ++i) text.push_back("acgt"[random() & 3]);
+  return text;
+}
+
+std::string Encoded(const Codec& codec, const std::string& record) {
+  std::string out;
+  codec.Encode(record.data(), record.size(), out);
+  return out;
+}
+
+std::string Decoded(const Codec& codec, const std::string& frame) {
+  std::string out(codec.DecodedSize(frame.data(), frame.size()), '\0');
+  codec.Decode(frame.data(), frame.size(), out.data(), out.size());
+  return out;
+}
+
+TEST(CodecTest, RawLiteralsAreOtherValidFrames) {
+  const std::string record = SkewedText(400);
+  const Codec huffman = Codec::Zstd(3, "");
+  const Codec raw = Codec::Zstd(3, "", /*raw_literals=*/true);
+  const std::string before = Encoded(huffman, record);
+  const std::string raw_frame = Encoded(raw, record);
+  EXPECT_GT(raw_frame.size(), before.size());
+  EXPECT_EQ(Decoded(huffman, raw_frame), record);
+  // The raw frame left no parameter behind: the default frame is unchanged.
+  EXPECT_EQ(Encoded(huffman, record), before);
+  EXPECT_TRUE(raw.raw_literals());
+  EXPECT_FALSE(huffman.raw_literals());
+}
+
+TEST(CodecTest, RawLiteralsWithADictionary) {
+  const std::string dictionary = SkewedText(4000);
+  const std::string record = SkewedText(4000, 777);
+  const Codec raw = Codec::Zstd(3, dictionary, /*raw_literals=*/true);
+  const Codec huffman = Codec::Zstd(3, dictionary);
+  const std::string frame = Encoded(raw, record);
+  EXPECT_NE(frame, Encoded(huffman, record));
+  EXPECT_EQ(Decoded(huffman, frame), record);
+}
+
+TEST(CodecTest, ChoiceCarriesRawLiteralsToEveryPath) {
+  CompressionChoice choice;
+  choice.raw_literals = true;
+  const std::vector<Codec> codecs = Codec::ForPaths({"a.bagz", "b.bag"}, choice);
+  EXPECT_TRUE(codecs[0].compressed());
+  EXPECT_TRUE(codecs[0].raw_literals());
+  EXPECT_FALSE(codecs[1].compressed());
+}
+
+}  // namespace
+}  // namespace sackli

@@ -1,0 +1,589 @@
+#include "bagz/writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <random>
+
+#include "bagz/errors.h"
+#include "bagz/format.h"
+#include "bagz/posix_io.h"
+#include "bagz/thread_pool.h"
+
+namespace sackli {
+namespace {
+
+constexpr size_t kBufferBytes = AppendFile::kAppendBufferBytes;
+// A compression batch is submitted at this many raw bytes or records: large
+// enough that handing it to the pool costs nothing next to compressing it.
+constexpr size_t kBatchBytes = 512 * 1024;
+constexpr size_t kBatchRecords = 512;
+
+// open(2) with O_CLOEXEC, retried on EINTR: a descriptor, or -1 with errno.
+int OpenRetrying(const std::string& path, int flags) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+int OpenForWriting(const std::string& path, int flags) {
+  const int fd = OpenRetrying(path, flags);
+  if (fd < 0) ThrowOsError(errno, "open for writing", path);
+  return fd;
+}
+
+// Closes a descriptor when it goes out of scope.
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+uint64_t FileSize(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) ThrowOsError(errno, "stat", path);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+// Reads the first `n` bytes of `from` in chunks, handing each to `append`.
+template <typename Append>
+void CopyFileContents(int from, const std::string& from_path, uint64_t n,
+                      Append&& append) {
+  std::string chunk;
+  for (uint64_t done = 0; done < n;) {
+    const size_t step = static_cast<size_t>(std::min<uint64_t>(kBufferBytes, n - done));
+    chunk.resize(step);
+    PreadFully(from, done, step, chunk.data(), from_path);
+    append(chunk.data(), step);
+    done += step;
+  }
+}
+
+// A tag that no other writer of the same target uses at the same time, in
+// this process or another (on this host or, on shared storage, another).
+std::string UniqueTag() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint32_t salt = std::random_device{}();
+  char tag[64];
+  std::snprintf(tag, sizeof(tag), "%ld-%llu-%08x", static_cast<long>(::getpid()),
+                static_cast<unsigned long long>(counter.fetch_add(1)), salt);
+  return tag;
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string FolderOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The file that writing `path` replaces: `path` itself, or where the chain
+// of symbolic links starting at it ends (the end may not exist yet, as for
+// open(2) through a dangling link). Writers replace that file and keep the
+// links, as writing through open(2) would.
+std::string ResolveLinks(const std::string& path) {
+  std::string current = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+    std::string link(static_cast<size_t>(st.st_size > 0 ? st.st_size : 4096), '\0');
+    const ssize_t n = ::readlink(current.c_str(), link.data(), link.size());
+    if (n < 0) ThrowOsError(errno, "read the link", current);
+    link.resize(static_cast<size_t>(n));
+    current = (!link.empty() && link[0] == '/') ? link : FolderOf(current) + "/" + link;
+  }
+  ThrowOsError(ELOOP, "open for writing", path);
+}
+
+// Creates the partial folder for `records`, the file to be replaced, and
+// returns it. Errors name `target`: for the user, the file being written.
+std::string CreatePartialFolder(const std::string& target, const std::string& records) {
+  struct stat st;
+  if (::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    ThrowOsError(EISDIR, "open for writing", target);
+  }
+  const std::string folder = PartialFolderPrefix(records) + UniqueTag();
+  if (::mkdir(folder.c_str(), 0777) != 0) {
+    ThrowOsError(errno, "open for writing", target);
+  }
+  return folder;
+}
+
+void RemoveQuietly(const std::string& path) { ::unlink(path.c_str()); }
+
+void Rename(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    ThrowOsError(errno, "rename " + from + " to", to);
+  }
+}
+
+// fsync of a folder, so that the names renamed into it survive power loss.
+// File systems that cannot sync a folder (EINVAL) keep names durable on
+// their own terms; that is not an error.
+void SyncFolder(const std::string& folder) {
+  const int fd = OpenRetrying(folder, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) ThrowOsError(errno, "open the folder", folder);
+  const int result = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (result != 0 && error != EINVAL && error != ENOTSUP) {
+    ThrowOsError(error, "fsync the folder", folder);
+  }
+}
+
+// Moves `from` onto `to` atomically. rename(2) where it can; across file
+// systems (a link into another mount) it copies into a temporary file beside
+// `to` (synced when `durable`) and renames that.
+void MoveFile(const std::string& from, const std::string& to, bool durable) {
+  if (::rename(from.c_str(), to.c_str()) == 0) return;
+  if (errno != EXDEV) ThrowOsError(errno, "rename " + from + " to", to);
+  const std::string temporary =
+      FolderOf(to) + "/." + BaseName(to) + ".sackli-copy-" + UniqueTag();
+  const int in = OpenRetrying(from, O_RDONLY);
+  if (in < 0) ThrowOsError(errno, "open", from);
+  FdCloser close_in{in};
+  AppendFile out;
+  try {
+    out.Open(temporary);
+    CopyFileContents(in, from, FileSize(in, from),
+                     [&](const char* data, size_t n) { out.Append(data, n); });
+    out.FlushBuffer();
+    if (durable) out.Sync();
+    out.Close();
+    Rename(temporary, to);
+  } catch (...) {
+    RemoveQuietly(temporary);
+    throw;
+  }
+  RemoveQuietly(from);
+}
+
+}  // namespace
+
+Writer::Writer(std::string path, WriterOptions options)
+    : Writer(std::move(path), std::move(options), nullptr) {}
+
+namespace {
+
+// The partial folder of a writer: none for a write in place.
+std::string PartialFolderFor(const std::string& path, const WriterOptions& options,
+                             bool streamed) {
+  if (options.atomic) return CreatePartialFolder(path, ResolveLinks(path));
+  if (streamed) {
+    throw Error(ErrorKind::kInvalidArgument,
+                path + ": a streamed write (an upload) cannot be in place: "
+                       "its object appears only when the upload completes",
+                path);
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    ThrowOsError(EISDIR, "open for writing", path);
+  }
+  return "";
+}
+
+}  // namespace
+
+Writer::Writer(std::string path, WriterOptions options,
+               std::unique_ptr<AppendSink> records)
+    : path_(std::move(path)),
+      options_(std::move(options)),
+      partial_folder_(PartialFolderFor(path_, options_, records != nullptr)),
+      partial_path_(options_.atomic
+                        ? partial_folder_ + "/" + BaseName(ResolveLinks(path_))
+                        : path_),
+      streamed_(records != nullptr),
+      records_(std::move(records)),
+      max_in_flight_(2 * std::max<size_t>(options_.max_parallelism, 1)) {
+  try {
+    if (!streamed_) {
+      auto file = std::make_unique<AppendFile>();
+      file->Open(partial_path_);  // in place: truncates the target
+      records_ = std::move(file);
+    }
+    limits_.Open(LimitsPathFor(partial_path_));
+  } catch (...) {
+    if (options_.atomic) {
+      RemoveQuietly(partial_path_);
+      RemoveQuietly(LimitsPathFor(partial_path_));
+      ::rmdir(partial_folder_.c_str());
+    }
+    throw;
+  }
+}
+
+Writer::~Writer() {
+  try {
+    // Publishing here would make a write that was cut short (an exception
+    // before Close) look complete: it stays unfinished, for recovery.
+    if (!closed()) Abandon();
+  } catch (...) {
+    // A destructor cannot report; the partial files stay for recovery.
+  }
+}
+
+void Writer::CheckOpenLocked() const {
+  if (closed_) {
+    throw Error(ErrorKind::kClosed, path_ + ": write to a closed Writer", path_);
+  }
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+void Writer::AppendLocked(std::string_view stored) {
+  const size_t buffered = records_->buffered();
+  records_->Append(stored.data(), stored.size());
+  // Handed on, the earlier records are in the file: their limits follow
+  // them there, so a crash loses at most the last buffer of records (the
+  // limits alone would otherwise wait for a megabyte of their own).
+  const bool handed_on = records_->buffered() < buffered + stored.size();
+  bytes_written_ += stored.size();
+  char limit[kLimitBytes];
+  StoreU64(limit, bytes_written_);
+  // A limit must never reach the disk before the bytes it points past.
+  if (limits_.buffered() + kLimitBytes > kBufferBytes) records_->FlushBuffer();
+  if (handed_on) limits_.FlushBuffer();
+  limits_.Append(limit, kLimitBytes);
+}
+
+void Writer::Write(std::string_view record) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  CheckOpenLocked();
+  AcceptLocked(record, lock);
+}
+
+void Writer::WriteMany(const std::vector<std::string_view>& records) {
+  size_t next = 0;
+  do {
+    std::unique_lock<std::mutex> lock(mutex_);
+    CheckOpenLocked();
+    // One slice per lock: a Flush, Close or Write of another thread gets its
+    // turn between slices of a long call.
+    const size_t end = next + std::min(records.size() - next, kWriteManyMaxRecords);
+    size_t bytes = 0;
+    while (next < end && bytes < kWriteManyMaxBytes) {
+      bytes += records[next].size();
+      AcceptLocked(records[next++], lock);
+    }
+  } while (next < records.size());
+}
+
+void Writer::AcceptLocked(std::string_view record,
+                          std::unique_lock<std::mutex>& lock) {
+  ++records_accepted_;
+  if (options_.codec.compressed()) {
+    EnqueueLocked(record, lock);
+  } else {
+    AppendLocked(record);
+  }
+}
+
+void Writer::EnqueueLocked(std::string_view record,
+                           std::unique_lock<std::mutex>& lock) {
+  if (!open_batch_) open_batch_ = std::make_unique<Batch>();
+  open_batch_->raw.append(record.data(), record.size());
+  open_batch_->ends.push_back(open_batch_->raw.size());
+  if (open_batch_->raw.size() >= kBatchBytes ||
+      open_batch_->ends.size() >= kBatchRecords) {
+    SubmitLocked();
+  }
+  DrainLocked();
+  WaitLocked(lock, max_in_flight_);
+}
+
+void Writer::SubmitLocked() {
+  if (!open_batch_) return;
+  std::shared_ptr<Batch> batch(std::move(open_batch_));
+  in_flight_.push_back(batch);
+  // The task touches the writer only to report, under its lock; Close (and
+  // so the destructor) waits for every batch to report.
+  ThreadPool::Shared().Submit(
+      [this, batch, codec = options_.codec] {
+        std::exception_ptr error;
+        try {
+          size_t begin = 0;
+          batch->encoded_ends.reserve(batch->ends.size());
+          for (size_t end : batch->ends) {
+            codec.Encode(batch->raw.data() + begin, end - begin, batch->encoded);
+            batch->encoded_ends.push_back(batch->encoded.size());
+            begin = end;
+          }
+        } catch (const CodecError& e) {
+          error = std::make_exception_ptr(
+              Error(ErrorKind::kIo, path_ + ": " + e.what(), path_));
+        } catch (...) {
+          error = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        batch->error = error;
+        batch->done = true;
+        batch_done_.notify_all();
+      },
+      options_.max_parallelism);
+}
+
+void Writer::DrainLocked() {
+  if (failure_) std::rethrow_exception(failure_);
+  while (!in_flight_.empty() && in_flight_.front()->done) {
+    std::shared_ptr<Batch> batch = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    try {
+      if (batch->error) std::rethrow_exception(batch->error);
+      size_t begin = 0;
+      for (size_t end : batch->encoded_ends) {
+        AppendLocked({batch->encoded.data() + begin, end - begin});
+        begin = end;
+      }
+    } catch (...) {
+      // Later records must not follow a lost batch: the writer fails for
+      // good, every later call raising this error.
+      failure_ = std::current_exception();
+      throw;
+    }
+  }
+}
+
+void Writer::WaitLocked(std::unique_lock<std::mutex>& lock, size_t at_most) {
+  while (in_flight_.size() > at_most) {
+    // Another thread may drain the queue while this one waits.
+    batch_done_.wait(lock, [this] {
+      return in_flight_.empty() || in_flight_.front()->done;
+    });
+    DrainLocked();
+  }
+}
+
+void Writer::Flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  CheckOpenLocked();
+  SubmitLocked();
+  WaitLocked(lock, 0);
+  records_->FlushBuffer();
+  limits_.FlushBuffer();
+}
+
+void Writer::AppendLimitsToRecordsLocked() {
+  // Through the sink, which may be an upload rather than a file.
+  CopyFileContents(limits_.fd(), limits_.path(),
+                   FileSize(limits_.fd(), limits_.path()),
+                   [this](const char* data, size_t n) { records_->Append(data, n); });
+}
+
+void Writer::WaitAllLocked(std::unique_lock<std::mutex>& lock) {
+  batch_done_.wait(lock, [this] {
+    for (const auto& batch : in_flight_) {
+      if (!batch->done) return false;
+    }
+    return true;
+  });
+}
+
+void Writer::Close(bool publish) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!closed_) {
+      closed_ = true;
+      // Every batch reports before anything else happens: the pool must be
+      // done with this writer even when appending fails.
+      SubmitLocked();
+      WaitAllLocked(lock);
+      DrainLocked();
+      records_->FlushBuffer();
+      limits_.FlushBuffer();
+      if (options_.placement == LimitsPlacement::kTail) {
+        AppendLimitsToRecordsLocked();
+        records_->FlushBuffer();
+        if (options_.durable) records_->Sync();
+        records_->Close();
+        limits_.Close();
+        if (::unlink(limits_.path().c_str()) != 0 && errno != ENOENT) {
+          ThrowOsError(errno, "delete", limits_.path());
+        }
+      } else {
+        if (options_.durable) {
+          records_->Sync();
+          limits_.Sync();
+        }
+        records_->Close();
+        limits_.Close();
+      }
+      finished_ = true;
+    }
+  }
+  if (publish) Publish(path_);
+}
+
+void Writer::Publish(const std::string& target, bool sync_folder) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (published_) return;
+  if (!finished_) {
+    const std::string where =
+        options_.atomic ? "its files stay in " + partial_folder_
+                        : "its files stay at " + partial_path_;
+    throw Error(ErrorKind::kClosed,
+                path_ + ": cannot publish a write that did not finish (" + where +
+                    " for sackli.recover)",
+                path_);
+  }
+  // In place, the records are already at `target` unless it is another
+  // name (a shard written under its pending name).
+  const bool move = options_.atomic || target != partial_path_;
+  const bool durable = options_.durable;
+  std::string folders[2];
+  if (options_.placement == LimitsPlacement::kSeparate) {
+    // Beside `target`, where readers of `target` look for it.
+    const std::string limits_target = ResolveLinks(LimitsPathFor(target));
+    if (move) MoveFile(LimitsPathFor(partial_path_), limits_target, durable);
+    folders[0] = FolderOf(limits_target);
+  }
+  // Streamed records are published by the sink's owner.
+  if (!streamed_) {
+    const std::string records_target = ResolveLinks(target);
+    if (move) MoveFile(partial_path_, records_target, durable);
+    folders[1] = FolderOf(records_target);
+  }
+  if (options_.placement == LimitsPlacement::kTail) {
+    // A limits file beside the target belonged to its old content (a bag
+    // with SEPARATE limits): left there, sackli.recover would take it for an
+    // interrupted write of the new one.
+    RemoveQuietly(LimitsPathFor(target));
+  }
+  if (durable && sync_folder) {
+    if (!folders[0].empty()) SyncFolder(folders[0]);
+    if (!folders[1].empty() && folders[1] != folders[0]) SyncFolder(folders[1]);
+  }
+  if (options_.atomic) ::rmdir(partial_folder_.c_str());
+  published_ = true;
+}
+
+void Writer::Discard() { Stop(/*keep=*/!options_.atomic); }
+
+void Writer::Abandon() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return;
+  }
+  Stop(/*keep=*/true);
+}
+
+void Writer::Stop(bool keep) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (published_ || discarded_) return;
+  closed_ = true;
+  if (keep && !failure_) SubmitLocked();  // records accepted reach the file too
+  WaitAllLocked(lock);  // the pool must be done with this writer
+  if (keep) {
+    // What was written stays for sackli.recover: as much of it as can
+    // still reach the file, records before their limits.
+    try {
+      DrainLocked();
+      records_->FlushBuffer();
+      limits_.FlushBuffer();
+    } catch (...) {
+      // What reached the file is recoverable; the rest is lost with the write.
+    }
+  }
+  try {
+    records_->Close();
+    limits_.Close();
+  } catch (const Error&) {
+    // The files go anyway.
+  }
+  if (!keep) {
+    RemoveQuietly(partial_path_);
+    RemoveQuietly(LimitsPathFor(partial_path_));
+    ::rmdir(partial_folder_.c_str());
+  }
+  discarded_ = true;
+}
+
+uint64_t Writer::records_written() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return records_accepted_;
+}
+
+uint64_t Writer::bytes_written() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!closed_) {
+    SubmitLocked();
+    WaitLocked(lock, 0);
+  }
+  return bytes_written_;
+}
+
+bool Writer::backlogged() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_.size() >= max_in_flight_;
+}
+
+bool Writer::closed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return closed_;
+}
+
+RecoverResult RecoverBag(const std::string& path) {
+  const std::string limits_path = LimitsPathFor(path);
+  const int records_fd = OpenForWriting(path, O_RDWR);
+  FdCloser close_records{records_fd};
+  const int limits_fd = OpenRetrying(limits_path, O_RDONLY);
+  if (limits_fd < 0) {
+    if (errno == ENOENT) {
+      throw Error(ErrorKind::kNotFound,
+                  path + ": nothing to recover: " + limits_path +
+                      " does not exist (the bag is complete, or its limits "
+                      "are lost)",
+                  limits_path, ENOENT);
+    }
+    ThrowOsError(errno, "open", limits_path);
+  }
+  FdCloser close_limits{limits_fd};
+
+  const uint64_t records_size = FileSize(records_fd, path);
+  const uint64_t limits_size = FileSize(limits_fd, limits_path);
+  const uint64_t found = limits_size / kLimitBytes;
+
+  // Keep the longest usable prefix of limits.
+  RecoverResult result;
+  uint64_t previous = 0;
+  std::string chunk;
+  for (uint64_t first = 0; first < found;) {
+    const uint64_t count =
+        std::min<uint64_t>(found - first, kBufferBytes / kLimitBytes);
+    chunk.resize(static_cast<size_t>(count * kLimitBytes));
+    PreadFully(limits_fd, first * kLimitBytes, chunk.size(), chunk.data(),
+               limits_path);
+    uint64_t usable = 0;
+    while (usable < count) {
+      const uint64_t limit = LoadU64(chunk.data() + usable * kLimitBytes);
+      if (limit < previous || limit > records_size) break;
+      previous = limit;
+      ++usable;
+    }
+    result.records += usable;
+    if (usable < count) break;
+    first += count;
+  }
+  result.dropped_limits = found - result.records;
+  result.dropped_bytes = records_size - previous;
+
+  if (::ftruncate(records_fd, static_cast<off_t>(previous)) != 0) {
+    ThrowOsError(errno, "truncate", path);
+  }
+  if (::lseek(records_fd, 0, SEEK_END) < 0) ThrowOsError(errno, "seek", path);
+  CopyFileContents(limits_fd, limits_path, result.records * kLimitBytes,
+                   [&](const char* data, size_t n) { WriteFully(records_fd, data, n, path); });
+  if (::fsync(records_fd) != 0) ThrowOsError(errno, "fsync", path);
+  if (::unlink(limits_path.c_str()) != 0) ThrowOsError(errno, "delete", limits_path);
+  return result;
+}
+
+}  // namespace sackli
