@@ -108,6 +108,9 @@ configure_for() {
     -DSACKLI_GTEST_SOURCE=/usr/src/googletest "${CMAKE_ARGS[@]}" >"$build/configure.log" 2>&1
 }
 
+# The engine's libraries, one per part (CMakeLists.txt): libsackli_<part>.a.
+ENGINE_PARTS=(sackli_bagz sackli_arrow sackli_rows sackli_maps sackli_datasets)
+
 # Builds what mode_of says for the configured target $1.
 build_for() {
   local target="$1"
@@ -124,7 +127,7 @@ build_for() {
     echo "scripts/portable_build.sh: found only ${#objects[@]} test objects in $build" >&2
     exit 1
   fi
-  cmake --build "$build" --parallel "$JOBS" --target sackli_engine gtest gtest_main "${objects[@]}"
+  cmake --build "$build" --parallel "$JOBS" --target "${ENGINE_PARTS[@]}" gtest gtest_main "${objects[@]}"
 }
 
 # $1 is a 64-bit Mach-O executable for CPU type $2 (little-endian hex).
@@ -173,7 +176,9 @@ for target in "${TARGETS[@]}"; do
       fi
       # Initial-exec TLS shows as GOTTPOFF/TPOFF relocations in PIC objects
       # (the general-dynamic TLS musl supports as DTPOFF).
-      if readelf -rW "$build/libsackli_engine.a" "$build/libsackli_zstd.a" |
+      libs=()
+      for part in "${ENGINE_PARTS[@]}"; do libs+=("$build/lib$part.a"); done
+      if readelf -rW "${libs[@]}" "$build/libsackli_zstd.a" |
           grep -E 'R_X86_64_(GOTTPOFF|TPOFF32|TPOFF64)'; then
         echo "scripts/portable_build.sh: initial-exec TLS in the engine: musl would refuse" \
              "to load it in a Python module (see native/bagz/fault_guard.cc)" >&2
