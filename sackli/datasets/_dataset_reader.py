@@ -17,10 +17,9 @@ import os
 from itertools import chain
 from typing import Any, Mapping
 
+from .. import CorruptionError, Reader
 from .. import _engine
-from .._engine import CorruptionError
-from .._reader import Reader
-from .._unfinished import explained_missing
+from .._sets import explained_missing
 from .._storage import is_remote
 from ._bag import open_records
 from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
