@@ -61,8 +61,8 @@ if TYPE_CHECKING:
     from ._writer import Writer
 
 __all__ = [
-    "close_unpublished", "discard", "mapped_run", "publish", "read_packed", "record_offsets",
-    "shard_boundaries", "start_read_indices", "start_read_range", "write_packed",
+    "close_unpublished", "discard", "mapped_run", "publish", "read_packed", "reader_core",
+    "record_offsets", "shard_boundaries", "start_read_indices", "start_read_range", "write_packed",
     # Defined elsewhere (see the module docstring).
     "LIMIT_BYTES", "ZSTD_MAX_LEVEL", "ZSTD_MIN_LEVEL", "Gatherer", "ReaderOptions",
     "WriterOptions", "batched", "default_parallelism", "read_skipping", "records_per_batch",
@@ -97,6 +97,12 @@ def mapped_run(reader: "Reader", start: int, num_records: int) -> tuple[Any, Any
     that way (compressed, not mapped, in several files, a strided view):
     then read them with `start_read_range`."""
     return reader._core.mapped_run(start, num_records)
+
+
+def reader_core(reader: "Reader") -> Any:
+    """`reader`'s engine core, for the engine functions that read through
+    one whole (`sackli.datasets`' datapoint reads)."""
+    return reader._core
 
 
 def read_packed(reader: "Reader", start: int, num_records: int) -> tuple[Any, Any]:

@@ -130,7 +130,8 @@ class _PackagesContract(Contract):
     def _packages(self) -> _Packages:
         return _Packages(self.root, frozenset(self.packages) - {CORE})  # type: ignore[arg-type]
 
-    def _cross_package_imports(self, graph: grimp.ImportGraph):
+    def _cross_package_imports(
+            self, graph: grimp.ImportGraph) -> Iterator[tuple[str, str, str, str]]:
         """(importer, imported, importer's package, imported's package) for
         every import between two packages of the root."""
         packages = self._packages()
@@ -213,8 +214,8 @@ class DeclaredInterfacesContract(_PackagesContract):
                 problems.append(f"{module} declares {len(names)} interface modules; "
                                 f"at most {MAX_INTERFACE_MODULES} are allowed")
             for name in names:
-                known = f"{module}.{name}" in graph.modules or f"{module}.{name}" in self._compiled()
-                if not name.startswith("_") or not known:
+                known = graph.modules | self._compiled()
+                if not name.startswith("_") or f"{module}.{name}" not in known:
                     problems.append(f"{module} declares {name!r}: not a private module of it")
             interfaces[package] = frozenset(names)
         return interfaces

@@ -3,8 +3,8 @@
 
 Who may use it: `sackli.beam` (rows written by a pipeline) and
 `sackli.cli` (printing rows, checking a Parquet source); the public names
-(`schema_path`, `read_schema`, ...) come from `sackli.arrow` itself. No stability promise. Each name is defined and
-documented where it says:
+(`schema_path`, `read_schema`, ...) come from `sackli.arrow` itself. No
+stability promise. Each name is defined and documented where it says:
 
 - encoding rows as records: `make_encoder`, `ColumnEncoder` (`_encode`) and
   `default_encoding` (`_row_codec`);
