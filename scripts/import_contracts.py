@@ -75,11 +75,17 @@ def _import_lines(graph: grimp.ImportGraph, importer: str, imported: str) -> str
 
 
 def _package_init(module: str) -> pathlib.Path:
-    """The `__init__.py` of package `module` (found, not imported)."""
-    spec = importlib.util.find_spec(module)
+    """The `__init__.py` of package `module`, found without importing
+    anything (`find_spec` of a submodule would import its parents, and the
+    source tree has no compiled engine)."""
+    root, *inner = module.split(".")
+    spec = importlib.util.find_spec(root)
     if spec is None or spec.origin is None or not spec.origin.endswith("__init__.py"):
+        raise ValueError(f"{root}: not a package with an __init__.py")
+    path = pathlib.Path(spec.origin).parent.joinpath(*inner, "__init__.py")
+    if not path.is_file():
         raise ValueError(f"{module}: not a package with an __init__.py")
-    return pathlib.Path(spec.origin)
+    return path
 
 
 def _init_docstring(module: str) -> str:
