@@ -9,6 +9,14 @@ byte-compatible with Google's `bagz`.
     ...     writer.write(b"hello")
     >>> sackli.Reader("data.bagz")[0]
     b'hello'
+
+The core's internal interface: the private modules of the core (the
+modules directly in `sackli/`) that sackli's other packages may import,
+each documented in its docstring: `_engine` (the compiled engine: every
+part's bindings), `_bulk` (records in bulk, batch sizes, reader and writer
+options) and `_sets` (bag file names, shard specs and sets, unfinished
+writes). Public names come from `sackli` itself.
+Internal interface: _engine, _bulk, _sets
 """
 
 from ._engine import CorruptionError

@@ -1,7 +1,9 @@
 """The internal bulk API: records as packed buffers, for sackli's own layers.
 
-Who may use it: `sackli.arrow`, `sackli.beam`, `sackli.cli`, the shard-set
-writer, benchmarks and tests. It is not public API (no stability promise);
+Who may use it: `sackli.arrow`, `sackli.beam`, `sackli.cli`,
+`sackli.datasets`, `sackli.formats` and `sackli.maps` (one of core's
+internal interface, with `_engine` and `_sets`), the shard-set writer,
+benchmarks and tests. It is not public API (no stability promise);
 it is where reads and writes in bulk reach a `Reader`'s or a `Writer`'s
 engine core, so those classes keep no private methods that other modules
 call. (`_index` also takes a reader's core: it hands it to the engine's
@@ -24,22 +26,47 @@ the reader (with the numbers), `sackli.CorruptionError` (naming the file
 and offset) for records that do not decode, `OSError` for I/O, and
 `ValueError` on a closed reader or writer. A pending read raises its error
 from `.packed()`, not from the call that started it.
+
+Also here for the other packages, defined (and documented) where each says:
+batch sizes (`records_per_batch`, `batched`, `Gatherer`: `_batching`);
+reading on past corrupt records (`read_skipping`: `_skipping`); the check
+that `write_many` was not handed one record (`refuse_single_record`:
+`_record_iterables`); the options records readers and writers are opened
+with, the zstd level range and the default parallelism (`ReaderOptions`,
+`WriterOptions`, `ZSTD_MIN_LEVEL`, `ZSTD_MAX_LEVEL`, `default_parallelism`:
+`_options`); what a record costs beyond its payload (`LIMIT_BYTES`,
+`stored_bytes`: `_format`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._options import ShardingLayout
+from ._batching import Gatherer, batched, records_per_batch
+from ._format import LIMIT_BYTES, stored_bytes
+from ._options import (
+    _ZSTD_MAX_LEVEL as ZSTD_MAX_LEVEL,
+    _ZSTD_MIN_LEVEL as ZSTD_MIN_LEVEL,
+    ReaderOptions,
+    ShardingLayout,
+    WriterOptions,
+    _default_parallelism as default_parallelism,
+)
 from ._reader import checked_range
+from ._record_iterables import refuse_single_record
+from ._skipping import read_skipping
 
 if TYPE_CHECKING:
     from ._reader import Reader
     from ._writer import Writer
 
 __all__ = [
-    "close_unpublished", "discard", "mapped_run", "publish", "read_packed", "record_offsets",
-    "shard_boundaries", "start_read_indices", "start_read_range", "write_packed",
+    "close_unpublished", "discard", "mapped_run", "publish", "read_packed", "reader_core",
+    "record_offsets", "shard_boundaries", "start_read_indices", "start_read_range", "write_packed",
+    # Defined elsewhere (see the module docstring).
+    "LIMIT_BYTES", "ZSTD_MAX_LEVEL", "ZSTD_MIN_LEVEL", "Gatherer", "ReaderOptions",
+    "WriterOptions", "batched", "default_parallelism", "read_skipping", "records_per_batch",
+    "refuse_single_record", "stored_bytes",
 ]
 
 
@@ -70,6 +97,12 @@ def mapped_run(reader: "Reader", start: int, num_records: int) -> tuple[Any, Any
     that way (compressed, not mapped, in several files, a strided view):
     then read them with `start_read_range`."""
     return reader._core.mapped_run(start, num_records)
+
+
+def reader_core(reader: "Reader") -> Any:
+    """`reader`'s engine core, for the engine functions that read through
+    one whole (`sackli.datasets`' datapoint reads)."""
+    return reader._core
 
 
 def read_packed(reader: "Reader", start: int, num_records: int) -> tuple[Any, Any]:

@@ -10,6 +10,9 @@ limits wait in a local file) and commit them on close.
 Clients come from the SDKs' standard configuration (the environment), or
 from the `StorageSettings` in effect (`using`, see `_settings`): each
 distinct settings get a store (and clients) of their own.
+
+The rest of sackli imports only this module.
+Internal interface: none
 """
 
 from __future__ import annotations

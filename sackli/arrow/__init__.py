@@ -16,6 +16,10 @@ writes into one with `spec=`:
 A `sackli.Reader` is itself an Arrow stream source (`__arrow_c_stream__`):
 `pyarrow.table(reader)` gives its records as one `large_binary` column.
 See docs/arrow.md for the record encodings, the schema file and datasets.
+
+Other sackli packages (the command line, Beam) import, besides this
+module, only `_codecs` (rows in and out of records).
+Internal interface: _codecs
 """
 
 try:

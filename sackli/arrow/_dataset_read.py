@@ -17,11 +17,12 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 
 from .. import _bulk
-from .._batching import records_per_batch
+from .._bulk import records_per_batch
 from ..datasets import DatasetReader, ShardedDatasetReader
-from ..datasets._recognise import dataset_folders, reader_folders
-from ..datasets._ref_columns import FieldRefs, ShardFiles, read_field_refs
-from ..datasets._type_text import type_text
+from ..datasets._fields import type_text
+from ..datasets._layout import (
+    FieldRefs, ShardFiles, dataset_folders, read_field_refs, reader_folders,
+)
 from ._field_arrays import field_arrow_type, field_values, numpy_for_datasets
 
 __all__ = ["dataset_batches", "dataset_schema", "dataset_source_folders"]

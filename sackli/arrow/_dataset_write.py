@@ -15,8 +15,8 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from ..datasets import DatasetWriter, ShardedDatasetWriter
+from ..datasets._fields import parse_spec
 from ..datasets._folders import folder_path, join, remove_shard_folder, shard_name
-from ..datasets._spec import parse_spec
 from ._field_specs import column_values, infer_field_type
 from ._inputs import open_table_stream
 

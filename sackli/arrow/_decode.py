@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from .._engine import CorruptionError
+from .. import CorruptionError
 from ._json_types import from_json_table, json_parse_schema, parse_non_finite
 from ._row_codec import ROW_ENCODING, NativeRowDecoder
 from ._types import from_storage, restore_dictionaries, storage_schema

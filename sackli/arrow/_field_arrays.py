@@ -23,9 +23,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._engine import CorruptionError
-from ..datasets._spec import FieldType
-from ..datasets._type_text import type_text
+from .. import CorruptionError
+from ..datasets import FieldType
+from ..datasets._fields import type_text
 
 __all__ = ["field_arrow_type", "field_values", "numpy_for_datasets"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..datasets._spec import FieldType
+from ..datasets import FieldType
 from ._field_arrays import numpy_for_datasets
 
 __all__ = ["column_values", "infer_field_type"]

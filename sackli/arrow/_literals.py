@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from .. import CompressionAutoDetect, CompressionZstd
+from .._bulk import WriterOptions
 from .._engine import zstd_packed_size
-from .._options import CompressionAutoDetect, CompressionZstd, WriterOptions
 from ._encode import Packed
 
 __all__ = ["RAW_LITERALS_MAX_SAVING", "SAMPLE_ROWS", "huffman_saving", "with_chosen_literals"]

@@ -9,9 +9,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
+from .. import Reader
 from .. import _bulk
-from .._batching import records_per_batch
-from .._reader import Reader
+from .._bulk import records_per_batch
 from ._dataset_read import dataset_batches, dataset_source_folders
 from ._decode import make_decoder
 from ._row_codec import ROW_ENCODING

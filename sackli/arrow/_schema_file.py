@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .._engine import CorruptionError
-from .._schema_names import SUFFIX, find_schema_file, schema_path
+from .. import CorruptionError
+from .._sets import SCHEMA_SUFFIX as SUFFIX, find_schema_file, schema_path
 from .._whole_files import read_bytes, write_bytes
 
 __all__ = ["ENCODING_KEY", "SUFFIX", "find_schema_file", "read_schema_file", "read_set_schema",

@@ -11,11 +11,9 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
-from .._format import has_zstd_suffix
-from .._options import WriterOptions
-from .._set_conflicts import check_shard_count
-from .._shard_spec import split_shard_entry, strip_local_prefix
-from .._shard_writer import ShardedWriter
+from .. import ShardedWriter
+from .._bulk import WriterOptions
+from .._sets import check_shard_count, has_zstd_suffix, split_shard_entry, strip_local_prefix
 from ._dataset_write import write_dataset_table
 from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder

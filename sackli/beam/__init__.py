@@ -1,6 +1,10 @@
 """Apache Beam connectors for bags and datasets (needs the `beam` extra:
 `pip install 'sackli-bagz[beam]'`). See `sackli.beam.sacklio` and
-`sackli.beam.datasetio`."""
+`sackli.beam.datasetio`.
+
+No other package imports Beam.
+Internal interface: none
+"""
 
 try:
     import apache_beam  # noqa: F401

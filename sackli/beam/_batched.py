@@ -26,11 +26,8 @@ from apache_beam import coders
 from apache_beam.io import range_trackers
 from apache_beam.transforms import display
 
-from .._batching import records_per_batch
-from .._bulk import record_offsets
-from .._format import LIMIT_BYTES
-from .._options import ReaderOptions
-from .._reader import Reader
+from .. import Reader
+from .._bulk import LIMIT_BYTES, ReaderOptions, record_offsets, records_per_batch
 from ._display import read_display_data
 from ._pipeline_storage import open_reader, pipeline_storage
 from ._source import FileSource, PatternSource, first_at_or_after

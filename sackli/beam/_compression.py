@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from apache_beam.io.filesystem import CompressionTypes
 
-from .._options import CompressionAutoDetect, CompressionNone, CompressionZstd
+from .. import CompressionAutoDetect, CompressionNone, CompressionZstd
 
 __all__ = ["check_compression_type", "with_compression_type"]
 

@@ -22,10 +22,8 @@ from apache_beam.transforms import display
 
 from .._storage import is_remote
 from ..datasets import DatasetReader
-from ..datasets._bag import open_records
-from ..datasets._concurrent import concurrently
 from ..datasets._folders import join
-from ..datasets._sharded import shard_folder_bytes
+from ..datasets._layout import concurrently, open_records, shard_folder_bytes
 from ._lazy_concat import LazyConcatSource
 from ._provided import value
 from ._pipeline_storage import pipeline_storage

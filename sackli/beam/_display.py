@@ -9,13 +9,8 @@ from apache_beam import coders
 from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
-from .._options import (
-    CompressionAutoDetect,
-    CompressionNone,
-    CompressionZstd,
-    ReaderOptions,
-    WriterOptions,
-)
+from .. import CompressionAutoDetect, CompressionNone, CompressionZstd
+from .._bulk import ReaderOptions, WriterOptions
 
 __all__ = ["describe_compression", "provided_write_display_data", "read_display_data"]
 

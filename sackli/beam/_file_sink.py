@@ -21,7 +21,8 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.transforms import display
 
-from .._options import CompressionAutoDetect, CompressionNone, LimitsPlacement, WriterOptions
+from .. import CompressionAutoDetect, CompressionNone, LimitsPlacement
+from .._bulk import WriterOptions
 from ._compression import with_compression_type
 from ._display import describe_compression
 from ._shard_file import ShardFile

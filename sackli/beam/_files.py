@@ -15,9 +15,11 @@ from typing import Container, NamedTuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from .._options import LimitsPlacement, ReaderOptions
-from .._format import LIMITS_PREFIX, limits_path_for, without_local_prefix
-from .._shard_spec import choose_shard_set, split_shard_entry
+from .. import LimitsPlacement
+from .._bulk import ReaderOptions
+from .._sets import (
+    LIMITS_PREFIX, choose_shard_set, limits_path_for, split_shard_entry, without_local_prefix,
+)
 
 __all__ = ["ALLOW", "ALLOW_IF_WILDCARD", "BagFile", "DISALLOW", "check_empty_match_treatment",
            "estimate_pattern_size", "expand_pattern", "split_name"]

@@ -49,8 +49,8 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from .._format import limits_path_for
-from .._options import LimitsPlacement
+from .. import LimitsPlacement
+from .._sets import limits_path_for
 from ._pipeline_storage import open_reader
 from ._sink import BagSink, delete_quietly
 

@@ -35,8 +35,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, S3Options
 from apache_beam.options.value_provider import RuntimeValueProvider
 
-from .._options import ReaderOptions
-from .._reader import Reader
+from .. import Reader
+from .._bulk import ReaderOptions
 from .._storage import GcsSettings, S3Settings, StorageSettings, using
 
 __all__ = ["open_reader", "pipeline_options", "pipeline_storage", "storage_settings"]

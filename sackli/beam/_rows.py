@@ -27,9 +27,8 @@ from apache_beam.portability.api import schema_pb2
 from apache_beam.typehints import arrow_type_compatibility, schemas
 from apache_beam.typehints.row_type import RowTypeConstraint
 
-from ..arrow._encode import make_encoder
-from ..arrow._row_codec import default_encoding
-from ..arrow._schema_file import read_set_schema, schema_message, schema_path
+from ..arrow import schema_path
+from ..arrow._codecs import default_encoding, make_encoder, read_set_schema, schema_message
 from ._files import expand_pattern
 from ._pipeline_storage import pipeline_storage
 

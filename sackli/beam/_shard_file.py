@@ -24,10 +24,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from .._batching import Gatherer
-from .._options import WriterOptions
+from .. import Writer
+from .._bulk import Gatherer, WriterOptions
 from .._storage import Upload, is_remote, open_upload
-from .._writer import Writer
 from ._pipeline_storage import pipeline_storage
 
 __all__ = ["ShardFile", "StreamUpload"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from apache_beam.transforms import window as beam_window
 
-from .._format import LIMITS_PREFIX
+from .._sets import LIMITS_PREFIX
 from ._files import split_name
 
 __all__ = ["older_set_pattern", "with_pane_letter", "window_label"]

@@ -36,12 +36,13 @@ from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import display
 
-from .._consistency import manifest_url
-from .._set_conflicts import other_sets_error, set_files, spec_of
+from .. import CompressionAutoDetect, CompressionNone, CompressionZstd, LimitsPlacement
+from .._bulk import ReaderOptions, WriterOptions
+from .._sets import (
+    LIMITS_PREFIX, has_zstd_suffix, limits_path_for, manifest_url, other_sets_error, set_files,
+    spec_of,
+)
 from .._storage import is_remote
-from .._options import (CompressionAutoDetect, CompressionNone, CompressionZstd, LimitsPlacement,
-                        ReaderOptions, WriterOptions)
-from .._format import LIMITS_PREFIX, has_zstd_suffix, limits_path_for
 from ._display import describe_compression
 from ._shard_file import ShardFile
 from ._shard_names import older_set_pattern, window_label, with_pane_letter

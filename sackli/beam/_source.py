@@ -21,10 +21,8 @@ from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTr
 from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import core, display
 
-from .._bulk import record_offsets
-from .._format import LIMIT_BYTES
-from .._options import ReaderOptions
-from .._reader import Reader
+from .. import Reader
+from .._bulk import LIMIT_BYTES, ReaderOptions, record_offsets
 from ._display import read_display_data
 from ._files import DISALLOW, BagFile, estimate_pattern_size, expand_pattern
 from ._lazy_concat import LazyConcatSource

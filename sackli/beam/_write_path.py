@@ -33,7 +33,7 @@ import dataclasses
 import os
 import re
 
-from .._format import MAX_SHARDS, without_local_prefix
+from .._sets import MAX_SHARDS, without_local_prefix
 from ._files import split_name
 
 __all__ = ["ShardedPath", "for_unbounded_input", "parse_write_path"]

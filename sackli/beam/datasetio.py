@@ -27,10 +27,8 @@ from typing import Any, Dict, Mapping
 import apache_beam as beam
 from apache_beam.io import iobase
 
-from ..datasets._dataset_writer import encoder_table
-from ..datasets._field_files import parse_compression
+from ..datasets._fields import encoder_table, parse_compression, parse_spec
 from ..datasets._folders import folder_path
-from ..datasets._spec import parse_spec
 from ._dataset_sink import DatasetSink
 from ._dataset_source import DatasetSource
 from ._provided import now_or_at_run_time

@@ -30,8 +30,9 @@ from apache_beam.typehints.decorators import TypeCheckError
 from apache_beam.typehints.native_type_compatibility import convert_to_beam_type
 from apache_beam.typehints.typehints import is_consistent_with
 
-from .._options import CompressionZstd, LimitsPlacement, ReaderOptions, WriterOptions
-from .._shard_spec import strip_local_prefix
+from .. import CompressionZstd, LimitsPlacement
+from .._bulk import ReaderOptions, WriterOptions
+from .._sets import strip_local_prefix
 from ._batched import batched_source, register_batch_coder
 from ._compression import with_compression_type
 from ._display import provided_write_display_data, read_display_data

@@ -5,6 +5,9 @@ status: 0 on success, 1 when the subcommand fails or finds problems, 2 for
 wrong arguments (usage errors). Expected errors (missing or corrupt files,
 I/O, bad arguments, Ctrl-C) are one line on stderr; anything else is a bug
 and keeps its traceback.
+
+No other package imports the command line.
+Internal interface: none
 """
 
 from __future__ import annotations

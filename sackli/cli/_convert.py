@@ -26,12 +26,12 @@ from typing import Any, Iterator
 import sackli
 
 from .. import _bulk
-from .._format import stored_bytes
+from .._bulk import stored_bytes
 from .._globs import refuse_glob
-from .._set_conflicts import check_shard_count, refuse_other_sets
-from .._shard_set import OpenShard, ShardSetWriter
-from .._shard_spec import split_shard_entry
-from .._shard_writer import bag_shard_opener
+from .._sets import (
+    OpenShard, ShardSetWriter, bag_shard_opener, check_shard_count, refuse_other_sets,
+    split_shard_entry,
+)
 from .._storage import is_remote
 from .._whole_files import remove_quietly
 from ._endpoints import (

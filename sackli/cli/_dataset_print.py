@@ -28,11 +28,10 @@ from typing import Any, Iterator
 
 import sackli
 
-from ..datasets import DatasetReader, ShardedDatasetReader
-from ..datasets._builtin_codecs import decoders as builtin_decoders
-from ..datasets._codecs import bytes_identity
-from ..datasets._recognise import dataset_layout
-from ..datasets._type_text import type_text
+from ..datasets import DatasetReader, ShardedDatasetReader, decoders as builtin_decoders
+from ..datasets._fields import bytes_identity, type_text
+from ..datasets._layout import dataset_layout
+from ._cells import CELL_CHARS, JSON_ESCAPES, table_cell, table_line
 from ._datasets import refuse_bag_options
 from ._errors import UsageError
 from ._progress import progress
@@ -137,27 +136,24 @@ class _Table:
         self._widths: list[int] | None = None
 
     def lines(self, datapoints: list[dict]) -> bytes:
-        from ._rows import _cell, _line
-
-        cells = [[_cell(value if isinstance(value, (str, bytes)) else
+        cells = [[table_cell(value if isinstance(value, (str, bytes)) else
                         json.dumps(jsonable(value), ensure_ascii=False))
                   for value in point.values()] for point in datapoints]
         out = []
         if self._widths is None and datapoints:
             names = list(datapoints[0])
-            self._widths = [min(40, max([len(name), *(len(row[k]) for row in cells)]))
+            self._widths = [min(CELL_CHARS, max([len(name), *(len(row[k]) for row in cells)]))
                             for k, name in enumerate(names)]
-            out.append(_line(names, self._widths))
-        out.extend(_line(row, self._widths or []) for row in cells)
+            out.append(table_line(names, self._widths))
+        out.extend(table_line(row, self._widths or []) for row in cells)
         return b"".join(out)
 
 
 def _json_lines(datapoints: list[dict]) -> bytes:
-    from ._print import _JSON_ESCAPES  # DEL and C1 as escapes, as for records
-
+    # DEL and C1 as escapes, as for records.
     return b"".join(json.dumps(jsonable(point), ensure_ascii=False, allow_nan=False,
                                separators=(",", ":"))
-                    .translate(_JSON_ESCAPES).encode("utf-8") + b"\n" for point in datapoints)
+                    .translate(JSON_ESCAPES).encode("utf-8") + b"\n" for point in datapoints)
 
 
 def _read(reader: Any, indices: list[int], report: Any) -> Iterator[dict]:

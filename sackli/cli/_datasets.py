@@ -15,11 +15,11 @@ from typing import Any, Callable
 
 import sackli
 
-from .._format import has_zstd_suffix
-from ..datasets._bag import bags_file_bytes
-from ..datasets._recognise import dataset_folders, dataset_layout, layout_folders
-from ..datasets._ref_columns import ShardFiles, read_field_refs
-from ..datasets._type_text import type_text
+from .._sets import has_zstd_suffix
+from ..datasets._fields import type_text
+from ..datasets._layout import (
+    ShardFiles, bags_file_bytes, dataset_folders, dataset_layout, layout_folders, read_field_refs,
+)
 from . import _reading as reading
 from ._errors import error_message
 from ._reading import iter_batches

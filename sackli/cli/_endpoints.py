@@ -12,12 +12,13 @@ from typing import Any, Callable, Iterator
 
 import sackli
 
-from .. import formats
-from .._batching import batched
-from .._format import LIMIT_BYTES, has_zstd_suffix
 from .. import _whole_files
-from .._shard_spec import existing_shard_sets, expand_file_spec, shard_name, split_shard_entry
-from .._shard_set import files_of as bag_files_of
+from .. import formats
+from .._bulk import LIMIT_BYTES, batched
+from .._sets import (
+    existing_shard_sets, expand_file_spec, files_of as bag_files_of, has_zstd_suffix, shard_name,
+    split_shard_entry,
+)
 from .._storage import is_remote
 from ._errors import UsageError
 from ._progress import ByteCount

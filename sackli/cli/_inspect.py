@@ -10,9 +10,8 @@ from typing import Any
 
 import sackli
 
-from .._bulk import read_packed
-from .._format import LIMIT_BYTES, has_zstd_suffix
-from .._schema_names import find_schema_file
+from .._bulk import LIMIT_BYTES, read_packed
+from .._sets import find_schema_file, has_zstd_suffix
 from . import _dataset_print, _datasets
 from ._progress import progress
 from ._reading import open_reader

@@ -28,8 +28,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Iterator
 
-from .._engine import CorruptionError
-from .._schema_names import find_schema_file, schema_path, set_file_path
+from .. import CorruptionError
+from .._sets import find_schema_file, schema_path, set_file_path
 from .._whole_files import exists, read_bytes, remove_quietly, write_bytes
 from ..formats import holds_only_strings
 from ._endpoints import BAG, JSON_LINES, Source

@@ -39,10 +39,9 @@ def _check_column(src: str, column: str) -> None:
     """Raises UsageError when `--column` names no column of the Parquet
     source, or one whose values cannot be records (as write_table would
     refuse it, before anything is written)."""
-    from ..arrow._encode import ColumnEncoder
-    from ..arrow._inputs import _parquet_dataset
+    from ..arrow._codecs import ColumnEncoder, parquet_dataset
 
-    schema = _parquet_dataset(src).schema
+    schema = parquet_dataset(src).schema
     try:
         ColumnEncoder(schema, column, skip_nulls=False)
     except KeyError:

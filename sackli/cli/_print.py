@@ -15,10 +15,11 @@ from typing import Any, BinaryIO, Callable, Sequence
 
 import sackli
 
+from .._bulk import read_skipping
 from ..formats.lines import json_text_line, record_to_json
-from .._skipping import read_skipping
 from . import _dataset_print, _datasets
 from ._arguments import any_case
+from ._cells import JSON_ESCAPES, escape_text
 from ._errors import BadArgument
 from ._json_records import bag_holds_json_texts
 from ._progress import progress
@@ -33,28 +34,12 @@ FORMAT_HELP = (
     "(see --decode) print as a table (text) or one JSON object per line (json)"
 )
 
-# Control characters would move the cursor, change colours or worse on a
-# terminal: C0 (but tab), DEL and C1 are printed as escapes.
-_TEXT_ESCAPES = str.maketrans(
-    {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F] if code != 0x09}
-    | {code: f"\\u{code:04x}" for code in range(0x80, 0xA0)}
-    | {0x0A: "\\n", 0x0D: "\\r"}
-)
-# JSON already escapes C0; DEL and C1 become \u escapes (the same JSON value).
-_JSON_ESCAPES = str.maketrans({code: f"\\u{code:04x}" for code in [0x7F, *range(0x80, 0xA0)]})
-
-
-def escape_text(record: bytes) -> str:
-    """`record` as text safe to print on a terminal, on one line."""
-    return record.decode("utf-8", "backslashreplace").translate(_TEXT_ESCAPES)
-
-
 def _text(record: bytes) -> bytes:
     return escape_text(record).encode("utf-8") + b"\n"
 
 
 def _json(record: bytes) -> bytes:
-    return record_to_json(record).translate(_JSON_ESCAPES).encode("utf-8") + b"\n"
+    return record_to_json(record).translate(JSON_ESCAPES).encode("utf-8") + b"\n"
 
 
 FORMATTERS: dict[str, Callable[[bytes], bytes]] = {

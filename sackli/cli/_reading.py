@@ -8,9 +8,10 @@ from typing import Any, Iterator
 
 import sackli
 
-from .._batching import records_per_batch
+from .._bulk import records_per_batch
 from ._arguments import any_case
 from ._sniff import explain_open_failure
+from ._stdin import open_stdin_bag
 
 # A batch read holds about this many bytes, so memory stays bounded.
 _BATCH_BYTES = 4 << 20
@@ -70,10 +71,8 @@ def open_reader(spec: str, args: argparse.Namespace, sharded: bool = True) -> sa
     """The bag `spec` opened with the reading options in `args`. When it
     does not open as a bag, a file that is something else (Parquet, a map,
     JSON Lines...) is named for what it is (see _sniff). `-` is a bag on
-    standard input (see _streams)."""
+    standard input (see _stdin)."""
     if spec == "-":
-        from ._streams import open_stdin_bag  # which imports this module
-
         return open_stdin_bag(reader_options(args, sharded))
     try:
         return sackli.Reader(spec, **reader_options(args, sharded))

@@ -12,13 +12,12 @@ from typing import Callable
 
 import sackli
 
-from .._recover import RecoveryReport, recover_write
-from .._shard_spec import split_shard_entry, strip_local_prefix
-from .._storage import is_remote
-from .._unfinished import (
-    UnfinishedWrite, unfinished_writes, unfinished_writes_in_spec, unfinished_writes_of,
-    write_of_folder,
+from .. import RecoveryReport
+from .._sets import (
+    UnfinishedWrite, recover_write, split_shard_entry, strip_local_prefix, unfinished_writes,
+    unfinished_writes_in_spec, unfinished_writes_of, write_of_folder,
 )
+from .._storage import is_remote
 from ._errors import EXPECTED_ERRORS, error_message
 
 __all__ = ["recover", "unfinished_writes_near", "with_unfinished_notes"]

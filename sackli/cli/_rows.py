@@ -25,15 +25,14 @@ from typing import Any, Callable
 
 import sackli
 
+from ._cells import CELL_CHARS, table_cell, table_line
+
 DECODE_CHOICES = ["auto", "row", "arrow", "json", "raw"]
 DECODE_HELP = ("how records become rows: auto (default) decodes rows written by "
                "sackli.arrow.write_table through the schema file beside the bag, and prints "
                "other bags' records as they are; row / arrow / json force that decoding "
                "(arrow: either Arrow row codec, as the schema file says); raw prints every "
                "record as it is")
-
-# A table cell shows at most this many characters (longer values end in ...).
-_CELL_CHARS = 40
 
 
 class RowDecodeError(Exception):
@@ -53,16 +52,16 @@ def row_printer(reader: sackli.Reader, args: argparse.Namespace) -> "RowPrinter 
     if choice == "raw" or args.format in ("raw", "hex"):
         return None
     try:
-        from ..arrow import _decode, _read
+        from ..arrow._codecs import make_decoder, resolve_rows
     except ImportError:
         if choice == "auto":
             return None
         raise ValueError(f"--decode {choice} needs pyarrow: pip install 'sackli-bagz[arrow]'") from None
 
-    decode, schema = _read.resolve_rows(reader, choice, None)
+    decode, schema = resolve_rows(reader, choice, None)
     if decode is None:
         return None
-    decoder = _decode.make_decoder(decode, schema, None)
+    decoder = make_decoder(decode, schema, None)
     return RowPrinter(decoder, args.format, reader.paths[0])
 
 
@@ -103,39 +102,20 @@ class RowPrinter:
         return self._decoder.decode(data, memoryview(offsets), self._source, first_index).to_pylist()
 
     def _json_lines(self, rows: list[dict]) -> bytes:
-        from ..arrow._json_types import dump_row
+        from ..arrow._codecs import dump_row
 
         return b"".join(dump_row(row).encode("utf-8") + b"\n" for row in rows)
 
     def _table_lines(self, rows: list[dict]) -> bytes:
-        cells = [[_cell(value) for value in row.values()] for row in rows]
+        cells = [[table_cell(value) for value in row.values()] for row in rows]
         lines = []
         if self._widths is None:
             names = list(rows[0])
-            self._widths = [min(_CELL_CHARS, max([len(name), *(len(row[i]) for row in cells)]))
+            self._widths = [min(CELL_CHARS, max([len(name), *(len(row[i]) for row in cells)]))
                             for i, name in enumerate(names)]
-            lines.append(_line(names, self._widths))
-        lines.extend(_line(row, self._widths) for row in cells)
+            lines.append(table_line(names, self._widths))
+        lines.extend(table_line(row, self._widths) for row in cells)
         return b"".join(lines)
-
-
-def _cell(value: Any) -> str:
-    """A value as one table cell: printable, on one line, at most
-    _CELL_CHARS characters."""
-    from ._print import escape_text
-
-    if value is None:
-        text = "null"
-    elif isinstance(value, (bytes, bytearray)):
-        text = escape_text(bytes(value))
-    else:
-        text = escape_text(str(value).encode("utf-8"))
-    return text if len(text) <= _CELL_CHARS else text[:_CELL_CHARS - 3] + "..."
-
-
-def _line(cells: list[str], widths: list[int]) -> bytes:
-    padded = [cell.ljust(width) for cell, width in zip(cells, widths)]
-    return ("  ".join(padded).rstrip() + "\n").encode("utf-8")
 
 
 def _not_a_bag(spec: str) -> None:
@@ -158,7 +138,8 @@ def schema(args: argparse.Namespace) -> int:
     if _datasets.is_dataset(args.spec):
         return _dataset_print.schema(args)
     try:
-        from ..arrow._schema_file import find_schema_file, read_set_schema, schema_path
+        from ..arrow._codecs import find_schema_file, read_set_schema
+        from ..arrow import schema_path
     except ImportError:
         _not_a_bag(args.spec)
         raise ValueError("sackli schema needs pyarrow: pip install 'sackli-bagz[arrow]'") from None

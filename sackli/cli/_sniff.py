@@ -20,9 +20,7 @@ import struct
 import zlib
 from typing import Callable, NamedTuple
 
-from .._format import has_zstd_suffix
-from .._shard_set import files_of
-from .._shard_spec import expand_file_spec
+from .._sets import expand_file_spec, files_of, has_zstd_suffix
 from .._storage import is_remote
 
 __all__ = ["Kind", "describe", "explain_open_failure", "opening_error", "sniff", "sniff_folder"]

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import sackli
 
-from .._shard_spec import expand_file_spec
+from .._sets import expand_file_spec
 from . import _datasets
 from ._progress import progress, progress_shown
 from ._reading import batch_records, reader_options

@@ -17,6 +17,11 @@ Bagz file whose first record is empty) and adds batch reads.
     >>> batch = reader.read_indices([0, 0], mask={"label": True})
 
 See docs/datasets.md.
+
+Other sackli packages (Arrow, Beam, the command line) import, besides this
+module, only `_fields` (field types and values) and `_layout` (where a
+dataset's data lies).
+Internal interface: _fields, _layout
 """
 
 from ._bag import BagReader, BagWriter

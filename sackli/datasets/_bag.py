@@ -12,13 +12,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .._engine import CorruptionError
-from .._options import CompressionNone, CompressionZstd, LimitsStorage
-from .._reader import Reader
+from .. import CompressionNone, CompressionZstd, CorruptionError, LimitsStorage, Reader, Writer
 from .._storage import is_remote
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._field_encoder import all_bytes
-from .._writer import Writer
 
 __all__ = ["BagReader", "BagWriter", "bags_file_bytes", "open_records"]
 

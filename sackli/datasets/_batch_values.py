@@ -20,8 +20,8 @@ import functools
 import sys
 from typing import Any, Callable, Optional
 
+from .. import Reader
 from .. import _bulk
-from .._reader import Reader
 from . import _codecs
 
 __all__ = ["BatchRead", "NATIVE_BYTES", "batch_read", "native_kind"]

@@ -17,10 +17,10 @@ import os
 from itertools import chain
 from typing import Any, Mapping
 
+from .. import CorruptionError, Reader
 from .. import _engine
-from .._engine import CorruptionError
-from .._reader import Reader
-from .._unfinished import explained_missing
+from .._bulk import reader_core
+from .._sets import explained_missing
 from .._storage import is_remote
 from ._bag import open_records
 from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
@@ -156,7 +156,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
             if kind is None:
                 decode_here.append((field, ftype.is_list, decode))
                 kind = NATIVE_BYTES
-            engine_fields.append((field, position, ftype.is_list, self._readers[field]._core,
+            engine_fields.append((field, position, ftype.is_list, reader_core(self._readers[field]),
                                   *kind, first, last))
         engine = (engine_fields, decode_here) if all(
             decode is not None for _, _, decode in decode_here) else None
@@ -237,7 +237,8 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         the fields of other codecs decoded here; None when they must be read
         field by field (something in them is out of the ordinary)."""
         fields, decode_here = engine
-        datapoints = _engine.read_datapoints(self._refs._core, rows, fields, self._refs_are_lists)
+        datapoints = _engine.read_datapoints(reader_core(self._refs), rows, fields,
+                                             self._refs_are_lists)
         if datapoints is None or not decode_here:
             return datapoints
         try:

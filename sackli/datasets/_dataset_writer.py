@@ -25,9 +25,8 @@ from ._bag import BagWriter
 from ._closing import DiscardsOnError
 from ._concurrent import concurrently
 from ._builtin_codecs import encoders as builtin_encoders, one_argument
-from .._format import partial_folder_prefix
+from .._sets import partial_folder_prefix, write_journal
 from .._storage import is_remote
-from .._unfinished import write_journal
 from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._folders import SPEC_FILE, exists, folder_path, join, make_unique_folder, write_bytes

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .._options import CompressionZstd
+from .. import CompressionZstd
 
 __all__ = ["COMPRESSION_KEY", "field_file", "parse_compression"]
 

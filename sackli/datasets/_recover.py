@@ -35,12 +35,9 @@ import shutil
 import struct
 from typing import Any, Mapping
 
+from .. import CorruptionError, Reader, RecoveryReport
 from .. import _engine
-from .._engine import CorruptionError
-from .._format import limits_path_for, partial_folder_prefix
-from .._reader import Reader
-from .._recover import RecoveryReport
-from .._unfinished import JOURNAL as JOURNAL_FILE
+from .._sets import JOURNAL as JOURNAL_FILE, limits_path_for, partial_folder_prefix
 from .._whole_files import sync_folders, write_bytes
 from ._bag import BagWriter, open_records
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression

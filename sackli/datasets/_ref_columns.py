@@ -15,9 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
+from .. import CorruptionError, Reader
 from .. import _bulk, _engine
-from .._engine import CorruptionError
-from .._reader import Reader
 from ._bag import open_records
 from ._dataset_reader import read_spec
 from ._folders import folder_path, join

@@ -11,8 +11,8 @@ import itertools
 import os
 from typing import Any, Mapping
 
+from .._sets import unfinished_writes
 from .._storage import is_remote
-from .._unfinished import unfinished_writes
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._concurrent import concurrently
 from ._dataset_reader import DatasetReader

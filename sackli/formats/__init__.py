@@ -9,6 +9,10 @@ Beam and the Arrow bridges share one implementation:
 - `_files`: opening files, through gzip for `*.gz` (zlib-ng when installed).
 - `lines`: JSON Lines (one JSON value per line; records are strings' text,
   or JSON texts) and newline-delimited text.
+
+Other packages import only this module and the public `lines` and
+`tfrecord`.
+Internal interface: none
 """
 
 from ._files import DEFAULT_GZIP_LEVEL, gzip_library

@@ -16,7 +16,7 @@ import threading
 import zlib
 from typing import Any, BinaryIO, Iterable
 
-from .._record_iterables import refuse_single_record
+from .._bulk import refuse_single_record
 
 __all__ = ["DEFAULT_GZIP_LEVEL", "RecordFileWriter", "display_name", "gzip_library", "open_binary"]
 

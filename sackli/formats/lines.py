@@ -31,7 +31,7 @@ import json
 import os
 from typing import BinaryIO, Iterable, Iterator
 
-from .._engine import CorruptionError
+from .. import CorruptionError
 from ._files import DEFAULT_GZIP_LEVEL, RecordFileWriter, display_name, open_binary
 
 __all__ = [

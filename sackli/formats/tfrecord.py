@@ -20,7 +20,7 @@ from typing import BinaryIO, Iterator
 
 import google_crc32c
 
-from .._engine import CorruptionError
+from .. import CorruptionError
 from ._files import RecordFileWriter, display_name, open_binary
 
 __all__ = ["TFRecordWriter", "crc32c", "masked_crc32c", "read_tfrecords"]

@@ -8,6 +8,9 @@ index and checks each value's crc32c), from bytes, files, paths or any object
 answering ``obj[a:b]``. `MapBuffer.get_many` looks up many keys at once, in
 parallel; `write` builds a map file from pairs in any order without holding
 every value in memory. Paths may be `gs://` or `s3://` URLs. See docs/maps.md.
+
+Other packages import only this module.
+Internal interface: none
 """
 
 from ._errors import ValidationError

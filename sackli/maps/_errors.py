@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from .._engine import CorruptionError
+from .. import CorruptionError
 
 
 class ValidationError(CorruptionError):

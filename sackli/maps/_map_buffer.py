@@ -9,8 +9,8 @@ from typing import Any, Optional
 from .. import _engine
 from ._base import MapBase
 from ._compression import compress_in_python, decompress, decompressor, normalize
-from .._engine import CorruptionError
-from .._options import _default_parallelism
+from .. import CorruptionError
+from .._bulk import default_parallelism
 from ._errors import ValidationError, as_validation_error, corruption_as_validation_error
 from ._ranges import fetch_spans, fetcher
 
@@ -19,7 +19,7 @@ MAGIC_NUMBERS = b"mapbufr"
 HEADER_LENGTH = 16
 # Threads a batched lookup or a build may use: one a core (lookups of a
 # mapped map are memory-bound; more threads only switch in and out).
-_LOOKUP_PARALLELISM = _default_parallelism()
+_LOOKUP_PARALLELISM = default_parallelism()
 # A scan (items(), values(), todict()) reads about this many stored bytes,
 # in at most this many values, at a time.
 _SCAN_BATCH_BYTES = 4 << 20

@@ -28,8 +28,8 @@ import mmap
 import os
 from typing import Any, BinaryIO, Mapping
 
+from .. import RecoveryReport
 from .. import _engine
-from .._recover import RecoveryReport
 from ._compression import normalize
 from ._write import SPILL_ENTRY, SPILL_FILE, publish, remove_partial, sorted_entries
 

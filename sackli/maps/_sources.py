@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _engine
-from .._unfinished import explained_missing
+from .._sets import explained_missing
 from ._errors import corruption_as_validation_error
 from ._files import new_hidden_file
 
