@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from .._format import has_zstd_suffix
 from .._options import WriterOptions
+from .._paths import path_argument
 from .._set_conflicts import check_shard_count
 from .._shard_spec import split_shard_entry, strip_local_prefix
 from .._shard_writer import ShardedWriter
@@ -185,10 +186,7 @@ def write_table(
         return write_dataset_table(data, file_spec, spec, **dataset_options)
     if dataset_options:
         raise TypeError(f"{', '.join(dataset_options)}: for datasets only (give spec=)")
-    target = os.fspath(file_spec)
-    if not isinstance(target, str):
-        raise TypeError(
-            f"file_spec must be a str or os.PathLike[str], not {type(target).__name__}")
+    target = path_argument(file_spec, "file_spec")
     check_shard_count(strip_local_prefix(target))  # `x@0.bagz` would be a literal name
     _check_bag_name(target)
     stream = open_table_stream(data)

@@ -17,6 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from .._options import LimitsPlacement, ReaderOptions
 from .._format import LIMITS_PREFIX, limits_path_for, without_local_prefix
+from .._paths import path_argument
 from .._shard_spec import choose_shard_set, split_shard_entry
 
 __all__ = ["ALLOW", "ALLOW_IF_WILDCARD", "BagFile", "DISALLOW", "check_empty_match_treatment",
@@ -64,8 +65,7 @@ def split_name(path: str) -> tuple[str, str]:
 
 
 def _entries(pattern: str) -> list[str]:
-    if not isinstance(pattern, str):
-        raise TypeError(f"file_pattern must be a str or os.PathLike, not {type(pattern).__name__}")
+    pattern = path_argument(pattern, "file_pattern")
     if not pattern:
         raise ValueError("file_pattern is empty")
     entries = pattern.split(",")

@@ -31,6 +31,7 @@ from apache_beam.typehints.native_type_compatibility import convert_to_beam_type
 from apache_beam.typehints.typehints import is_consistent_with
 
 from .._options import CompressionZstd, LimitsPlacement, ReaderOptions, WriterOptions
+from .._paths import path_argument
 from .._shard_spec import strip_local_prefix
 from ._batched import batched_source, register_batch_coder
 from ._compression import with_compression_type
@@ -128,9 +129,7 @@ def _timestamped(element_type: Any) -> bool:
 def _pattern(file_pattern: Any) -> str:
     """`file_pattern` as a str, checked without I/O: every entry must be
     storage sackli's Reader can open."""
-    pattern = os.fspath(file_pattern)
-    if not isinstance(pattern, str):
-        raise TypeError(f"file_pattern must be a str or os.PathLike[str], not {type(pattern).__name__}")
+    pattern = path_argument(file_pattern, "file_pattern")
     if not pattern:
         raise ValueError("file_pattern is empty")
     for entry in pattern.split(","):

@@ -14,6 +14,7 @@ from typing import Any
 
 from .._engine import CorruptionError
 from .._options import CompressionNone, CompressionZstd, LimitsStorage
+from .._paths import path_argument
 from .._reader import Reader
 from .._storage import is_remote
 from ._closing import ClosesOnExit, DiscardsOnError
@@ -27,14 +28,6 @@ _LIMIT_BYTES = 8
 # Records wait in a list and reach the engine in one call per this many
 # bytes: one call per record would cost more than the copy.
 _PENDING_BYTES = 4 << 20
-
-
-def _path(path: Any, cls: str) -> str:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(
-            f"{cls} takes a path (str or os.PathLike), not {type(path).__name__}; "
-            "file objects are not supported")
-    return os.fspath(path)
 
 
 def open_records(path: str, cache_index: bool = True) -> Reader:
@@ -81,7 +74,7 @@ class BagWriter(DiscardsOnError):
         self, path: str | os.PathLike[str], compression: CompressionZstd | None = None,
         *, durable: bool = False,
     ) -> None:
-        self._path = _path(path, "BagWriter")
+        self._path = path_argument(path, "path")
         if not is_remote(self._path) and os.path.lexists(self._path):
             raise FileExistsError(f"{self._path}: already exists")
         self._compressed = compression is not None
@@ -211,7 +204,7 @@ class BagReader(ClosesOnExit):
     """
 
     def __init__(self, path: str | os.PathLike[str], cache_index: bool = True) -> None:
-        self._path = _path(path, "BagReader")
+        self._path = path_argument(path, "path")
         self._records = open_records(self._path, cache_index)
         self._size = bags_file_bytes(self._records)
 
