@@ -159,7 +159,7 @@ def _map_oracle():
     """fuzz/map_oracle.py: the fuzzer's independent reader of the map formats.
     The fuzz package is found through the repository root, appended (not
     inserted) so that `import sackli` still finds the package under test."""
-    root = str(pathlib.Path(__file__).resolve().parents[1])
+    root = str(pathlib.Path(__file__).resolve().parents[2])
     if root not in sys.path:
         sys.path.append(root)
     from fuzz import map_oracle
