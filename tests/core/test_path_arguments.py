@@ -11,7 +11,7 @@ import re
 import pytest
 
 import sackli
-from sackli import datasets, maps
+from sackli import datasets, formats, maps
 from sackli._paths import path_argument
 
 
@@ -69,11 +69,25 @@ def test_a_wrong_path_type_gets_the_one_message(tmp_path, monkeypatch, entry, va
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("kind", [maps.MapBuffer, maps.IntMap])
-def test_a_map_read_from_a_bytes_path_object_gets_the_one_message(kind):
-    # Bytes themselves are a map's buffer, so only a path object can be a bytes path.
-    with pytest.raises(TypeError, match=_message("a map path", "bytes")):
-        kind(BytesPathLike())
+# Arguments that are a path or something else (a buffer, a stream, a table):
+# only a path object can be a bytes path there.
+EITHER_PATH_OR_DATA = {
+    "MapBuffer": (lambda path: maps.MapBuffer(path), "a map path"),
+    "IntMap": (lambda path: maps.IntMap(path), "a map path"),
+    "formats.read_tfrecords": (lambda path: list(formats.read_tfrecords(path)), "path"),
+    "formats.TFRecordWriter": (lambda path: formats.TFRecordWriter(path), "path"),
+    "arrow.write_table data": (
+        lambda path: _arrow().write_table(path, "never-written.bag"), "a Parquet path"),
+}
+
+
+@pytest.mark.parametrize("entry", EITHER_PATH_OR_DATA)
+def test_a_bytes_path_object_gets_the_one_message(tmp_path, monkeypatch, entry):
+    monkeypatch.chdir(tmp_path)
+    call, name = EITHER_PATH_OR_DATA[entry]
+    with pytest.raises(TypeError, match=_message(name, "bytes")):
+        call(BytesPathLike())
+    assert os.listdir(tmp_path) == []
 
 
 def test_the_check_returns_str_paths_as_given(tmp_path):
