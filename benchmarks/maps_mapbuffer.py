@@ -67,7 +67,7 @@ def make_data(keys: int, seed: int = 0) -> dict[int, bytes]:
 
 class Workloads:
     """The workloads of one compression over a map file written by mapbuffer
-    (the same bytes sackli writes: see tests/test_maps_interchange.py)."""
+    (the same bytes sackli writes: see tests/maps/test_maps_interchange.py)."""
 
     def __init__(self, data: dict[int, bytes], compress: str | None, folder: str) -> None:
         self.data = data

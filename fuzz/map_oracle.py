@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator
 
 from .oracle import OracleError, decode_record
 
-__all__ = ["ABSENT", "OracleMap", "crc32c", "in_order", "open_map"]
+__all__ = ["ABSENT", "OracleMap", "crc32c", "in_order", "open_map", "read_map"]
 
 MAPBUFFER_MAGIC = b"mapbufr"
 INTMAP_MAGIC = b"intm"
@@ -254,6 +254,13 @@ def open_map(path: str, intmap: bool, size_known: bool = True) -> OracleMap | Or
         return OracleError("os", f"{path}: a folder", path)
     with open(path, "rb") as file:
         data = file.read()
+    return read_map(data, path, intmap, size_known)
+
+
+def read_map(data: bytes, path: str, intmap: bool, size_known: bool = True
+             ) -> OracleMap | OracleError:
+    """The map held by `data` (the bytes of file `path`, which errors
+    name), or the OracleError reading it gives; `size_known` as open_map's."""
     header = 10 if intmap else 16
     if len(data) < header:
         return _corrupt(f"truncated header: {len(data)} bytes", path)

@@ -11,6 +11,7 @@ from typing import Any, Iterable, Iterator, Sequence, overload
 from . import _engine
 from ._batching import records_per_batch
 from ._options import ReaderOptions, with_overrides
+from ._paths import path_argument
 from ._read_ahead import iterate_indices, iterate_range
 from ._unfinished import explained_missing
 from ._shard_spec import expand_file_spec
@@ -149,9 +150,7 @@ class Reader(collections.abc.Sequence):
         options: ReaderOptions | None = None,
         **option_overrides: Any,
     ) -> None:
-        spec = file_spec if type(file_spec) is str else os.fspath(file_spec)
-        if not isinstance(spec, str):
-            raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(spec).__name__}")
+        spec = path_argument(file_spec, "file_spec")
         resolved = with_overrides(ReaderOptions, options, option_overrides)
         try:
             paths = expand_file_spec(spec)

@@ -10,6 +10,7 @@ from typing import Iterable, NamedTuple
 
 from . import _engine
 from ._format import PARTIAL_MARKER, limits_path_for, partial_folder_prefix
+from ._paths import path_argument
 from ._reader import Reader
 from ._set_recover import recover_set
 from ._shard_spec import shard_name, split_shard_entry, strip_local_prefix
@@ -86,7 +87,7 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
       ValueError: several unfinished writes of `path` exist, or a journal
         this version of sackli cannot complete.
     """
-    local = strip_local_prefix(os.fspath(path)).rstrip("/") or "/"
+    local = strip_local_prefix(path_argument(path, "path")).rstrip("/") or "/"
     target = _target_of_partial(local)
     if target is not None:
         return _complete_partial(local, target)

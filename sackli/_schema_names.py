@@ -4,10 +4,10 @@ without pyarrow (`sackli info`) can find it too."""
 
 from __future__ import annotations
 
-import os
 import re
 
 from ._globs import is_glob
+from ._paths import path_argument
 from ._shard_spec import expand_file_spec, split_shard_entry, strip_local_prefix
 from ._whole_files import exists
 
@@ -21,7 +21,7 @@ def _one_file(path_or_spec: str) -> str:
     """A file of the set `path_or_spec` names (its first entry), or the
     spec itself for `name@N.ext`; `name@*.ext` and a glob are resolved by
     listing (the first file the glob matches)."""
-    entry = strip_local_prefix(os.fspath(path_or_spec).split(",")[0])
+    entry = strip_local_prefix(path_argument(path_or_spec, "file_spec").split(",")[0])
     sharded = split_shard_entry(entry)
     if sharded is None:
         return expand_file_spec(entry)[0] if is_glob(entry) else entry

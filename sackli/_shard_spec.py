@@ -16,6 +16,7 @@ from typing import Iterable
 
 from ._format import MAX_SHARDS, without_local_prefix
 from ._globs import expand_glob, is_glob
+from ._paths import path_argument
 from ._storage import is_remote, list_objects, normalize
 
 __all__ = [
@@ -163,8 +164,7 @@ def expand_file_spec(file_spec: str) -> list[str]:
     FileNotFoundError when `name@*` finds no complete shard set or a glob
     matches nothing.
     """
-    if not isinstance(file_spec, str):
-        raise TypeError(f"file_spec must be a str or os.PathLike, not {type(file_spec).__name__}")
+    file_spec = path_argument(file_spec, "file_spec")
     if not file_spec:
         raise ValueError("file_spec is empty")
     if ("," not in file_spec and "@" not in file_spec and ":" not in file_spec

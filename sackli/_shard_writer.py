@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from ._format import LIMIT_BYTES
 from ._globs import refuse_glob
 from ._options import WriterOptions, with_overrides
+from ._paths import path_argument
 from ._remote_shard import RemoteBagShard, partial_folder
 from ._shard_set import BagShard, OpenShard, ShardSetWriter
 from ._shard_spec import split_shard_entry, strip_local_prefix
@@ -103,9 +104,7 @@ class ShardedWriter:
         overwrite: bool = False,
         **option_overrides: Any,
     ) -> None:
-        raw = os.fspath(file_spec)
-        if not isinstance(raw, str):
-            raise TypeError(f"file_spec must be a str or os.PathLike[str], not {type(raw).__name__}")
+        raw = path_argument(file_spec, "file_spec")
         options = with_overrides(WriterOptions, options, option_overrides)
         spec = strip_local_prefix(raw)
         if "," in spec:

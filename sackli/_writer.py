@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from . import _engine
 from ._globs import refuse_glob
 from ._options import LimitsPlacement, WriterOptions, with_overrides
+from ._paths import path_argument
 from ._record_iterables import refuse_single_record
 from ._shard_spec import split_shard_entry, strip_local_prefix
 from ._storage import is_remote, open_upload
@@ -100,9 +101,7 @@ class Writer:
         options: WriterOptions | None = None,
         **option_overrides: Any,
     ) -> None:
-        spec = os.fspath(path)
-        if not isinstance(spec, str):
-            raise TypeError(f"path must be a str or os.PathLike[str], not {type(spec).__name__}")
+        spec = path_argument(path, "path")
         self._options = with_overrides(WriterOptions, options, option_overrides)
         self._path = strip_local_prefix(spec)
         if split_shard_entry(self._path) is not None:

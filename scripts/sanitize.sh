@@ -5,7 +5,7 @@
 # with the pinned test dependencies into the virtualenv .venv-asan/ (made on
 # first use; delete it for a fresh one), then pytest runs the tests listed in
 # TESTS below (the corruption tests of every engine read path, and
-# tests/test_fuzz.py when it exists) with the
+# tests/fuzz/test_fuzz.py when it exists) with the
 # sanitizer runtime preloaded into Python and into every interpreter the
 # tests start. A sanitizer report aborts that process, so the test fails.
 # Extra arguments go to pytest, e.g. -k bad_limits -x.
@@ -44,11 +44,11 @@ fi
 # sackli.maps' parser and lookups on damaged maps; the Arrow row codec on
 # hostile rows; and dataset batches (refs parsed and values made in C++) on
 # damaged datasets.
-TESTS=(tests/test_corruption.py tests/test_file_changes.py tests/test_engine_bindings.py
-       tests/test_reader_arrow_stream.py tests/test_maps_corruption.py
-       tests/test_arrow_row_corruption.py tests/test_arrow_row_oracle.py
-       tests/test_datasets_engine_batches.py)
-[ -f tests/test_fuzz.py ] && TESTS+=(tests/test_fuzz.py)
+TESTS=(tests/core/test_corruption.py tests/core/test_file_changes.py tests/core/test_engine_bindings.py
+       tests/core/test_reader_arrow_stream.py tests/maps/test_maps_corruption.py
+       tests/arrow/test_arrow_row_corruption.py tests/arrow/test_arrow_row_oracle.py
+       tests/datasets/test_datasets_engine_batches.py)
+[ -f tests/fuzz/test_fuzz.py ] && TESTS+=(tests/fuzz/test_fuzz.py)
 echo "== running ${TESTS[*]} under ASan + UBSan ($LIBASAN)"
 # detect_leaks=0: CPython frees little at exit, by design. handle_sigbus=0:
 # the engine's own SIGBUS handler turns a file truncated under a mapping into

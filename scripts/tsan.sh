@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The engine's C++ tests (native/*/tests/, tests/test_native_engine.py) under
+# The engine's C++ tests (native/*/tests/, tests/core/test_native_engine.py) under
 # ThreadSanitizer: the engine and the tests are built with -fsanitize=thread
 # into build/tsan (kept between runs) and run; any data race or lock-order
 # report fails the run. Needs cmake, ninja and GoogleTest

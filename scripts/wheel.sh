@@ -4,7 +4,7 @@
 # auditwheel into a manylinux tag. Fails when the engine needs a shared
 # library outside the manylinux set (auditwheel would otherwise copy it into
 # the wheel): a shared libzstd instead of the compiled-in one among them
-# (tests/test_version.py checks the engine's zstd itself). Prints the
+# (tests/core/test_version.py checks the engine's zstd itself). Prints the
 # wheel's path last.
 #
 #   bash scripts/wheel.sh          # -> dist/sackli_bagz-<v>.tar.gz, dist/sackli_bagz-<v>-...manylinux....whl

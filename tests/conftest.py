@@ -87,18 +87,21 @@ def run_python(tmp_path):
 
 
 class _HelperModules(importlib.abc.MetaPathFinder):
-    """Makes the shared helper modules of tests/ importable by name, loaded
-    when a test file first imports one: the suite runs with
-    --import-mode=importlib, so tests/ is not on sys.path."""
+    """Makes the helper modules of tests/ importable by name from every test
+    folder, loaded when a test file first imports one: the suite runs with
+    --import-mode=importlib, so tests/ is not on sys.path. Each lives in the
+    folder of the tests that use it, or at tests/ when several folders do."""
 
-    NAMES = (
-        "arrow_helpers", "beam_helpers", "beam_workers", "cli_helpers", "crash_helpers",
-        "datasets_helpers", "fault_campaign", "remote_helpers", "remote_servers", "syscall_trace")
+    FOLDERS = {
+        "arrow_helpers": "arrow", "beam_helpers": "beam", "beam_workers": "beam",
+        "cli_helpers": ".", "crash_helpers": ".", "datasets_helpers": "datasets",
+        "fault_campaign": ".", "remote_helpers": ".", "remote_servers": ".",
+        "syscall_trace": "core"}
 
     def find_spec(self, name: str, path: object = None, target: object = None):
-        if path is None and name in self.NAMES:
+        if path is None and name in self.FOLDERS:
             return importlib.util.spec_from_file_location(
-                name, pathlib.Path(__file__).with_name(f"{name}.py"))
+                name, pathlib.Path(__file__).parent / self.FOLDERS[name] / f"{name}.py")
         return None
 
 

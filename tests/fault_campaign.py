@@ -32,7 +32,7 @@ reproduce a violation at op #k, run that store and rate with --ops k+1
 (`reset_faults`); which request meets which fault still depends on thread
 scheduling where sackli sends requests in parallel.
 
-The test tests/test_fault_campaign.py runs a short campaign through
+The test tests/storage/test_fault_campaign.py runs a short campaign through
 `run_campaign`.
 """
 

@@ -1,4 +1,4 @@
-"""What the remote-storage tests (tests/test_remote*.py) share: the servers
+"""What the remote-storage tests (tests/storage/test_remote*.py) share: the servers
 and proxies they run against, and small helpers.
 
 The servers are moto's S3 server (a `python -m moto.server` subprocess) and

@@ -1,4 +1,4 @@
-"""Servers for the remote-storage tests (tests/test_remote.py).
+"""Servers for the remote-storage tests (tests/storage/test_remote.py).
 
 * `MotoServer`: moto's S3 server (`python -m moto.server`) as a subprocess.
 * `FakeGcsServer`: the fake-gcs-server binary shipped by

@@ -10,6 +10,8 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from .._sets import path_argument
+
 __all__ = ["TableStream", "open_table_stream"]
 
 # Rows a scan of a dataset hands over at a time.
@@ -54,10 +56,7 @@ def open_table_stream(data: Any) -> TableStream:
     if isinstance(data, ds.Dataset):
         return _from_dataset(data)
     if isinstance(data, (str, os.PathLike)):
-        path = os.fspath(data)
-        if not isinstance(path, str):
-            raise TypeError(f"a Parquet path must be a str, not {type(path).__name__}")
-        return _from_dataset(_parquet_dataset(path))
+        return _from_dataset(_parquet_dataset(path_argument(data, "a Parquet path")))
     if hasattr(data, "__arrow_c_stream__"):
         reader = pa.RecordBatchReader.from_stream(data)
         return TableStream(reader.schema, iter(reader), None)

@@ -13,7 +13,9 @@ import pyarrow as pa
 
 from .. import ShardedWriter
 from .._bulk import WriterOptions
-from .._sets import check_shard_count, has_zstd_suffix, split_shard_entry, strip_local_prefix
+from .._sets import (
+    check_shard_count, has_zstd_suffix, path_argument, split_shard_entry, strip_local_prefix,
+)
 from ._dataset_write import write_dataset_table
 from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder
@@ -183,10 +185,7 @@ def write_table(
         return write_dataset_table(data, file_spec, spec, **dataset_options)
     if dataset_options:
         raise TypeError(f"{', '.join(dataset_options)}: for datasets only (give spec=)")
-    target = os.fspath(file_spec)
-    if not isinstance(target, str):
-        raise TypeError(
-            f"file_spec must be a str or os.PathLike[str], not {type(target).__name__}")
+    target = path_argument(file_spec, "file_spec")
     check_shard_count(strip_local_prefix(target))  # `x@0.bagz` would be a literal name
     _check_bag_name(target)
     stream = open_table_stream(data)

@@ -18,7 +18,8 @@ from apache_beam.io.filesystems import FileSystems
 from .. import LimitsPlacement
 from .._bulk import ReaderOptions
 from .._sets import (
-    LIMITS_PREFIX, choose_shard_set, limits_path_for, split_shard_entry, without_local_prefix,
+    LIMITS_PREFIX, choose_shard_set, limits_path_for, path_argument, split_shard_entry,
+    without_local_prefix,
 )
 
 __all__ = ["ALLOW", "ALLOW_IF_WILDCARD", "BagFile", "DISALLOW", "check_empty_match_treatment",
@@ -66,8 +67,7 @@ def split_name(path: str) -> tuple[str, str]:
 
 
 def _entries(pattern: str) -> list[str]:
-    if not isinstance(pattern, str):
-        raise TypeError(f"file_pattern must be a str or os.PathLike, not {type(pattern).__name__}")
+    pattern = path_argument(pattern, "file_pattern")
     if not pattern:
         raise ValueError("file_pattern is empty")
     entries = pattern.split(",")

@@ -33,7 +33,7 @@ import dataclasses
 import os
 import re
 
-from .._sets import MAX_SHARDS, without_local_prefix
+from .._sets import MAX_SHARDS, path_argument, without_local_prefix
 from ._files import split_name
 
 __all__ = ["ShardedPath", "for_unbounded_input", "parse_write_path"]
@@ -83,10 +83,7 @@ class ShardedPath:
 
 
 def _check_types(file_path, num_shards, shard_name_template, file_name_suffix) -> None:
-    if isinstance(file_path, os.PathLike):
-        file_path = os.fspath(file_path)
-    if not isinstance(file_path, str):
-        raise TypeError(f"file_path must be a str or os.PathLike, not {type(file_path).__name__}")
+    path_argument(file_path, "file_path")
     if num_shards is not None and (isinstance(num_shards, bool) or not isinstance(num_shards, int)):
         raise TypeError(f"num_shards must be an int, not {type(num_shards).__name__}")
     for name, value in (("shard_name_template", shard_name_template),
@@ -139,7 +136,7 @@ def parse_write_path(
     by `default_suffix`. Raises ValueError for other forms and conflicting
     arguments, TypeError for wrong types."""
     _check_types(file_path, num_shards, shard_name_template, file_name_suffix)
-    file_path = os.fspath(file_path)
+    file_path = path_argument(file_path, "file_path")
     base, suffix, count, prefix_form = _split_path(file_path, file_name_suffix, default_suffix)
     given = shard_name_template is not None
     if prefix_form and shard_name_template == "":

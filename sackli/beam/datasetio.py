@@ -37,9 +37,7 @@ __all__ = ["ReadFromSackliDataset", "WriteToSackliDataset"]
 
 
 def _directory(directory: Any) -> str:
-    if not isinstance(directory, (str, os.PathLike)):
-        raise TypeError(f"directory must be a str or os.PathLike, not {type(directory).__name__}")
-    path = folder_path(directory)
+    path = folder_path(directory)  # TypeError for a wrong type, as every entry point
     if not path:
         raise ValueError("directory is empty")
     return path

@@ -32,7 +32,7 @@ from apache_beam.typehints.typehints import is_consistent_with
 
 from .. import CompressionZstd, LimitsPlacement
 from .._bulk import ReaderOptions, WriterOptions
-from .._sets import strip_local_prefix
+from .._sets import path_argument, strip_local_prefix
 from ._batched import batched_source, register_batch_coder
 from ._compression import with_compression_type
 from ._display import provided_write_display_data, read_display_data
@@ -129,9 +129,7 @@ def _timestamped(element_type: Any) -> bool:
 def _pattern(file_pattern: Any) -> str:
     """`file_pattern` as a str, checked without I/O: every entry must be
     storage sackli's Reader can open."""
-    pattern = os.fspath(file_pattern)
-    if not isinstance(pattern, str):
-        raise TypeError(f"file_pattern must be a str or os.PathLike[str], not {type(pattern).__name__}")
+    pattern = path_argument(file_pattern, "file_pattern")
     if not pattern:
         raise ValueError("file_pattern is empty")
     for entry in pattern.split(","):

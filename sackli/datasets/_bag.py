@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from .. import CompressionNone, CompressionZstd, CorruptionError, LimitsStorage, Reader, Writer
+from .._sets import path_argument
 from .._storage import is_remote
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._field_encoder import all_bytes
@@ -24,14 +25,6 @@ _LIMIT_BYTES = 8
 # Records wait in a list and reach the engine in one call per this many
 # bytes: one call per record would cost more than the copy.
 _PENDING_BYTES = 4 << 20
-
-
-def _path(path: Any, cls: str) -> str:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(
-            f"{cls} takes a path (str or os.PathLike), not {type(path).__name__}; "
-            "file objects are not supported")
-    return os.fspath(path)
 
 
 def open_records(path: str, cache_index: bool = True) -> Reader:
@@ -78,7 +71,7 @@ class BagWriter(DiscardsOnError):
         self, path: str | os.PathLike[str], compression: CompressionZstd | None = None,
         *, durable: bool = False,
     ) -> None:
-        self._path = _path(path, "BagWriter")
+        self._path = path_argument(path, "path")
         if not is_remote(self._path) and os.path.lexists(self._path):
             raise FileExistsError(f"{self._path}: already exists")
         self._compressed = compression is not None
@@ -208,7 +201,7 @@ class BagReader(ClosesOnExit):
     """
 
     def __init__(self, path: str | os.PathLike[str], cache_index: bool = True) -> None:
-        self._path = _path(path, "BagReader")
+        self._path = path_argument(path, "path")
         self._records = open_records(self._path, cache_index)
         self._size = bags_file_bytes(self._records)
 

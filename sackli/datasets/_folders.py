@@ -16,6 +16,7 @@ import secrets
 import shutil
 from typing import Any
 
+from .._sets import path_argument
 from .._storage import REMOTE_OPENER, delete_object, is_remote, list_objects, normalize
 from .._whole_files import read_bytes, write_bytes  # spec.json, as schema sidecars
 
@@ -31,7 +32,7 @@ def folder_path(directory: Any) -> str:
     """A dataset folder given as str or os.PathLike, as a str: remote paths
     spelled `gs://bucket/key` (pathlib's `gs:/bucket/key` too), without a
     trailing slash."""
-    path = normalize(os.fspath(directory))
+    path = normalize(path_argument(directory, "directory"))
     return path.rstrip("/") if is_remote(path) else path
 
 

@@ -17,6 +17,7 @@ import zlib
 from typing import Any, BinaryIO, Iterable
 
 from .._bulk import refuse_single_record
+from .._sets import path_argument
 
 __all__ = ["DEFAULT_GZIP_LEVEL", "RecordFileWriter", "display_name", "gzip_library", "open_binary"]
 
@@ -139,7 +140,8 @@ def open_binary(
     else used as it is."""
     if not isinstance(path, (str, os.PathLike)):
         return _open_gzip_reader(path) if mode == "rb" and display_name(path).endswith(".gz") else path
-    if os.fspath(path).endswith(".gz"):
+    path = path_argument(path, "path")  # a bytes path object is refused here
+    if path.endswith(".gz"):
         if mode == "rb":
             return _open_gzip_reader(path)
         if not 0 <= gzip_level <= 9:

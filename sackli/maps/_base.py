@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._errors import ValidationError, corruption_as_validation_error
+from .._sets import path_argument
 from .._storage import is_remote
 from ._ranges import RemoteMapObject
 from ._sources import PathArgument, buffer_of_file, describe, map_path, open_core
@@ -42,9 +43,7 @@ class MapBase:
         self._buffer: Any = None
         self._file_name: str | None = None  # a file object's: errors name the file, not its mapping
         if isinstance(data, PathArgument):
-            path = os.fspath(data)
-            if not isinstance(path, str):
-                raise TypeError(f"a map path must be str, not {type(path).__name__}")
+            path = path_argument(data, "a map path")
             if is_remote(path):
                 self._buffer = RemoteMapObject(path)
             else:

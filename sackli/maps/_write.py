@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO, Optional
 
 from .. import _engine
-from .._sets import JOURNAL as JOURNAL_FILE, make_write_folder, write_journal
+from .._sets import JOURNAL as JOURNAL_FILE, make_write_folder, path_argument, write_journal
 from .._storage import is_remote, open_upload
 from .._whole_files import sync_folders
 from ._compression import normalize
@@ -69,7 +69,7 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
     a str value among them, raises TypeError and leaves nothing at `path`."""
     items = checked_pairs(items)  # TypeError at once for a non-iterable
     method = normalize(compress)
-    target = os.fspath(path)
+    target = path_argument(path, "path")
     if is_remote(target):
         return _write_remote(target, items, method)
     if os.path.islink(target):

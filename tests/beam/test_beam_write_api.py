@@ -2,7 +2,7 @@
 _shard_names.py, _write_path.py, sacklio.py), run as real pipelines on the
 DirectRunner: older output survives a failed finalisation, a new write
 replaces an older shard set of its count (and, with overwrite=True, of
-any count: tests/test_beam_overwrite.py), the upstream positional
+any count: tests/beam/test_beam_overwrite.py), the upstream positional
 signature, truthful display data, and WriteToText's parameters."""
 
 from __future__ import annotations

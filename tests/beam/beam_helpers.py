@@ -55,7 +55,7 @@ PLACEMENTS = pytest.mark.parametrize("placement", [TAIL, SEPARATE], ids=["TAIL",
 # The golden file names (for parametrization; the `golden_manifest` fixture
 # gives their records).
 GOLDEN_NAMES = sorted(
-    json.loads((pathlib.Path(__file__).parent / "data" / "MANIFEST.json").read_text())["files"]
+    json.loads((pathlib.Path(__file__).parents[1] / "data" / "MANIFEST.json").read_text())["files"]
 )
 
 

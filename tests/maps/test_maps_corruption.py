@@ -7,6 +7,8 @@ from __future__ import annotations
 import pathlib
 import random
 import struct
+import sys
+from typing import Any, Callable
 
 import pytest
 
@@ -153,23 +155,128 @@ def test_intmap_bad_input() -> None:
         IntMap(bytes(data[:-1]))[1]
 
 
+def _map_oracle():
+    """fuzz/map_oracle.py: the fuzzer's independent reader of the map formats.
+    The fuzz package is found through the repository root, appended (not
+    inserted) so that `import sackli` still finds the package under test."""
+    root = str(pathlib.Path(__file__).resolve().parents[2])
+    if root not in sys.path:
+        sys.path.append(root)
+    from fuzz import map_oracle
+
+    return map_oracle
+
+
+def _outcome(read: Callable[[], Any]) -> Any:
+    """What a read gave: its value, or the documented exception it raised
+    (ValidationError for damage, KeyError for an absent key). Any other
+    exception fails the test."""
+    try:
+        return read()
+    except (ValidationError, KeyError) as error:
+        return error
+
+
+class _Judge:
+    """Judges each outcome of a read of a damaged map, as the fuzzer judges
+    its mutants (fuzz/map_paths.py): against the independent oracle's reading
+    of the damaged bytes, and, where the damage left the header and index
+    whole, against the map's original contents."""
+
+    def __init__(self, oracle_module: Any, oracle: Any, original: dict[int, bytes],
+                 index_whole: bool, context: str) -> None:
+        self.absent = oracle_module.ABSENT
+        self.oracle_error = oracle_module.OracleError
+        self.oracle = oracle  # an OracleMap, or the OracleError opening gives
+        self.original = original
+        self.index_whole = index_whole
+        self.context = context
+        self.values = 0  # values compared
+        self._held = set() if isinstance(oracle, self.oracle_error) else set(oracle.keys)
+        if self._held:
+            ordered = oracle.ordered()  # a walk of the whole index: once, not per lookup
+            oracle.ordered = lambda: ordered
+        self._answers: dict[int, list[Any]] = {}
+
+    def answers(self, key: int) -> list[Any]:
+        if isinstance(self.oracle, self.oracle_error):
+            return [self.oracle]
+        if key not in self._answers:
+            # A key no index entry holds is absent, in any index: skip the search.
+            held = key in self._held
+            self._answers[key] = self.oracle.lookup(key) if held else [self.absent]
+        return self._answers[key]
+
+    def _acceptable(self, key: int, got: Any, answers: list[Any]) -> bool:
+        if isinstance(got, ValidationError):
+            return any(isinstance(answer, self.oracle_error) for answer in answers)
+        if isinstance(got, KeyError) or got is None:  # None: get_many's default
+            return self.absent in answers and not (self.index_whole and key in self.original)
+        self.values += 1
+        if self.index_whole and got != self.original.get(key):
+            return False  # the index is whole: a value is the key's original one
+        return any(type(answer) is bytes and got == answer for answer in answers)
+
+    def lookup(self, key: int, got: Any) -> None:
+        answers = self.answers(key)
+        assert self._acceptable(key, got, answers), (
+            f"{self.context}: m[{key}] gave {got!r}; acceptable: {answers!r}; "
+            f"original: {self.original.get(key)!r}")
+
+    def batch(self, keys: list[int], got: Any) -> None:
+        answer_sets = [self.answers(key) for key in keys]
+        if isinstance(got, ValidationError):  # some key may answer with an error
+            assert any(isinstance(a, self.oracle_error) for answers in answer_sets
+                       for a in answers), f"{self.context}: get_many raised {got!r}"
+            return
+        assert not isinstance(got, KeyError), f"{self.context}: get_many raised {got!r}"
+        assert len(got) == len(keys), self.context
+        for key, value, answers in zip(keys, got, answer_sets):
+            assert self._acceptable(key, value, answers), (
+                f"{self.context}: get_many gave {value!r} for key {key}; acceptable: {answers!r}")
+
+
 def test_random_corruption_never_crashes() -> None:
+    """Random damage (a few bytes overwritten, sometimes the end cut off):
+    no crash, and every read returns what the damaged bytes hold (the fuzz
+    oracle's reading of them; the original value when the damage spared the
+    header and index) or raises ValidationError (KeyError for absent keys)."""
+    oracle_module = _map_oracle()
     rng = random.Random(7)
+    compared = 0
     for compress in (None, "zstd", "gzip"):
-        original = bytes(MapBuffer({key: rng.randbytes(rng.randrange(0, 30)) or b"-"
-                                    for key in range(0, 400, 7)}, compress=compress).tobytes())
-        for _ in range(300):
+        contents = {key: rng.randbytes(rng.randrange(0, 30)) or b"-" for key in range(0, 400, 7)}
+        original = bytes(MapBuffer(contents, compress=compress).tobytes())
+        index_end = HEADER + ENTRY * len(contents)
+        for mutant in range(300):
             damaged = bytearray(original)
+            touched = []
             for _ in range(rng.randrange(1, 4)):
-                damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+                touched.append(rng.randrange(len(damaged)))
+                damaged[touched[-1]] = rng.randrange(256)
             if rng.random() < 0.2:
                 damaged = damaged[:rng.randrange(len(damaged))]
+                touched.append(len(damaged))
+            oracle = oracle_module.read_map(bytes(damaged), "<bytes>", intmap=False)
+            judge = _Judge(oracle_module, oracle, contents,
+                           index_whole=min(touched) >= index_end,
+                           context=f"compress={compress}, mutant {mutant}")
             mb = MapBuffer(bytes(damaged))
-            try:
-                read_everything(mb)
-                mb.get_many(range(0, 400, 3))
-            except (ValidationError, KeyError):
-                pass
+            probes = set(contents) | set(range(1, 400, 5))  # the map's keys and others
+            if not isinstance(oracle, oracle_module.OracleError):
+                probes |= set(oracle.keys)  # and what a damaged index holds
+            for key in probes:
+                judge.lookup(key, _outcome(lambda: mb[key]))
+            keys = list(range(0, 400, 3))
+            judge.batch(keys, _outcome(lambda: mb.get_many(keys, default=None)))
+            validated = _outcome(mb.validate)
+            if isinstance(judge.oracle, oracle_module.OracleError):
+                assert isinstance(validated, ValidationError), judge.context
+            else:
+                assert (validated is True) == (judge.oracle.structure_error() is None), (
+                    f"{judge.context}: validate() gave {validated!r}")
+            compared += judge.values
+    assert compared > 20_000  # the damage left most values readable: they were compared
 
 
 @pytest.mark.parametrize("compress", [None, "zstd"])

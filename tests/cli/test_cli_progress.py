@@ -40,7 +40,7 @@ def test_no_progress_bar_when_records_go_to_the_terminal(tmp_path) -> None:
 
 def test_convert_from_a_file_of_unknown_length_counts_its_bytes(tmp_path) -> None:
     # The record count is unknown until the end: the bar counts the file's
-    # bytes, out of its size (more in tests/test_cli_streams.py).
+    # bytes, out of its size (more in tests/cli/test_cli_streams.py).
     (tmp_path / "in.txt").write_bytes(b"a\nb\n")
     status, _, shown = on_terminal("convert", "in.txt", "out.bag", cwd=tmp_path)
     assert status == 0, shown

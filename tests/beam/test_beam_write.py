@@ -246,7 +246,7 @@ class TestWriteErrors:
                                                ([bytearray(b"ok"), 7], "int")])
     def test_non_bytes_with_bytes_coder(self, tmp_path, elements, kind):
         """Elements typed Any (Beam cannot refuse them when the pipeline is
-        built: tests/test_beam_overwrite.py) are checked as they come."""
+        built: tests/beam/test_beam_overwrite.py) are checked as they come."""
         def build(p):
             _ = (p | beam.Create(elements).with_output_types(typing.Any)
                  | WriteToSackli(str(tmp_path / "out@2.bagz")))

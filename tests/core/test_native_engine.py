@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "native-tests"
 TOOLS_HINT = "cmake, ninja and GoogleTest are needed: bash scripts/dev_tools.sh installs them"
 

@@ -14,7 +14,7 @@ import pytest
 import sackli
 
 _MANIFEST_FILES = json.loads(
-    (pathlib.Path(__file__).parent / "data" / "MANIFEST.json").read_text()
+    (pathlib.Path(__file__).parents[1] / "data" / "MANIFEST.json").read_text()
 )["files"]
 SINGLE_FILES = sorted(name for name, entry in _MANIFEST_FILES.items() if "@" not in name)
 SHARDED_SETS = sorted(name for name in _MANIFEST_FILES if "@" in name)

@@ -1,4 +1,4 @@
-"""Beam workers that have only the wheel (tests/test_beam_workers.py).
+"""Beam workers that have only the wheel (tests/beam/test_beam_workers.py).
 
 * `worker_wheel()`: the wheel named by $SACKLI_WHEEL; without it the tests
   skip, or fail when $CI is set (CI must run them).
@@ -15,7 +15,7 @@
   container's worker pool does: a boot step (`BOOT`) that fetches the job's
   pipeline options, then `python -m apache_beam.runners.worker.sdk_worker_main`.
 
-Loaded by tests/test_beam_workers.py with importlib (the suite runs with
+Loaded by tests/beam/test_beam_workers.py with importlib (the suite runs with
 --import-mode=importlib: tests/ is not on sys.path).
 """
 
@@ -37,7 +37,7 @@ import pytest
 # The servers' module, as remote_helpers loads it (tests/ is not on sys.path).
 from remote_helpers import remote_servers  # noqa: E402
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 LOCK = REPO / "requirements" / "dev.lock"
 
 # What the workers install besides the wheel: the Beam transforms (extra
@@ -63,7 +63,7 @@ def worker_wheel() -> pathlib.Path:
     if not value:
         how = ("build the wheel (bash scripts/wheel.sh, or pip wheel --no-deps -w dist .) and "
                "run SACKLI_WHEEL=dist/sackli_bagz-<version>-<tag>.whl "
-               "pytest tests/test_beam_workers.py; scripts/test.sh does both")
+               "pytest tests/beam/test_beam_workers.py; scripts/test.sh does both")
         if os.environ.get("CI"):
             pytest.fail(f"SACKLI_WHEEL is not set, and CI must run the Beam worker tests: {how}",
                         pytrace=False)

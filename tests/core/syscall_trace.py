@@ -1,4 +1,4 @@
-"""Runs Python code in a child process under tests/syscall_trace.c (an
+"""Runs Python code in a child process under tests/core/syscall_trace.c (an
 LD_PRELOAD library built here with the C compiler) and returns the fsync
 and rename calls it made, in order: how the tests see what a durable write
 does, since a power cut cannot be staged."""
@@ -28,7 +28,7 @@ def build(folder: pathlib.Path) -> pathlib.Path:
     """Compiles the library into `folder`; the tests need a C compiler, as
     the engine's build does."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    assert compiler, "tests/syscall_trace.py needs a C compiler (cc or gcc)"
+    assert compiler, "tests/core/syscall_trace.py needs a C compiler (cc or gcc)"
     library = folder / "syscall_trace.so"
     subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-o", str(library), str(SOURCE), "-ldl"],
                    check=True, capture_output=True)

@@ -1,7 +1,7 @@
 // An LD_PRELOAD library that logs the calls a durable write depends on
 // (fsync, fdatasync and the renames), in the order they complete, to the
 // file named by SACKLI_SYSCALL_LOG: one line per successful call,
-// "call<TAB>path<TAB>second path". tests/syscall_trace.py builds and uses it.
+// "call<TAB>path<TAB>second path". tests/core/syscall_trace.py builds and uses it.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 """Beam pipelines whose workers have only the wheel.
 
 The workers live in a virtualenv of their own, made once for the session
-from the wheel $SACKLI_WHEEL names (tests/beam_workers.py), and run as Beam's
+from the wheel $SACKLI_WHEEL names (tests/beam/beam_workers.py), and run as Beam's
 worker pool (`python -m apache_beam.runners.worker.worker_pool_main`) from
 that virtualenv, in a folder outside the source tree and with no PYTHONPATH.
 The pipelines are built here and submitted with the portable runner to

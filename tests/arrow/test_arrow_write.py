@@ -243,7 +243,7 @@ def test_streamed_write_to_sharded_bagz_keeps_anonymous_memory_bounded(run_pytho
 
 def test_sets_of_one_name_keep_their_own_schema_files(tmp_path):
     """Two sets of one name with different counts (write_table refuses to
-    make the second, tests/test_set_conflicts.py, but an older writer or a
+    make the second, tests/core/test_set_conflicts.py, but an older writer or a
     copy can) keep their own schema files: each set reads back its own
     types."""
     ints = pa.table({"v": pa.array(range(40), pa.int32())})

@@ -29,7 +29,7 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 TIMEOUT_SECONDS = 240
 # Every block in one folder, one after another (Beam's take most of it).
 ONE_FOLDER_TIMEOUT_SECONDS = 900

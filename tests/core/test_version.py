@@ -15,7 +15,7 @@ import pytest
 
 import sackli
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 ZSTD = ROOT / "third_party" / "zstd"
 # The release in third_party/zstd (third_party/zstd/VERSION.md).
 ZSTD_VERSION = "1.5.7"
