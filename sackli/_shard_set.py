@@ -51,15 +51,15 @@ from . import _bulk
 from ._batching import Gatherer, records_per_batch
 from ._consistency import SetManifest
 from ._format import limits_path_for, stored_bytes
-from ._globs import refuse_glob
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._record_iterables import refuse_single_record
 from ._set_conflicts import check_shard_count, refuse_other_sets, remove_other_sets
 from ._set_journal import COMPANION_RULES, SetJournal
-from ._shard_spec import shard_name, split_shard_entry
-from ._storage import is_remote, reset_clients
-from ._whole_files import read_bytes, remove_quietly, sync_folders, write_bytes
+from ._shard_spec import refuse_glob, shard_name, split_shard_entry
+from ._storage import (
+    delete_objects, is_remote, read_object, reset_clients, sync_folders, write_object,
+)
 from ._writer import Writer
 
 __all__ = [
@@ -492,11 +492,11 @@ class ShardSetWriter:
         for make in self._companions:
             path, data = make(self.paths)
             try:
-                old = read_bytes(path)
+                old = read_object(path)
             except FileNotFoundError:
                 old = None
             self._replaced.append((path, old))
-            write_bytes(path, data, durable=self._durable)
+            write_object(path, data, durable=self._durable)
             written.append(path)
         self._companions.clear()
         return written
@@ -587,16 +587,16 @@ class ShardSetWriter:
                 pass
         reached, self._published = self._published, []
         try:
-            remove_quietly(reached)
+            delete_objects(reached)
             removed = True
         except OSError:
             removed = False
         for path, old in reversed(self._replaced):
             try:
                 if old is None:
-                    remove_quietly([path])
+                    delete_objects([path])
                 else:
-                    write_bytes(path, old)
+                    write_object(path, old)
             except OSError:
                 pass
         self._replaced.clear()

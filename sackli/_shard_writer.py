@@ -14,11 +14,10 @@ import warnings
 from typing import Any, Iterable
 
 from ._format import LIMIT_BYTES
-from ._globs import refuse_glob
 from ._options import WriterOptions, with_overrides
 from ._remote_shard import RemoteBagShard, partial_folder
 from ._shard_set import BagShard, OpenShard, ShardSetWriter
-from ._shard_spec import split_shard_entry, strip_local_prefix
+from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
 from ._storage import is_remote
 from ._writer import Record, check_placement
 

@@ -7,13 +7,11 @@ import warnings
 from typing import Any, Iterable
 
 from . import _engine
-from ._globs import refuse_glob
 from ._options import LimitsPlacement, WriterOptions, with_overrides
 from ._record_iterables import refuse_single_record
-from ._shard_spec import split_shard_entry, strip_local_prefix
-from ._storage import is_remote, open_upload
-from ._storage._spool import RemoteWrite
-from ._storage._upload import OpenUpload
+from ._remote_write import RemoteWrite
+from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
+from ._storage import OpenUpload, is_remote, open_upload
 
 __all__ = ["Writer"]
 

@@ -27,8 +27,8 @@ import os
 import shutil
 from typing import Iterator
 
-from .._storage import copy_object, delete_object, is_remote, list_objects
-from ..datasets._folders import SPEC_FILE, join, remove_shard_folder, shard_name
+from .._storage import copy_object, delete_object, is_remote, join_path, list_objects
+from ..datasets._layout import SPEC_FILE, remove_shard_folder, shard_name
 from ._pipeline_storage import pipeline_storage
 
 __all__ = ["check_replaceable", "publish_dataset"]
@@ -42,7 +42,7 @@ def publish_dataset(temp: str, shards: list[str], directory: str) -> Iterator[st
     Raises FileNotFoundError when a shard is neither at its temporary place
     nor already published (it was lost).
     """
-    finals = [join(directory, shard_name(k)) for k in range(len(shards))]
+    finals = [join_path(directory, shard_name(k)) for k in range(len(shards))]
     if is_remote(directory):
         with pipeline_storage():
             _publish_remote(temp, shards, finals, directory)
@@ -128,13 +128,13 @@ def _publish_remote(temp: str, shards: list[str], finals: list[str], directory: 
         remove_shard_folder(final)
         names.remove(SPEC_FILE)
         for name in names + [SPEC_FILE]:  # spec.json last: then the shard exists
-            copy_object(join(shard, name), join(final, name))
+            copy_object(join_path(shard, name), join_path(final, name))
         for name in [SPEC_FILE] + names:
-            delete_object(join(shard, name))
+            delete_object(join_path(shard, name))
     # Older shards beyond the new count.
     kept = set(finals)
     for name in _entries(directory):
-        folder = join(directory, name)
+        folder = join_path(directory, name)
         if folder not in kept and name.isdigit():
             remove_shard_folder(folder)
     for url in _objects(temp):  # left-overs, e.g. of retried bundles

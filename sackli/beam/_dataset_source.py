@@ -20,11 +20,10 @@ from apache_beam.io import iobase, range_trackers
 from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
-from .._storage import is_remote
+from .._storage import is_remote, join_path
 from ..datasets import DatasetReader
 from ..datasets._bag import open_records
 from ..datasets._concurrent import concurrently
-from ..datasets._folders import join
 from ..datasets._sharded import shard_folder_bytes
 from ._lazy_concat import LazyConcatSource
 from ._provided import value
@@ -42,7 +41,7 @@ DATAPOINT_CODER = coders.MapCoder(coders.StrUtf8Coder(), coders.FastPrimitivesCo
 def _datapoints(folder: str) -> int:
     """The number of datapoints of a shard: the length of its refs.bag (the
     engine reads only the file's tail)."""
-    records = open_records(join(folder, "refs.bag"), cache_index=False)
+    records = open_records(join_path(folder, "refs.bag"), cache_index=False)
     try:
         return len(records)
     finally:

@@ -29,8 +29,8 @@ from apache_beam.io import iobase
 
 from ..datasets._dataset_writer import encoder_table
 from ..datasets._field_files import parse_compression
-from ..datasets._folders import folder_path
 from ..datasets._spec import parse_spec
+from .._storage import folder_path
 from ._dataset_sink import DatasetSink
 from ._dataset_source import DatasetSource
 from ._provided import now_or_at_run_time

@@ -27,13 +27,11 @@ import sackli
 
 from .. import _bulk
 from .._format import stored_bytes
-from .._globs import refuse_glob
 from .._set_conflicts import check_shard_count, refuse_other_sets
 from .._shard_set import OpenShard, ShardSetWriter
-from .._shard_spec import split_shard_entry
+from .._shard_spec import refuse_glob, split_shard_entry
 from .._shard_writer import bag_shard_opener
-from .._storage import is_remote
-from .._whole_files import remove_quietly
+from .._storage import delete_objects, is_remote
 from ._endpoints import (
     BAG, JSON_LINES, PARQUET, RECORD_OVERHEAD, Source, bag_writer_options, check_output_options,
     files_of, format_of, open_writer, refuse_existing,
@@ -100,7 +98,7 @@ class _TempNamedShard:
                 os.replace(temp_file, final_file)
                 published.append(final_file)
             elif final_file != target:
-                remove_quietly([final_file])
+                delete_objects([final_file])
         return published
 
     def targets(self, target: str) -> list[str]:
@@ -115,7 +113,7 @@ class _TempNamedShard:
             else:
                 self._writer.close()
         finally:
-            remove_quietly(files_of(self._kind, self._temp))
+            delete_objects(files_of(self._kind, self._temp))
 
 
 def _shard_opener(kind: str, args: argparse.Namespace, json_texts: bool = False) -> OpenShard:

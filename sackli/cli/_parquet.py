@@ -17,8 +17,7 @@ from typing import Any, Iterator
 
 import sackli
 
-from .._storage import UploadFile, is_remote, open_upload
-from .._whole_files import remove_quietly
+from .._storage import UploadFile, delete_objects, is_remote, open_upload
 from ._endpoints import BAG, PARQUET, bag_writer_options
 from ._errors import UsageError
 from ._json_records import mark_bag_set
@@ -113,7 +112,7 @@ def _parquet_output(path: str) -> Iterator[Any]:
         yield temp
         os.replace(temp, path)
     except BaseException:
-        remove_quietly([temp])
+        delete_objects([temp])
         raise
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 from typing import Literal, Union
 
-from .._storage import is_remote, object_exists
+from .._storage import folder_path, is_remote, join_path, object_exists
 from ._dataset_reader import DatasetReader
-from ._folders import SPEC_FILE, folder_path, join
+from ._layout import SPEC_FILE
 from ._sharded import ShardedDatasetReader, shard_folders
 
 __all__ = ["AnyDatasetReader", "dataset_folders", "dataset_layout", "reader_folders"]
@@ -51,9 +51,9 @@ def dataset_layout(path: str | os.PathLike[str]) -> Literal["shard", "sharded"] 
             return None
     elif not os.path.isdir(folder):
         return None
-    if _file_exists(join(folder, SPEC_FILE)):
+    if _file_exists(join_path(folder, SPEC_FILE)):
         return "shard"
-    if _file_exists(join(join(folder, _FIRST_SHARD), SPEC_FILE)):
+    if _file_exists(join_path(join_path(folder, _FIRST_SHARD), SPEC_FILE)):
         return "sharded"
     if not is_remote(folder):
         raise ValueError(

@@ -26,9 +26,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO, Optional
 
 from .. import _engine
-from .._storage import is_remote, open_upload
+from .._storage import is_remote, open_upload, sync_folders
 from .._unfinished import JOURNAL as JOURNAL_FILE, make_write_folder, write_journal
-from .._whole_files import sync_folders
 from ._compression import normalize
 from ._base import uint64
 from ._pairs import checked_pairs
