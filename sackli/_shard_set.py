@@ -58,7 +58,8 @@ from ._set_conflicts import check_shard_count, refuse_other_sets, remove_other_s
 from ._set_journal import COMPANION_RULES, SetJournal
 from ._shard_spec import refuse_glob, shard_name, split_shard_entry
 from ._storage import (
-    delete_objects, is_remote, read_object, reset_clients, sync_folders, write_object,
+    by_upload, delete_objects, network_bound, on_this_machine, read_object, reset_clients,
+    sync_folders, write_object,
 )
 from ._writer import Writer
 
@@ -277,7 +278,7 @@ class ShardSetWriter:
         self._ratio = 1.0  # stored bytes per payload byte, learnt as we write
         self._payload = 0  # payload bytes written to the open shard
         self._journal: SetJournal | None = None
-        if journal_options is not None and sharded is not None and not is_remote(spec):
+        if journal_options is not None and sharded is not None and not by_upload(spec):
             mode = "size" if by_size else "spool" if self._spooling else "count"
             self._journal = SetJournal(spec, journal_options, mode,
                                        None if mode != "count" else list(self._counts),
@@ -382,7 +383,7 @@ class ShardSetWriter:
 
     def _spool_path(self) -> str:
         name = f"{self._base}.sackli-spool{self._suffix}.bag"
-        if is_remote(name):  # spooled on local disk, read back at once
+        if not on_this_machine(name):  # spooled on local disk, read back at once
             name = os.path.join(tempfile.gettempdir(),
                                 f".sackli-spool-{os.getpid()}-{uuid.uuid4().hex[:12]}.bag")
         return name
@@ -504,7 +505,7 @@ class ShardSetWriter:
     def _publish(self) -> None:
         """Writes the companions, then moves every finished shard onto its
         name; on a bucket inside a manifest's "publishing" ... "complete"."""
-        if is_remote(self._spec) and split_shard_entry(self._spec) is not None:
+        if by_upload(self._spec) and split_shard_entry(self._spec) is not None:
             self._manifest = SetManifest(self._paths, f"pid {os.getpid()} {uuid.uuid4().hex[:12]}")
             self._manifest.begin()
         files = self._write_companions()
@@ -553,7 +554,7 @@ class ShardSetWriter:
         bucket keeps no unfinished write)."""
         if self._closed:
             return
-        if is_remote(self._spec):
+        if by_upload(self._spec):
             self.abort()
             return
         self._closed = True
@@ -570,7 +571,7 @@ class ShardSetWriter:
         """Stops writing and deletes every file written so far; files of the
         set that were already published are deleted too."""
         self._closed = True
-        if is_remote(self._spec):
+        if network_bound(self._spec):
             # The failure may have left a connection out of step (answers
             # off by one): the cleanup goes out on fresh connections.
             reset_clients()

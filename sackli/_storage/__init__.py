@@ -4,6 +4,9 @@ by path. Three stores sit behind one set of functions: local files
 (boto3). A path's store is decided here, where the path comes in: callers
 pass any path and never ask which kind it is.
 
+Callers ask a path's store what it can do (`by_upload`, `network_bound`,
+`on_this_machine`), never which store it is.
+
 What every store offers: listings (`list_objects`, and folders:
 `list_folders`, `folder_bytes`, `folder_entries`, `names_starting`, globs
 with `expand_glob`), sizes and identities (`stat_object`), whole reads
@@ -43,15 +46,16 @@ from ._objects import (
 )
 from ._settings import GcsSettings, S3Settings, StorageSettings, current_settings, using
 from ._store import ObjectStat, Store
+from ._traits import by_upload, network_bound, on_this_machine
 from ._upload import OpenUpload, Upload, UploadFile
 from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, parse
 
 __all__ = ["REMOTE_OPENER", "GcsSettings", "LocalStore", "ObjectStat", "OpenUpload", "OwnFile",
            "RemoteObject", "RemoteOpener", "RemotePath", "S3Settings", "StorageSettings", "Store",
-           "Upload", "UploadFile", "base_name", "canonical_path", "copy_object",
+           "Upload", "UploadFile", "base_name", "by_upload", "canonical_path", "copy_object",
            "current_settings", "delete_object", "delete_objects", "expand_glob", "folder_bytes",
            "folder_entries", "folder_path", "is_file", "is_folder", "is_glob", "is_remote",
            "join_path", "list_folders", "list_objects", "make_unique_folder", "names_starting",
-           "normalize", "object_exists", "open_upload", "opener_for", "parse", "put_file",
-           "read_object", "remove_folder", "reset_clients", "stat_object", "sync_folders",
-           "using", "write_object"]
+           "network_bound", "normalize", "object_exists", "on_this_machine", "open_upload",
+           "opener_for", "parse", "put_file", "read_object", "remove_folder", "reset_clients",
+           "stat_object", "sync_folders", "using", "write_object"]

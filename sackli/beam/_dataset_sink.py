@@ -21,7 +21,7 @@ from apache_beam.io import iobase
 from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
-from .._storage import is_remote, join_path
+from .._storage import by_upload, join_path
 from ..datasets import DatasetWriter
 from ._dataset_publish import check_replaceable, publish_dataset
 from ._provided import value
@@ -83,7 +83,7 @@ class DatasetSink(iobase.Sink):
         of this write."""
         check_replaceable(self.directory)
         tag = _TEMP_TAG + uuid.uuid4().hex
-        if is_remote(self.directory):
+        if by_upload(self.directory):  # a prefix: nothing to make, nothing to rename
             return join_path(self.directory, "." + tag)
         parent, name = os.path.split(os.path.abspath(self.directory))
         temp = os.path.join(parent, f".{name}.{tag}")

@@ -20,7 +20,7 @@ from apache_beam.io import iobase, range_trackers
 from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
-from .._storage import is_remote, join_path
+from .._storage import join_path, network_bound
 from ..datasets import DatasetReader
 from ..datasets._bag import open_records
 from ..datasets._concurrent import concurrently
@@ -120,7 +120,7 @@ def shard_sources(
     with pipeline_storage():
         folders = shard_folder_bytes(directory)
         lengths = concurrently([functools.partial(_datapoints, folder) for folder, _ in folders],
-                               is_remote(directory))
+                               network_bound(directory))
     return [ShardSource(folder, length, size, decoders, mask)
             for (folder, size), length in zip(folders, lengths) if length]
 

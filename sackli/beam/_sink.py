@@ -38,7 +38,6 @@ from apache_beam.transforms import display
 
 from .._consistency import manifest_url
 from .._set_conflicts import other_sets_error, set_files, spec_of
-from .._storage import is_remote
 from .._options import (CompressionAutoDetect, CompressionNone, CompressionZstd, LimitsPlacement,
                         ReaderOptions, WriterOptions)
 from .._format import LIMITS_PREFIX, has_zstd_suffix, limits_path_for
@@ -261,7 +260,7 @@ class BagSink(filebasedsink.FileBasedSink):
         self._move(pairs)
         # A manifest a sackli writer left for a set of these names describes
         # the objects just replaced: readers would take the new set as torn.
-        manifests = [m for m in dict.fromkeys(map(manifest_url, finals)) if m and is_remote(m)]
+        manifests = [m for m in dict.fromkeys(map(manifest_url, finals)) if m]
         self._delete_sets([stale, *others.values()] if self.overwrite else [stale], manifests)
         try:
             FileSystems.delete([init_result])

@@ -31,7 +31,7 @@ from .._set_conflicts import check_shard_count, refuse_other_sets
 from .._shard_set import OpenShard, ShardSetWriter
 from .._shard_spec import refuse_glob, split_shard_entry
 from .._shard_writer import bag_shard_opener
-from .._storage import delete_objects, is_remote
+from .._storage import by_upload, delete_objects
 from ._endpoints import (
     BAG, JSON_LINES, PARQUET, RECORD_OVERHEAD, Source, bag_writer_options, check_output_options,
     files_of, format_of, open_writer, refuse_existing,
@@ -120,7 +120,7 @@ def _shard_opener(kind: str, args: argparse.Namespace, json_texts: bool = False)
     """How the destination opens each output file: locally under a
     `_temp_name`; on gs:// / s3:// (bags only) as `sackli.ShardedWriter`
     does, streaming into hidden objects copied into place at the end."""
-    if not is_remote(args.dst):
+    if not by_upload(args.dst):
         return lambda path: _TempNamedShard(kind, path, args, json_texts)
     if kind != BAG:
         raise UsageError(f"{args.dst}: convert writes bags and Parquet to gs:// and s3://; "

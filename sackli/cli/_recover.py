@@ -14,7 +14,7 @@ import sackli
 
 from .._recover import RecoveryReport, recover_write
 from .._shard_spec import split_shard_entry, strip_local_prefix
-from .._storage import is_remote
+from .._storage import on_this_machine
 from .._unfinished import (
     UnfinishedWrite, unfinished_writes, unfinished_writes_in_spec, unfinished_writes_of,
     write_of_folder,
@@ -29,7 +29,7 @@ def unfinished_writes_near(spec: str) -> list[UnfinishedWrite]:
     in it and any of the folder itself; for a path or a shard spec, those
     that would make its files."""
     local = strip_local_prefix(spec)
-    if not local or is_remote(local):
+    if not local or not on_this_machine(local):
         return []
     if os.path.isdir(local):
         folder = local.rstrip("/") or "/"

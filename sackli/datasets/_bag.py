@@ -15,7 +15,7 @@ from typing import Any
 from .._engine import CorruptionError
 from .._options import CompressionNone, CompressionZstd, LimitsStorage
 from .._reader import Reader
-from .._storage import is_remote
+from .._storage import on_this_machine
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._field_encoder import all_bytes
 from .._writer import Writer
@@ -82,7 +82,7 @@ class BagWriter(DiscardsOnError):
         *, durable: bool = False,
     ) -> None:
         self._path = _path(path, "BagWriter")
-        if not is_remote(self._path) and os.path.lexists(self._path):
+        if on_this_machine(self._path) and os.path.lexists(self._path):
             raise FileExistsError(f"{self._path}: already exists")
         self._compressed = compression is not None
         self._writer = Writer(self._path, compression=compression or CompressionNone(),

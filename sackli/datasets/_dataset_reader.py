@@ -21,7 +21,7 @@ from .. import _engine
 from .._engine import CorruptionError
 from .._reader import Reader
 from .._unfinished import explained_missing
-from .._storage import folder_path, is_remote, join_path, read_object
+from .._storage import folder_path, join_path, network_bound, read_object
 from ._bag import open_records
 from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
@@ -100,7 +100,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._decoders = builtin_decoders if decoders is None else decoders
         names = ["refs", *self._fields]
         opened = concurrently([functools.partial(open_records, self._path(name), cache_index)
-                               for name in names], is_remote(self._directory))
+                               for name in names], network_bound(self._directory))
         self._refs, *field_readers = opened
         self._readers = dict(zip(self._fields, field_readers))
         self._rows = range(len(self._refs))

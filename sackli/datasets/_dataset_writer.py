@@ -27,7 +27,7 @@ from ._concurrent import concurrently
 from ._builtin_codecs import encoders as builtin_encoders, one_argument
 from .._format import partial_folder_prefix
 from .._storage import (
-    folder_path, is_remote, join_path, make_unique_folder, object_exists, write_object,
+    by_upload, folder_path, join_path, make_unique_folder, object_exists, write_object,
 )
 from .._unfinished import write_journal
 from ._field_encoder import FieldEncoder
@@ -102,7 +102,7 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         if compression:
             self._raw_spec[COMPRESSION_KEY] = dict(compression)
         encoders = encoder_table(self._fields, encoders)
-        self._remote = is_remote(self._directory)
+        self._remote = by_upload(self._directory)
         if object_exists(join_path(self._directory, SPEC_FILE) if self._remote else self._directory):
             raise FileExistsError(f"{self._directory}: already exists")
         self._partial = self._directory if self._remote else self._make_partial_folder()

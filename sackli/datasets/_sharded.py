@@ -11,7 +11,7 @@ import itertools
 import os
 from typing import Any, Mapping
 
-from .._storage import folder_path, is_remote, join_path
+from .._storage import folder_path, join_path, network_bound, on_this_machine
 from .._unfinished import unfinished_writes
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._concurrent import concurrently
@@ -153,7 +153,7 @@ def shard_folders(directory: str) -> list[str]:
 def _unfinished_shards(directory: str) -> str:
     """A note naming the unfinished shard writes in local `directory` (a
     killed writer's), with the command that completes them; "" if none."""
-    if is_remote(directory):
+    if not on_this_machine(directory):
         return ""
     writes = unfinished_writes(directory)
     if not writes:
@@ -211,7 +211,7 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
                 f"{_unfinished_shards(self._directory)}")
         self._readers = concurrently(
             [functools.partial(DatasetReader, folder, decoders, cache_index) for folder in folders],
-            is_remote(self._directory))
+            network_bound(self._directory))
         self._stops = list(itertools.accumulate(len(reader) for reader in self._readers))
         self._rows = range(self._stops[-1])
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._errors import ValidationError, corruption_as_validation_error
-from .._storage import is_remote
+from .._storage import REMOTE_OPENER
 from ._ranges import RemoteMapObject
 from ._sources import PathArgument, buffer_of_file, describe, map_path, open_core
 
@@ -45,8 +45,10 @@ class MapBase:
             path = os.fspath(data)
             if not isinstance(path, str):
                 raise TypeError(f"a map path must be str, not {type(path).__name__}")
-            if is_remote(path):
-                self._buffer = RemoteMapObject(path)
+            # A handle for a remote map, None for a local file (the engine maps it).
+            remote = REMOTE_OPENER(path)
+            if remote is not None:
+                self._buffer = RemoteMapObject(remote)
             else:
                 self._path = path
             self._core_now()  # a missing file fails here, not at first lookup
