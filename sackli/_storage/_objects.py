@@ -58,8 +58,8 @@ class RemoteObject:
     checked to be the range asked for of the version seen at open (a
     replaced object raises OSError instead of serving other bytes)."""
 
-    def __init__(self, url: str, store: Store | None = None) -> None:
-        self._path = parse(url)
+    def __init__(self, url: str | RemotePath, store: Store | None = None) -> None:
+        self._path = url if isinstance(url, RemotePath) else parse(url)
         self.url = self._path.url
         # Kept (by default the store of the settings in effect now): the
         # engine reads ranges later from its own threads, where the
@@ -80,26 +80,35 @@ class RemoteOpener:
     the objects belong together (`sackli._set_manifest`).
 
     It uses the storage settings in effect where it was made: the engine
-    calls it from its own threads, where the caller's are not."""
+    calls it from its own threads, where the caller's are not.
 
-    def __init__(self, record: bool = False) -> None:
+    `known`: paths already told apart (`opener_for`), by path: their parsed
+    URL, or None for a local file; other paths (the limits files the engine
+    derives) are told apart as they come."""
+
+    def __init__(self, record: bool = False,
+                 known: dict[str, RemotePath | None] | None = None) -> None:
         self.opened: dict[str, RemoteObject] | None = {} if record else None
         self._settings = current_settings()
+        self._known = known or {}
+
+    def _parsed(self, path: str) -> RemotePath | None:
+        return self._known[path] if path in self._known else remote_path(path)
 
     def _settings_now(self) -> StorageSettings | None:
         return self._settings
 
     def __call__(self, path: str) -> RemoteObject | None:
-        parsed = remote_path(path)
+        parsed = self._parsed(path)
         if parsed is None:
             return None
-        remote = RemoteObject(parsed.url, _store(parsed, self._settings_now()))
+        remote = RemoteObject(parsed, _store(parsed, self._settings_now()))
         if self.opened is not None:
             self.opened[remote.url] = remote
         return remote
 
     def exists(self, path: str) -> bool | None:
-        remote = remote_path(path)
+        remote = self._parsed(path)
         if remote is None:
             return None
         return _store(remote, self._settings_now()).exists(remote)
@@ -119,8 +128,20 @@ def opener_for(paths: list[str]) -> RemoteOpener | None:
     """The engine's opener for a bag of `paths` (canonical, see
     `canonical_path`): a recording `RemoteOpener` when any is remote, None
     when all are local (the engine then opens them without calling back
-    into Python)."""
-    return RemoteOpener(record=True) if any(map(is_remote, paths)) else None
+    into Python). Each path is told apart here, once: the opener keeps the
+    answers."""
+    known: dict[str, RemotePath | None] = {}
+    any_remote = False
+    for path in paths:
+        if not is_remote(path):
+            known[path] = None
+            continue
+        any_remote = True
+        try:
+            known[path] = parse(path)
+        except ValueError:
+            pass  # raised when the engine opens it, in its turn
+    return RemoteOpener(record=True, known=known) if any_remote else None
 
 
 def reset_clients() -> None:
