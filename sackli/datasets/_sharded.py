@@ -142,7 +142,7 @@ class ShardedDatasetWriter(DiscardsOnError):
 
 def shard_folders(directory: str) -> list[str]:
     """The shard folders of a dataset, in order; unfinished writes are
-    ignored (see _folders.list_folders).
+    ignored (see _layout.shard_folder_names).
 
     Raises FileNotFoundError when `directory` is missing and ValueError when
     the names are not 000000, 000001, ... without gaps.
