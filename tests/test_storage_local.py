@@ -146,7 +146,8 @@ def test_names_starting_names_the_entry_when_the_folder_is_missing(tmp_path) -> 
     (tmp_path / "y.bag").write_bytes(b"")
     folder = str(tmp_path) + "/"
     assert _storage.names_starting(folder, "x-", "x@*.bag") == ["x-00000-of-00002.bag"]
-    with pytest.raises(FileNotFoundError, match=r"^\[Errno 2\] x@\*\.bag: the folder does not exist"):
+    missing = r"^\[Errno 2\] x@\*\.bag: the folder does not exist"
+    with pytest.raises(FileNotFoundError, match=missing):
         _storage.names_starting(folder + "absent/", "x-", "x@*.bag")
 
 

@@ -82,9 +82,9 @@ class RemoteOpener:
     It uses the storage settings in effect where it was made: the engine
     calls it from its own threads, where the caller's are not.
 
-    `known`: paths already told apart (`opener_for`), by path: their parsed
-    URL, or None for a local file; other paths (the limits files the engine
-    derives) are told apart as they come."""
+    `known`: the remote paths already told apart and parsed (`opener_for`);
+    other paths (local ones, the limits files the engine derives) are told
+    apart as they come."""
 
     def __init__(self, record: bool = False,
                  known: dict[str, RemotePath | None] | None = None) -> None:
@@ -133,14 +133,12 @@ def opener_for(paths: list[str]) -> RemoteOpener | None:
     known: dict[str, RemotePath | None] = {}
     any_remote = False
     for path in paths:
-        if not is_remote(path):
-            known[path] = None
-            continue
-        any_remote = True
-        try:
-            known[path] = parse(path)
-        except ValueError:
-            pass  # raised when the engine opens it, in its turn
+        if is_remote(path):
+            any_remote = True
+            try:
+                known[path] = parse(path)
+            except ValueError:
+                pass  # raised when the engine opens it, in its turn
     return RemoteOpener(record=True, known=known) if any_remote else None
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["RemotePath", "base_name", "canonical_path", "is_remote", "normalize", "parse", "remote_path"]
+__all__ = ["RemotePath", "base_name", "canonical_path", "is_remote", "normalize", "parse",
+           "remote_path"]
 
 SCHEMES = ("gs", "s3")
 _REMOTE = re.compile(r"^/?(gs|s3):/+")

@@ -103,7 +103,8 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
             self._raw_spec[COMPRESSION_KEY] = dict(compression)
         encoders = encoder_table(self._fields, encoders)
         self._remote = by_upload(self._directory)
-        if object_exists(join_path(self._directory, SPEC_FILE) if self._remote else self._directory):
+        occupied = join_path(self._directory, SPEC_FILE) if self._remote else self._directory
+        if object_exists(occupied):
             raise FileExistsError(f"{self._directory}: already exists")
         self._partial = self._directory if self._remote else self._make_partial_folder()
         self._closed = False
