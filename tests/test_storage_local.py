@@ -166,3 +166,19 @@ def test_a_path_is_told_apart_once_where_it_comes_in(tmp_path) -> None:
     assert opener is not None and opener(local) is None
     assert _storage.on_this_machine(local) and not _storage.by_upload(local)
     assert _storage.by_upload("s3://bucket/x") and _storage.network_bound("s3://bucket/x")
+
+
+def test_a_missing_bag_lists_its_folder_once(tmp_path, monkeypatch) -> None:
+    import sackli
+
+    listed = []
+    real_listdir = os.listdir
+
+    def counting_listdir(folder="."):
+        listed.append(os.fspath(folder))
+        return real_listdir(folder)
+
+    monkeypatch.setattr(os, "listdir", counting_listdir)
+    with pytest.raises(FileNotFoundError):
+        sackli.Reader(str(tmp_path / "absent.bag"))
+    assert listed == [str(tmp_path)]  # for unfinished writes that would explain it
