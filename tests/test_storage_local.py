@@ -182,3 +182,12 @@ def test_a_missing_bag_lists_its_folder_once(tmp_path, monkeypatch) -> None:
     with pytest.raises(FileNotFoundError):
         sackli.Reader(str(tmp_path / "absent.bag"))
     assert listed == [str(tmp_path)]  # for unfinished writes that would explain it
+
+
+def test_list_objects_of_a_relative_prefix_gives_relative_paths(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("run-dir")
+    for path in ("run-1.bag", "run-dir/inner", "other.bag"):
+        with open(path, "wb") as file:
+            file.write(b"ab")
+    assert _storage.list_objects("run-") == [("run-1.bag", 2), ("run-dir/inner", 2)]

@@ -70,10 +70,16 @@ class LocalStore:
         whose path starts with `prefix` (as an object listing does)."""
         folder = os.path.dirname(prefix)
         for root, folders, files in os.walk(folder or "."):
-            base = "" if not folder and root == "." else root
-            folders.sort()
+            # Paths as the prefix spells them: relative ones without "./".
+            base = root if folder else os.path.relpath(root)
+
+            def spelled(name: str) -> str:
+                return name if base == "." else os.path.join(base, name)
+
+            # Down only into the folders whose paths start with the prefix.
+            folders[:] = sorted(name for name in folders if spelled(name).startswith(prefix))
             for name in sorted(files):
-                path = os.path.join(base, name) if base else name
+                path = spelled(name)
                 if path.startswith(prefix):
                     try:
                         yield path, os.stat(path).st_size
