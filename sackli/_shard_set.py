@@ -58,8 +58,7 @@ from ._set_conflicts import check_shard_count, refuse_other_sets, remove_other_s
 from ._set_journal import COMPANION_RULES, SetJournal
 from ._shard_spec import refuse_glob, shard_name, split_shard_entry
 from ._storage import (
-    by_upload, delete_objects, network_bound, on_this_machine, read_object, reset_clients,
-    sync_folders, write_object,
+    by_upload, delete_objects, read_object, reset_clients, sync_folders, write_object,
 )
 from ._writer import Writer
 
@@ -245,6 +244,9 @@ class ShardSetWriter:
             refuse_other_sets(spec, None)
         self._overwrite = overwrite
         self._spec = spec
+        # Decided once: objects appear whole on upload (no journal, no rename,
+        # nothing kept to recover), or local files are renamed into place.
+        self._uploads = by_upload(spec)
         self._durable = durable
         self._open_shard = open_shard
         self._overhead = record_overhead
@@ -278,7 +280,7 @@ class ShardSetWriter:
         self._ratio = 1.0  # stored bytes per payload byte, learnt as we write
         self._payload = 0  # payload bytes written to the open shard
         self._journal: SetJournal | None = None
-        if journal_options is not None and sharded is not None and not by_upload(spec):
+        if journal_options is not None and sharded is not None and not self._uploads:
             mode = "size" if by_size else "spool" if self._spooling else "count"
             self._journal = SetJournal(spec, journal_options, mode,
                                        None if mode != "count" else list(self._counts),
@@ -383,7 +385,7 @@ class ShardSetWriter:
 
     def _spool_path(self) -> str:
         name = f"{self._base}.sackli-spool{self._suffix}.bag"
-        if not on_this_machine(name):  # spooled on local disk, read back at once
+        if self._uploads:  # spooled on local disk, read back at once
             name = os.path.join(tempfile.gettempdir(),
                                 f".sackli-spool-{os.getpid()}-{uuid.uuid4().hex[:12]}.bag")
         return name
@@ -505,7 +507,7 @@ class ShardSetWriter:
     def _publish(self) -> None:
         """Writes the companions, then moves every finished shard onto its
         name; on a bucket inside a manifest's "publishing" ... "complete"."""
-        if by_upload(self._spec) and split_shard_entry(self._spec) is not None:
+        if self._uploads and split_shard_entry(self._spec) is not None:
             self._manifest = SetManifest(self._paths, f"pid {os.getpid()} {uuid.uuid4().hex[:12]}")
             self._manifest.begin()
         files = self._write_companions()
@@ -554,7 +556,7 @@ class ShardSetWriter:
         bucket keeps no unfinished write)."""
         if self._closed:
             return
-        if by_upload(self._spec):
+        if self._uploads:
             self.abort()
             return
         self._closed = True
@@ -571,7 +573,7 @@ class ShardSetWriter:
         """Stops writing and deletes every file written so far; files of the
         set that were already published are deleted too."""
         self._closed = True
-        if network_bound(self._spec):
+        if self._uploads:
             # The failure may have left a connection out of step (answers
             # off by one): the cleanup goes out on fresh connections.
             reset_clients()
