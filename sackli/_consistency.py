@@ -58,7 +58,10 @@ def limits_metadata(records_url: str, version: str) -> dict[str, str]:
 
 def manifest_url(shard_url: str) -> str | None:
     """The manifest of the set a shard URL belongs to; None for a name that
-    is not a shard's (`name-0000i-of-0000N.ext`)."""
+    is not a shard's (`name-0000i-of-0000N.ext`), and for a local path
+    (a set on local disk is published by renames, without a manifest)."""
+    if not _storage.by_upload(shard_url):
+        return None
     folder, _, name = shard_url.rpartition("/")
     match = _SHARD.match(name)
     return None if match is None else _manifest_in(folder, match)
@@ -118,7 +121,7 @@ def _complete_sets(paths: Iterable[str]) -> dict[str, list[str]]:
     indices: dict[str, set[int]] = {}
     counts: dict[str, int] = {}
     for path in paths:
-        if not _storage.is_remote(path):
+        if not _storage.by_upload(path):  # only sets on buckets have manifests
             continue
         url = _storage.normalize(path)
         folder, name = _split(url)

@@ -19,7 +19,7 @@ from ._skipping import (
     SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
 )
 from ._consistency import check_opened
-from ._storage import RemoteOpener, is_remote
+from ._storage import opener_for
 
 __all__ = ["Reader", "checked_range"]
 
@@ -38,17 +38,17 @@ _CLOSED = _ClosedCore()
 
 
 def _open_core(paths: list[str], options: ReaderOptions) -> Any:
+    """The engine's reader of `paths` (canonical, from `expand_file_spec`).
+    A missing file raises the engine's FileNotFoundError: callers explain
+    it (`explained_missing`) once."""
     # Remote objects are recorded as they open, to check that they belong
     # together (a SEPARATE bag's two objects, a shard set's manifest).
-    remote = RemoteOpener(record=True) if any(map(is_remote, paths)) else None
-    try:
-        core = _engine.open_reader(paths, options._engine_options, remote)
-        if remote is not None:
-            opened, remote.opened = remote.opened or {}, None  # recorded for this check only
-            check_opened(paths, opened)
-        return core
-    except FileNotFoundError as error:
-        raise explained_missing(error, ",".join(paths)) from None
+    remote = opener_for(paths)
+    core = _engine.open_reader(paths, options._engine_options, remote)
+    if remote is not None:
+        opened, remote.opened = remote.opened or {}, None  # recorded for this check only
+        check_opened(paths, opened)
+    return core
 
 
 def _restore_reader(
@@ -56,7 +56,10 @@ def _restore_reader(
 ) -> "Reader":
     """Unpickles a Reader: reopens its files and re-applies its view."""
     reader = Reader.__new__(Reader)
-    core = _open_core(paths, options)
+    try:
+        core = _open_core(paths, options)
+    except FileNotFoundError as error:
+        raise explained_missing(error, ",".join(paths)) from None
     start, step, length = view
     if (start, step, length) != (0, 1, len(core)):
         core = _engine.ReaderCore(core.bag, start, step, length)
@@ -154,9 +157,12 @@ class Reader(collections.abc.Sequence):
         resolved = with_overrides(ReaderOptions, options, option_overrides)
         try:
             paths = expand_file_spec(spec)
-            core = _open_core(paths, resolved)
         except FileNotFoundError as error:
             raise explained_missing(error, spec) from None
+        try:
+            core = _open_core(paths, resolved)
+        except FileNotFoundError as error:
+            raise explained_missing(error, ",".join(paths)) from None
         self._init(spec, resolved, paths, core)
 
     def _init(self, file_spec: str, options: ReaderOptions, paths: list[str], core: Any) -> None:

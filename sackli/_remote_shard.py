@@ -18,8 +18,7 @@ from . import _bulk
 from ._format import limits_path_for
 from ._options import LimitsPlacement, WriterOptions
 from ._shard_set import BagShard
-from ._storage import copy_object
-from ._whole_files import remove_quietly
+from ._storage import copy_object, delete_objects
 
 __all__ = ["RemoteBagShard", "partial_folder"]
 
@@ -53,7 +52,7 @@ class RemoteBagShard(BagShard):
         if not self._separate:
             # A limits object left by an older SEPARATE bag of that name
             # would describe other records.
-            remove_quietly([limits_path_for(target)])
+            delete_objects([limits_path_for(target)])
         if target == self._temp:
             return self._files(target)
         # A SEPARATE limits object goes first: a reader finds the records
@@ -62,7 +61,7 @@ class RemoteBagShard(BagShard):
         for temp, final in zip(self._files(self._temp), self._files(target)):
             copy_object(temp, final)
             published.append(final)
-        remove_quietly(self._files(self._temp))
+        delete_objects(self._files(self._temp))
         return published
 
     def targets(self, target: str) -> list[str]:
@@ -77,4 +76,4 @@ class RemoteBagShard(BagShard):
             _bulk.discard(self._writer)
             if not self._hidden:
                 return
-        remove_quietly(self._files(self._temp))
+        delete_objects(self._files(self._temp))

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import re
 
-from ._globs import is_glob
 from ._paths import path_argument
-from ._shard_spec import expand_file_spec, split_shard_entry, strip_local_prefix
-from ._whole_files import exists
+from ._shard_spec import expand_file_spec, is_glob, split_shard_entry, strip_local_prefix
+from ._storage import object_exists
 
 __all__ = ["SUFFIX", "find_schema_file", "schema_path", "set_file_path"]
 
@@ -55,7 +54,7 @@ def find_schema_file(path_or_spec: str) -> str | None:
     """The schema file of the set: its own, or the older shared one; None
     when there is neither."""
     path = schema_path(path_or_spec)
-    if exists(path):
+    if object_exists(path):
         return path
     shared = _shared_schema_path(_one_file(path_or_spec))
-    return shared if shared != path and exists(shared) else None
+    return shared if shared != path and object_exists(shared) else None

@@ -35,8 +35,7 @@ from ._consistency import manifest_url
 from ._format import MAX_SHARDS, limits_path_for
 from ._schema_names import SUFFIX as SCHEMA_SUFFIX
 from ._shard_spec import existing_shard_sets, split_shard_entry
-from ._storage import is_remote
-from ._whole_files import remove_quietly
+from ._storage import delete_objects
 
 __all__ = [
     "LIBRARY_ADVICE", "check_shard_count", "other_sets_error", "refuse_other_sets",
@@ -135,8 +134,8 @@ def remove_other_sets(spec: str, count: int) -> None:
     describes them."""
     for paths in _other_sets(spec, count).values():
         own, about = set_files(paths)
-        remove_quietly(own)
-        remove_quietly(about)
+        delete_objects(own)
+        delete_objects(about)
 
 
 def set_files(shards: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -157,7 +156,7 @@ def set_files(shards: Sequence[str]) -> tuple[list[str], list[str]]:
             # `<shard>.arrow_schema`, as `schema_path` names it.
             about_set = _SHARD_NUMBERING.sub(r"-of-\1", path, count=1)  # x-of-00003.bag
             about.extend(about_set + suffix for suffix in _SET_FILE_SUFFIXES)
-        manifest = manifest_url(path) if is_remote(path) else None
+        manifest = manifest_url(path)
         if manifest is not None:
             about.append(manifest)
     return own, list(dict.fromkeys(about))  # one per set, in order

@@ -31,8 +31,8 @@ from ._shard_set import files_of, pending_shard_name
 from ._shard_spec import shard_name, split_shard_entry
 from ._shard_writer import ShardedWriter
 from ._unfinished import UnfinishedWrite
-from ._whole_files import remove_quietly, sync_folders, write_bytes
 from ._writer import Writer
+from ._storage import delete_objects, sync_folders, write_object
 
 __all__ = ["SetRecovery", "recover_set"]
 
@@ -80,7 +80,7 @@ def recover_set(write: UnfinishedWrite) -> SetRecovery:
         for source in sources:
             _complete_shard(source, options, dropped)
         if len(sources) > 1 and _length(sources[-1]) == 0:
-            remove_quietly(files_of(sources.pop()))  # nothing of it reached the disk
+            delete_objects(files_of(sources.pop()))  # nothing of it reached the disk
         if not sources:  # killed before the first shard: an empty set
             sources.append(written_at(pending_shard_name(base, 0, suffix)))
             _complete_shard(sources[0], options, dropped)
@@ -160,7 +160,7 @@ def _companions(folder: str) -> list[tuple[str, bytes]]:
 
 def _write_companions(folder: str, first_shard: str, durable: bool) -> None:
     for rule, content in _companions(folder):
-        write_bytes(COMPANION_RULES[rule](first_shard), content, durable=durable)
+        write_object(COMPANION_RULES[rule](first_shard), content, durable=durable)
 
 
 def _deal_spool(write: UnfinishedWrite, journal: dict[str, Any],

@@ -39,8 +39,8 @@ from ._set_conflicts import (
 )
 from ._shard_set import OpenShard, ShardSetWriter, files_of
 from ._shard_spec import (
-    choose_shard_set, existing_shard_sets, expand_file_spec, shard_name, split_shard_entry,
-    strip_local_prefix,
+    choose_shard_set, existing_shard_sets, expand_file_spec, refuse_glob, shard_name,
+    split_shard_entry, strip_local_prefix,
 )
 from ._shard_writer import bag_shard_opener
 from ._unfinished import (
@@ -54,7 +54,7 @@ __all__ = [
     "existing_shard_sets", "expand_file_spec", "explained_missing", "files_of",
     "find_schema_file", "has_zstd_suffix", "limits_path_for", "make_write_folder",
     "manifest_url", "other_sets_error", "partial_folder_prefix", "path_argument", "recover_write",
-    "refuse_other_sets", "schema_path", "set_file_path", "set_files", "shard_name",
+    "refuse_glob", "refuse_other_sets", "schema_path", "set_file_path", "set_files", "shard_name",
     "spec_of", "split_shard_entry", "strip_local_prefix", "unfinished_writes",
     "unfinished_writes_in_spec", "unfinished_writes_of", "without_local_prefix",
     "write_journal", "write_of_folder",

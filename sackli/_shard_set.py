@@ -51,15 +51,15 @@ from . import _bulk
 from ._batching import Gatherer, records_per_batch
 from ._consistency import SetManifest
 from ._format import limits_path_for, stored_bytes
-from ._globs import refuse_glob
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._record_iterables import refuse_single_record
 from ._set_conflicts import check_shard_count, refuse_other_sets, remove_other_sets
 from ._set_journal import COMPANION_RULES, SetJournal
-from ._shard_spec import shard_name, split_shard_entry
-from ._storage import is_remote, reset_clients
-from ._whole_files import read_bytes, remove_quietly, sync_folders, write_bytes
+from ._shard_spec import refuse_glob, shard_name, split_shard_entry
+from ._storage import (
+    by_upload, delete_objects, read_object, reset_clients, sync_folders, write_object,
+)
 from ._writer import Writer
 
 __all__ = [
@@ -244,6 +244,9 @@ class ShardSetWriter:
             refuse_other_sets(spec, None)
         self._overwrite = overwrite
         self._spec = spec
+        # Decided once: objects appear whole on upload (no journal, no rename,
+        # nothing kept to recover), or local files are renamed into place.
+        self._uploads = by_upload(spec)
         self._durable = durable
         self._open_shard = open_shard
         self._overhead = record_overhead
@@ -277,7 +280,7 @@ class ShardSetWriter:
         self._ratio = 1.0  # stored bytes per payload byte, learnt as we write
         self._payload = 0  # payload bytes written to the open shard
         self._journal: SetJournal | None = None
-        if journal_options is not None and sharded is not None and not is_remote(spec):
+        if journal_options is not None and sharded is not None and not self._uploads:
             mode = "size" if by_size else "spool" if self._spooling else "count"
             self._journal = SetJournal(spec, journal_options, mode,
                                        None if mode != "count" else list(self._counts),
@@ -382,7 +385,7 @@ class ShardSetWriter:
 
     def _spool_path(self) -> str:
         name = f"{self._base}.sackli-spool{self._suffix}.bag"
-        if is_remote(name):  # spooled on local disk, read back at once
+        if self._uploads:  # spooled on local disk, read back at once
             name = os.path.join(tempfile.gettempdir(),
                                 f".sackli-spool-{os.getpid()}-{uuid.uuid4().hex[:12]}.bag")
         return name
@@ -492,11 +495,11 @@ class ShardSetWriter:
         for make in self._companions:
             path, data = make(self.paths)
             try:
-                old = read_bytes(path)
+                old = read_object(path)
             except FileNotFoundError:
                 old = None
             self._replaced.append((path, old))
-            write_bytes(path, data, durable=self._durable)
+            write_object(path, data, durable=self._durable)
             written.append(path)
         self._companions.clear()
         return written
@@ -504,7 +507,7 @@ class ShardSetWriter:
     def _publish(self) -> None:
         """Writes the companions, then moves every finished shard onto its
         name; on a bucket inside a manifest's "publishing" ... "complete"."""
-        if is_remote(self._spec) and split_shard_entry(self._spec) is not None:
+        if self._uploads and split_shard_entry(self._spec) is not None:
             self._manifest = SetManifest(self._paths, f"pid {os.getpid()} {uuid.uuid4().hex[:12]}")
             self._manifest.begin()
         files = self._write_companions()
@@ -553,7 +556,7 @@ class ShardSetWriter:
         bucket keeps no unfinished write)."""
         if self._closed:
             return
-        if is_remote(self._spec):
+        if self._uploads:
             self.abort()
             return
         self._closed = True
@@ -570,7 +573,7 @@ class ShardSetWriter:
         """Stops writing and deletes every file written so far; files of the
         set that were already published are deleted too."""
         self._closed = True
-        if is_remote(self._spec):
+        if self._uploads:
             # The failure may have left a connection out of step (answers
             # off by one): the cleanup goes out on fresh connections.
             reset_clients()
@@ -587,16 +590,16 @@ class ShardSetWriter:
                 pass
         reached, self._published = self._published, []
         try:
-            remove_quietly(reached)
+            delete_objects(reached)
             removed = True
         except OSError:
             removed = False
         for path, old in reversed(self._replaced):
             try:
                 if old is None:
-                    remove_quietly([path])
+                    delete_objects([path])
                 else:
-                    write_bytes(path, old)
+                    write_object(path, old)
             except OSError:
                 pass
         self._replaced.clear()

@@ -3,27 +3,40 @@
 A spec is a comma-separated list of entries. An entry is a path (optionally
 prefixed `posix:`), `name@N.ext` (N shards named `name-00000-of-0000N.ext`
 ...), `name@*.ext` (the one shard set of that name found on disk), or a glob
-(`ev*.bag`: the files it matches, sorted; sackli/_globs.py). See
-docs/format.md, "Shard specs".
+(`ev*.bag`: the files it matches, sorted; see `expand_glob` here and
+sackli/_storage/_globs.py). See docs/format.md, "Shard specs".
+
+Globs never match sackli's own working files unless the pattern names them:
+names starting with `.` (hidden files, partial-write folders), `limits.`
+(the limits of a SEPARATE bag), ending in `.arrow_schema` or `.sackli_set`
+(a bag set's schema and manifest) or holding `-of-pending` (shards of an
+unfinished in-place write). Writers refuse a `*` (`refuse_glob`) and take
+`?` and `[` literally: a file so named reads back by its name when the
+pattern matches itself (`q?.bag`), or with the bracket quoted
+(`run[[]1].bag`).
 """
 
 from __future__ import annotations
 
 import errno
-import os
 import re
 from typing import Iterable
 
-from ._format import MAX_SHARDS, without_local_prefix
-from ._globs import expand_glob, is_glob
+from ._format import LIMITS_PREFIX, MAX_SHARDS, without_local_prefix
 from ._paths import path_argument
-from ._storage import is_remote, list_objects, normalize
+from ._storage import canonical_path, is_glob, names_starting
+from ._storage import expand_glob as _expand_glob
 
 __all__ = [
-    "choose_shard_set", "existing_shard_sets", "expand_file_spec", "shard_name", "split_shard_entry", "strip_local_prefix",
+    "choose_shard_set", "existing_shard_sets", "expand_file_spec", "expand_glob", "is_glob",
+    "refuse_glob", "shard_name", "split_shard_entry", "strip_local_prefix",
 ]
 
-_SCHEME = re.compile(r"^/?([a-zA-Z][a-zA-Z0-9+.-]*):/")
+# Name starts and ends that mark sackli's own working files (see above): a
+# pattern component matches such a name only if it starts or ends the same.
+_HIDDEN_STARTS = (".", LIMITS_PREFIX)
+_SIDECAR_ENDS = (".arrow_schema", ".sackli_set")
+_PENDING = "-of-pending"
 
 
 def shard_name(base: str, index: int, count: int, suffix: str) -> str:
@@ -41,29 +54,43 @@ def strip_local_prefix(path: str) -> str:
     local = without_local_prefix(path)
     if local is not path:
         return local
-    if is_remote(path):
-        return normalize(path)
-    scheme = _SCHEME.match(path)
-    if scheme:
+    return canonical_path(path)
+
+
+def _own_file(name: str, pattern: str) -> bool:
+    """Whether `name` is one of sackli's working files that `pattern` (one
+    component) does not ask for by name."""
+    for start in _HIDDEN_STARTS:
+        if name.startswith(start) and not pattern.startswith(start):
+            return True
+    for end in _SIDECAR_ENDS:
+        if name.endswith(end) and not pattern.endswith(end):
+            return True
+    return _PENDING in name and _PENDING not in pattern
+
+
+def expand_glob(pattern: str) -> list[str]:
+    """The files (or objects, for a `gs://` / `s3://` pattern) matching the
+    glob `pattern`, sorted, sackli's working files left out (see above).
+
+    Raises FileNotFoundError naming the pattern when none matches.
+    """
+    return _expand_glob(pattern, _own_file)
+
+
+def refuse_glob(spec: str, path: str) -> None:
+    """Raises ValueError when a writer's `path` (`spec` without its
+    `posix:` prefix) holds a `*` other than the count of `name@*.ext`.
+
+    A writer takes its name literally otherwise: `?` and `[` are legal in
+    file and object names (`hash#q?.bag`), and a `*` there is almost always
+    a reading pattern given to a writer by mistake."""
+    sharded = split_shard_entry(path)
+    if "*" in (path if sharded is None else sharded[0] + sharded[2]):
         raise ValueError(
-            f"{path}: '{scheme.group(1)}:' paths are not supported; sackli reads and "
-            "writes local files (plain or 'posix:' paths), gs:// and s3:// objects"
-        )
-    return path
-
-
-def _names_starting(folder: str, prefix: str, entry: str) -> list[str]:
-    """Names in `folder` (with its trailing '/', or '' for the current
-    folder) starting with `prefix`: a folder listing, or for a remote folder
-    an object listing of just that prefix."""
-    if is_remote(folder):
-        return [url[len(folder):] for url, _ in list_objects(folder + prefix)]
-    try:
-        return [name for name in os.listdir(folder or ".") if name.startswith(prefix)]
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            errno.ENOENT, f"{entry}: the folder does not exist", folder
-        ) from None
+            f"{spec}: a writer needs one name, not a glob pattern ('*' matches existing files "
+            "when reading; 'name@*.ext' with max_shard_bytes is the one pattern a writer "
+            "takes)")
 
 
 def split_shard_entry(entry: str) -> tuple[str, str, str] | None:
@@ -128,7 +155,7 @@ def existing_shard_sets(base: str, suffix: str) -> dict[int, list[str]]:
     cut = base.rfind("/") + 1
     folder, prefix = base[:cut], base[cut:]
     try:
-        names = sorted(_names_starting(folder, prefix, base))
+        names = sorted(names_starting(folder, prefix, base))
     except FileNotFoundError:
         return {}
     shape = re.compile(re.escape(prefix) + r"-\d{5}-of-(\d{5})" + re.escape(suffix))
@@ -145,7 +172,7 @@ def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:
     the bucket."""
     cut = base.rfind("/") + 1
     folder, prefix = base[:cut], base[cut:]
-    listed = [folder + name for name in _names_starting(folder, prefix, entry)]
+    listed = [folder + name for name in names_starting(folder, prefix, entry)]
     return choose_shard_set(listed, base, "*", suffix, entry)
 
 
@@ -157,7 +184,7 @@ def _find_shard_set(base: str, suffix: str, entry: str) -> list[str]:
 def expand_file_spec(file_spec: str) -> list[str]:
     """The files of `file_spec`, in spec order.
 
-    An entry that is a glob (`ev*.bag`, see sackli/_globs.py) stands for
+    An entry that is a glob (`ev*.bag`, see `expand_glob`) stands for
     the files it matches, sorted.
 
     Raises ValueError for a malformed spec or an ambiguous `name@*`,

@@ -14,13 +14,12 @@ import warnings
 from typing import Any, Iterable
 
 from ._format import LIMIT_BYTES
-from ._globs import refuse_glob
 from ._options import WriterOptions, with_overrides
 from ._paths import path_argument
 from ._remote_shard import RemoteBagShard, partial_folder
 from ._shard_set import BagShard, OpenShard, ShardSetWriter
-from ._shard_spec import split_shard_entry, strip_local_prefix
-from ._storage import is_remote
+from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
+from ._storage import by_upload
 from ._writer import Record, check_placement
 
 __all__ = ["ShardedWriter", "bag_shard_opener"]
@@ -29,7 +28,7 @@ __all__ = ["ShardedWriter", "bag_shard_opener"]
 def bag_shard_opener(spec: str, options: WriterOptions) -> OpenShard:
     """How the set `spec` opens a shard: a local `Writer` that stays in its
     partial folder until published, or a remote shard (`_remote_shard`)."""
-    if not is_remote(spec):
+    if not by_upload(spec):
         return lambda path: BagShard(path, options)
     partial = partial_folder(spec) if split_shard_entry(spec) is not None else None
     return lambda path: RemoteBagShard(path, options, partial)
@@ -117,8 +116,9 @@ class ShardedWriter:
         refuse_glob(raw, spec)
         check_placement(spec, options)
         self._spec = spec
+        self._uploads = by_upload(spec)  # no folder to check, nothing kept to recover
         folder = os.path.dirname(spec)
-        if folder and not is_remote(spec) and not os.path.isdir(folder):
+        if folder and not self._uploads and not os.path.isdir(folder):
             raise FileNotFoundError(2, f"{file_spec}: the folder does not exist", folder)
         self._set = ShardSetWriter(
             spec, bag_shard_opener(spec, options), record_overhead=LIMIT_BYTES,
@@ -183,7 +183,7 @@ class ShardedWriter:
         if shard_set is None or shard_set.closed:
             return
         # Closing here would publish a write cut short as if it were complete.
-        kept = "" if is_remote(self._spec) else (
+        kept = "" if self._uploads else (
             f"; what was written is kept: `sackli recover {self._spec}` completes it")
         warnings.warn(f"sackli.ShardedWriter({self._spec!r}) was not closed: nothing was "
                       f"published{kept}", ResourceWarning, source=self)

@@ -31,7 +31,7 @@ from typing import Any
 
 from ._format import PARTIAL_MARKER, partial_folder_prefix
 from ._shard_spec import split_shard_entry, strip_local_prefix
-from ._storage import is_remote
+from ._storage import on_this_machine
 
 __all__ = [
     "JOURNAL", "UnfinishedWrite", "explained_missing", "make_write_folder", "read_journal", "unfinished_writes",
@@ -162,7 +162,7 @@ def unfinished_writes_in_spec(file_spec: str) -> list[UnfinishedWrite]:
     found: list[UnfinishedWrite] = []
     for raw_entry in file_spec.split(","):
         entry = strip_local_prefix(raw_entry)
-        if entry and not is_remote(entry):
+        if entry and on_this_machine(entry):
             found.extend(write for write in unfinished_writes(os.path.dirname(entry))
                          if _could_make(write.target, entry))
     return found

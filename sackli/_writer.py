@@ -7,14 +7,12 @@ import warnings
 from typing import Any, Iterable
 
 from . import _engine
-from ._globs import refuse_glob
 from ._options import LimitsPlacement, WriterOptions, with_overrides
 from ._paths import path_argument
 from ._record_iterables import refuse_single_record
-from ._shard_spec import split_shard_entry, strip_local_prefix
-from ._storage import is_remote, open_upload
-from ._storage._spool import RemoteWrite
-from ._storage._upload import OpenUpload
+from ._remote_write import RemoteWrite
+from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
+from ._storage import OpenUpload, by_upload, open_upload
 
 __all__ = ["Writer"]
 
@@ -24,7 +22,7 @@ Record = Any  # bytes, str (written as UTF-8), bytearray, memoryview, any buffer
 def check_placement(spec: str, options: WriterOptions) -> None:
     """ValueError when `options` ask for a write in place where there is no
     place to write into: a `gs://` or `s3://` object."""
-    if not options.atomic and is_remote(spec):
+    if not options.atomic and by_upload(spec):
         raise ValueError(
             f"{spec}: atomic=False writes into the file as it grows, which a bucket "
             "cannot do: a gs:// or s3:// object appears only when its upload completes. "
@@ -112,7 +110,7 @@ class Writer:
         refuse_glob(spec, self._path)
         check_placement(self._path, self._options)
         self._remote: RemoteWrite | None = None
-        if is_remote(self._path):
+        if by_upload(self._path):
             self._open_remote(open_upload)
         else:
             self._core = _engine.WriterCore(self._path, self._options._engine_options)

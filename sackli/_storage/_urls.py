@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["RemotePath", "normalize", "is_remote", "parse"]
+__all__ = ["RemotePath", "base_name", "canonical_path", "is_remote", "normalize", "parse",
+           "remote_path"]
 
 SCHEMES = ("gs", "s3")
 _REMOTE = re.compile(r"^/?(gs|s3):/+")
+_SCHEME = re.compile(r"^/?([a-zA-Z][a-zA-Z0-9+.-]*):/")
 
 
 class RemotePath(NamedTuple):
@@ -51,3 +53,35 @@ def parse(path: str, object_name: bool = True) -> RemotePath:
     if object_name and (not key or key.endswith("/")):
         raise ValueError(f"{path!r} names a bucket or folder, not an object (gs://bucket/key, s3://bucket/key)")
     return RemotePath(scheme, bucket, key)
+
+
+def remote_path(path: str) -> RemotePath | None:
+    """The scheme, bucket and key of a remote object path, or None for a
+    local path: the one test that tells them apart and parses. ValueError
+    for a remote path that names no object (see `parse`)."""
+    return parse(path) if is_remote(path) else None
+
+
+def canonical_path(path: str) -> str:
+    """A path as sackli's stores take it: a `gs://` / `s3://` URL in its
+    canonical spelling (`/gs://b/k` and pathlib's `/gs:/b/k` are accepted),
+    a local path as given.
+
+    Raises ValueError for URLs of storage sackli cannot reach.
+    """
+    if is_remote(path):
+        return normalize(path)
+    scheme = _SCHEME.match(path)
+    if scheme:
+        raise ValueError(
+            f"{path}: '{scheme.group(1)}:' paths are not supported; sackli reads and "
+            "writes local files (plain or 'posix:' paths), gs:// and s3:// objects"
+        )
+    return path
+
+
+def base_name(path: str) -> str:
+    """The last component of a path or URL: of a remote URL's key ('' for a
+    bucket or a folder), of what follows any other `scheme://`."""
+    key = parse(path, object_name=False).key if is_remote(path) else path.partition("://")[2]
+    return key.rpartition("/")[2]

@@ -16,7 +16,8 @@ import pyarrow as pa
 
 from ..datasets import DatasetWriter, ShardedDatasetWriter
 from ..datasets._fields import parse_spec
-from ..datasets._folders import folder_path, join, remove_shard_folder, shard_name
+from ..datasets._layout import remove_shard_folder, shard_name
+from .._storage import folder_path, join_path
 from ._field_specs import column_values, infer_field_type
 from ._inputs import open_table_stream
 
@@ -92,8 +93,8 @@ def write_dataset_table(
         writer.discard()
         if sharded:
             for shard in range(writer.shards):
-                remove_shard_folder(join(folder, shard_name(shard)))
+                remove_shard_folder(join_path(folder, shard_name(shard)))
         raise
     if not sharded:
         return [folder]
-    return [join(folder, shard_name(shard)) for shard in range(writer.shards)]
+    return [join_path(folder, shard_name(shard)) for shard in range(writer.shards)]

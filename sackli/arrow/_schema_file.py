@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .. import CorruptionError
 from .._sets import SCHEMA_SUFFIX as SUFFIX, find_schema_file, schema_path
-from .._whole_files import read_bytes, write_bytes
+from .._storage import read_object, write_object
 
 __all__ = ["ENCODING_KEY", "SUFFIX", "find_schema_file", "read_schema_file", "read_set_schema",
            "schema_message", "schema_path", "write_schema_file"]
@@ -43,7 +43,7 @@ def schema_message(schema: pa.Schema, encoding: str) -> bytes:
 def write_schema_file(path: str, schema: pa.Schema, encoding: str) -> None:
     """Writes `schema`, tagged with `encoding`, to `path` (a local path or a
     gs:// / s3:// URL), atomically."""
-    write_bytes(path, schema_message(schema, encoding))
+    write_object(path, schema_message(schema, encoding))
 
 
 def read_schema_file(path: str) -> tuple[pa.Schema, str]:
@@ -54,7 +54,7 @@ def read_schema_file(path: str) -> tuple[pa.Schema, str]:
     not an Arrow schema.
     """
     try:
-        data = read_bytes(path)
+        data = read_object(path)
     except FileNotFoundError:
         raise FileNotFoundError(
             2, f"{path}: no Arrow schema beside the bag (was it written by "

@@ -27,8 +27,10 @@ import os
 import shutil
 from typing import Iterator
 
-from .._storage import copy_object, delete_object, is_remote, list_objects
-from ..datasets._folders import SPEC_FILE, join, remove_shard_folder, shard_name
+from .._storage import (
+    by_upload, copy_object, delete_object, folder_entries, join_path, list_objects, on_this_machine,
+)
+from ..datasets._layout import SPEC_FILE, remove_shard_folder, shard_name
 from ._pipeline_storage import pipeline_storage
 
 __all__ = ["check_replaceable", "publish_dataset"]
@@ -42,8 +44,8 @@ def publish_dataset(temp: str, shards: list[str], directory: str) -> Iterator[st
     Raises FileNotFoundError when a shard is neither at its temporary place
     nor already published (it was lost).
     """
-    finals = [join(directory, shard_name(k)) for k in range(len(shards))]
-    if is_remote(directory):
+    finals = [join_path(directory, shard_name(k)) for k in range(len(shards))]
+    if by_upload(directory):  # objects are copied into place, folders renamed
         with pipeline_storage():
             _publish_remote(temp, shards, finals, directory)
     else:
@@ -82,14 +84,6 @@ def _objects(prefix: str) -> list[str]:
     return [url for url, _ in list_objects(prefix + "/")]
 
 
-def _entries(directory: str) -> set[str]:
-    """The names of the files and folders directly in `directory`."""
-    if not is_remote(directory):
-        return set(os.listdir(directory)) if os.path.isdir(directory) else set()
-    prefix = directory + "/"
-    return {url[len(prefix):].split("/", 1)[0] for url in _objects(directory)}
-
-
 def check_replaceable(directory: str) -> None:
     """Raises unless `directory` is missing or a dataset: holds nothing but
     shard folders (digits) and hidden entries (unfinished writes), so that
@@ -99,10 +93,10 @@ def check_replaceable(directory: str) -> None:
       FileExistsError: `directory` holds other files or folders (named), or
         is a file.
     """
-    if not is_remote(directory) and os.path.lexists(directory) and not os.path.isdir(directory):
+    if on_this_machine(directory) and os.path.lexists(directory) and not os.path.isdir(directory):
         raise FileExistsError(f"{directory}: exists and is not a dataset folder")
     with pipeline_storage():
-        names = _entries(directory)
+        names = folder_entries(directory)
     others = sorted(n for n in names if not (n.isdigit() or n.startswith(".")))
     if others:
         raise FileExistsError(
@@ -128,13 +122,13 @@ def _publish_remote(temp: str, shards: list[str], finals: list[str], directory: 
         remove_shard_folder(final)
         names.remove(SPEC_FILE)
         for name in names + [SPEC_FILE]:  # spec.json last: then the shard exists
-            copy_object(join(shard, name), join(final, name))
+            copy_object(join_path(shard, name), join_path(final, name))
         for name in [SPEC_FILE] + names:
-            delete_object(join(shard, name))
+            delete_object(join_path(shard, name))
     # Older shards beyond the new count.
     kept = set(finals)
-    for name in _entries(directory):
-        folder = join(directory, name)
+    for name in folder_entries(directory):
+        folder = join_path(directory, name)
         if folder not in kept and name.isdigit():
             remove_shard_folder(folder)
     for url in _objects(temp):  # left-overs, e.g. of retried bundles

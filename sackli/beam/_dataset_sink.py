@@ -21,9 +21,8 @@ from apache_beam.io import iobase
 from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
-from .._storage import is_remote
+from .._storage import by_upload, join_path
 from ..datasets import DatasetWriter
-from ..datasets._folders import join
 from ._dataset_publish import check_replaceable, publish_dataset
 from ._provided import value
 from ._pipeline_storage import pipeline_storage
@@ -84,15 +83,15 @@ class DatasetSink(iobase.Sink):
         of this write."""
         check_replaceable(self.directory)
         tag = _TEMP_TAG + uuid.uuid4().hex
-        if is_remote(self.directory):
-            return join(self.directory, "." + tag)
+        if by_upload(self.directory):  # a prefix: nothing to make, nothing to rename
+            return join_path(self.directory, "." + tag)
         parent, name = os.path.split(os.path.abspath(self.directory))
         temp = os.path.join(parent, f".{name}.{tag}")
         os.makedirs(temp)
         return temp
 
     def open_writer(self, init_result: str, uid: str) -> _ShardWriter:
-        return _ShardWriter(self, join(init_result, uid))
+        return _ShardWriter(self, join_path(init_result, uid))
 
     def pre_finalize(self, init_result: str, writer_results: Any) -> None:
         """Nothing: the older dataset is replaced in `finalize_write`, once

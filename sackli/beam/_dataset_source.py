@@ -20,9 +20,8 @@ from apache_beam.io import iobase, range_trackers
 from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
-from .._storage import is_remote
+from .._storage import join_path, network_bound
 from ..datasets import DatasetReader
-from ..datasets._folders import join
 from ..datasets._layout import concurrently, open_records, shard_folder_bytes
 from ._lazy_concat import LazyConcatSource
 from ._provided import value
@@ -40,7 +39,7 @@ DATAPOINT_CODER = coders.MapCoder(coders.StrUtf8Coder(), coders.FastPrimitivesCo
 def _datapoints(folder: str) -> int:
     """The number of datapoints of a shard: the length of its refs.bag (the
     engine reads only the file's tail)."""
-    records = open_records(join(folder, "refs.bag"), cache_index=False)
+    records = open_records(join_path(folder, "refs.bag"), cache_index=False)
     try:
         return len(records)
     finally:
@@ -119,7 +118,7 @@ def shard_sources(
     with pipeline_storage():
         folders = shard_folder_bytes(directory)
         lengths = concurrently([functools.partial(_datapoints, folder) for folder, _ in folders],
-                               is_remote(directory))
+                               network_bound(directory))
     return [ShardSource(folder, length, size, decoders, mask)
             for (folder, size), length in zip(folders, lengths) if length]
 

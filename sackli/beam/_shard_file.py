@@ -26,7 +26,7 @@ from apache_beam.io.localfilesystem import LocalFileSystem
 
 from .. import Writer
 from .._bulk import Gatherer, WriterOptions
-from .._storage import Upload, is_remote, open_upload
+from .._storage import Upload, by_upload, open_upload
 from ._pipeline_storage import pipeline_storage
 
 __all__ = ["ShardFile", "StreamUpload"]
@@ -78,7 +78,7 @@ def _open_upload(url: str) -> Upload:
     """The upload of one object of a shard: sackli's own for remote
     storage (its client from the pipeline's storage settings, kept for the
     upload's life), a Beam stream for any other file system."""
-    if not is_remote(url):
+    if not by_upload(url):
         # File systems sackli has no stream of its own for.
         return StreamUpload(FileSystems.create(url, _MIME_TYPE, CompressionTypes.UNCOMPRESSED))
     with pipeline_storage():

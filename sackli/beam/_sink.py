@@ -42,7 +42,6 @@ from .._sets import (
     LIMITS_PREFIX, has_zstd_suffix, limits_path_for, manifest_url, other_sets_error, set_files,
     spec_of,
 )
-from .._storage import is_remote
 from ._display import describe_compression
 from ._shard_file import ShardFile
 from ._shard_names import older_set_pattern, window_label, with_pane_letter
@@ -262,7 +261,7 @@ class BagSink(filebasedsink.FileBasedSink):
         self._move(pairs)
         # A manifest a sackli writer left for a set of these names describes
         # the objects just replaced: readers would take the new set as torn.
-        manifests = [m for m in dict.fromkeys(map(manifest_url, finals)) if m and is_remote(m)]
+        manifests = [m for m in dict.fromkeys(map(manifest_url, finals)) if m]
         self._delete_sets([stale, *others.values()] if self.overwrite else [stale], manifests)
         try:
             FileSystems.delete([init_result])

@@ -28,7 +28,7 @@ import apache_beam as beam
 from apache_beam.io import iobase
 
 from ..datasets._fields import encoder_table, parse_compression, parse_spec
-from ..datasets._folders import folder_path
+from .._storage import folder_path
 from ._dataset_sink import DatasetSink
 from ._dataset_source import DatasetSource
 from ._provided import now_or_at_run_time

@@ -27,13 +27,11 @@ import sackli
 
 from .. import _bulk
 from .._bulk import stored_bytes
-from .._globs import refuse_glob
 from .._sets import (
-    OpenShard, ShardSetWriter, bag_shard_opener, check_shard_count, refuse_other_sets,
+    OpenShard, ShardSetWriter, bag_shard_opener, check_shard_count, refuse_glob, refuse_other_sets,
     split_shard_entry,
 )
-from .._storage import is_remote
-from .._whole_files import remove_quietly
+from .._storage import by_upload, delete_objects
 from ._endpoints import (
     BAG, JSON_LINES, PARQUET, RECORD_OVERHEAD, Source, bag_writer_options, check_output_options,
     files_of, format_of, open_writer, refuse_existing,
@@ -100,7 +98,7 @@ class _TempNamedShard:
                 os.replace(temp_file, final_file)
                 published.append(final_file)
             elif final_file != target:
-                remove_quietly([final_file])
+                delete_objects([final_file])
         return published
 
     def targets(self, target: str) -> list[str]:
@@ -115,14 +113,14 @@ class _TempNamedShard:
             else:
                 self._writer.close()
         finally:
-            remove_quietly(files_of(self._kind, self._temp))
+            delete_objects(files_of(self._kind, self._temp))
 
 
 def _shard_opener(kind: str, args: argparse.Namespace, json_texts: bool = False) -> OpenShard:
     """How the destination opens each output file: locally under a
     `_temp_name`; on gs:// / s3:// (bags only) as `sackli.ShardedWriter`
     does, streaming into hidden objects copied into place at the end."""
-    if not is_remote(args.dst):
+    if not by_upload(args.dst):
         return lambda path: _TempNamedShard(kind, path, args, json_texts)
     if kind != BAG:
         raise UsageError(f"{args.dst}: convert writes bags and Parquet to gs:// and s3://; "

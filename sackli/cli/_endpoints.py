@@ -7,19 +7,17 @@ import argparse
 import dataclasses
 import errno
 import functools
-import os
 from typing import Any, Callable, Iterator
 
 import sackli
 
-from .. import _whole_files
 from .. import formats
 from .._bulk import LIMIT_BYTES, batched
 from .._sets import (
     existing_shard_sets, expand_file_spec, files_of as bag_files_of, has_zstd_suffix, shard_name,
     split_shard_entry,
 )
-from .._storage import is_remote
+from .._storage import object_exists
 from ._errors import UsageError
 from ._progress import ByteCount
 from ._reading import iter_batches, open_reader, read_file
@@ -160,12 +158,7 @@ def _destination_files(kind: str, spec: str) -> list[str]:
     else:
         base, count, suffix = sharded
         paths = [shard_name(base, i, int(count), suffix) for i in range(int(count))]
-    return [file for path in paths for file in files_of(kind, path) if _exists(file)]
-
-
-def _exists(path: str) -> bool:
-    # A dangling local symlink counts: writing would replace it.
-    return _whole_files.exists(path) if is_remote(path) else os.path.lexists(path)
+    return [file for path in paths for file in files_of(kind, path) if object_exists(file)]
 
 
 def refuse_existing(kind: str, spec: str) -> None:

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Iterator
 
 from .. import CorruptionError
 from .._sets import find_schema_file, schema_path, set_file_path
-from .._whole_files import exists, read_bytes, remove_quietly, write_bytes
 from ..formats import holds_only_strings
 from ._endpoints import BAG, JSON_LINES, Source
 from ._reading import open_reader
+from .._storage import delete_objects, object_exists, read_object, write_object
 
 if TYPE_CHECKING:
     from ._rows import RowPrinter
@@ -55,10 +55,10 @@ def bag_holds_json_texts(spec: str) -> bool:
     JSON texts. CorruptionError for a record format file sackli did not
     write."""
     path = record_format_path(spec)
-    if not exists(path):
+    if not object_exists(path):
         return False
     try:
-        content = json.loads(read_bytes(path))
+        content = json.loads(read_object(path))
     except ValueError:
         content = None
     if content != _JSON_TEXTS:
@@ -87,9 +87,9 @@ def records_are_json_texts(source: Source) -> bool:
 def _set_companion(path: str, data: bytes | None) -> None:
     """Writes `data` to `path`, or with None removes a stale file there."""
     if data is not None:
-        write_bytes(path, data)
-    elif exists(path):
-        remove_quietly([path])
+        write_object(path, data)
+    elif object_exists(path):
+        delete_objects([path])
 
 
 def mark_bag_set(written: list[str], json_texts: bool) -> None:
@@ -106,7 +106,7 @@ def finish_bag_set(written: list[str], source: Source) -> None:
     schema file), so that rows stay rows."""
     mark_bag_set(written, source.json_texts)
     schema = find_schema_file(_first_bag_file(source)) if source.kind == BAG else None
-    _set_companion(schema_path(written[0]), read_bytes(schema) if schema is not None else None)
+    _set_companion(schema_path(written[0]), read_object(schema) if schema is not None else None)
 
 
 def row_json_printer(spec: str, args: argparse.Namespace) -> "RowPrinter | None":

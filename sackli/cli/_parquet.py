@@ -17,8 +17,7 @@ from typing import Any, Iterator
 
 import sackli
 
-from .._storage import UploadFile, is_remote, open_upload
-from .._whole_files import remove_quietly
+from .._storage import UploadFile, by_upload, delete_objects, open_upload
 from ._endpoints import BAG, PARQUET, bag_writer_options
 from ._errors import UsageError
 from ._json_records import mark_bag_set
@@ -98,7 +97,7 @@ def _parquet_output(path: str) -> Iterator[Any]:
     """Where the Parquet file is written, atomically: a hidden local file
     renamed onto `path` at the end, or for gs:// / s3:// an upload stream
     that completes only then. Nothing is left behind on failure."""
-    if is_remote(path):
+    if by_upload(path):
         upload = open_upload(path)
         try:
             yield UploadFile(upload, path)
@@ -112,7 +111,7 @@ def _parquet_output(path: str) -> Iterator[Any]:
         yield temp
         os.replace(temp, path)
     except BaseException:
-        remove_quietly([temp])
+        delete_objects([temp])
         raise
 
 

@@ -21,7 +21,7 @@ import zlib
 from typing import Callable, NamedTuple
 
 from .._sets import expand_file_spec, files_of, has_zstd_suffix
-from .._storage import is_remote
+from .._storage import on_this_machine
 
 __all__ = ["Kind", "describe", "explain_open_failure", "opening_error", "sniff", "sniff_folder"]
 
@@ -155,7 +155,7 @@ def _gzip(head: bytes, path: str) -> Kind | None:
 def sniff(path: str) -> Kind | None:
     """What the local file at `path` is when it is recognisably not a bag,
     else None (unknown, unreadable, remote, or maybe a damaged bag)."""
-    if is_remote(path):
+    if not on_this_machine(path):
         return None
     if os.path.isdir(path):
         return sniff_folder(path)
@@ -212,7 +212,7 @@ def explain_open_failure(spec: str, error: BaseException,
     except (OSError, ValueError):
         return
     for path in files:
-        if is_remote(path) or _beside_limits_file(path):
+        if not on_this_machine(path) or _beside_limits_file(path):
             continue
         kind = sniff(path)
         if kind is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import CompressionNone, CompressionZstd, CorruptionError, LimitsStorage, Reader, Writer
 from .._sets import path_argument
-from .._storage import is_remote
+from .._storage import on_this_machine
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._field_encoder import all_bytes
 
@@ -72,7 +72,7 @@ class BagWriter(DiscardsOnError):
         *, durable: bool = False,
     ) -> None:
         self._path = path_argument(path, "path")
-        if not is_remote(self._path) and os.path.lexists(self._path):
+        if on_this_machine(self._path) and os.path.lexists(self._path):
             raise FileExistsError(f"{self._path}: already exists")
         self._compressed = compression is not None
         self._writer = Writer(self._path, compression=compression or CompressionNone(),

@@ -21,7 +21,7 @@ from .. import CorruptionError, Reader
 from .. import _engine
 from .._bulk import reader_core
 from .._sets import explained_missing
-from .._storage import is_remote
+from .._storage import folder_path, join_path, network_bound, read_object
 from ._bag import open_records
 from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
@@ -29,7 +29,7 @@ from ._closing import ClosesOnExit
 from ._concurrent import concurrently
 from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
-from ._folders import SPEC_FILE, folder_path, join, read_bytes
+from ._shard_folders import SPEC_FILE
 from ._mask import MaskPlans, Plan, Selection
 from ._refs import unpack_refs
 from ._spec import FieldType, ShardFolder, parse_spec
@@ -51,9 +51,9 @@ def read_spec(directory: str) -> tuple[dict[str, FieldType], dict[str, str]]:
     Raises FileNotFoundError naming spec.json when it is missing, and
     ValueError when it is not a valid spec.
     """
-    path = join(directory, SPEC_FILE)
+    path = join_path(directory, SPEC_FILE)
     try:
-        content = read_bytes(path)
+        content = read_object(path)
     except FileNotFoundError as error:
         # A write that was killed: say so, and how to complete it.
         raise explained_missing(error, directory) from None
@@ -100,7 +100,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._decoders = builtin_decoders if decoders is None else decoders
         names = ["refs", *self._fields]
         opened = concurrently([functools.partial(open_records, self._path(name), cache_index)
-                               for name in names], is_remote(self._directory))
+                               for name in names], network_bound(self._directory))
         self._refs, *field_readers = opened
         self._readers = dict(zip(self._fields, field_readers))
         self._rows = range(len(self._refs))
@@ -123,7 +123,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._plans = MaskPlans(self._fields, self._directory, self._compile)
 
     def _path(self, name: str) -> str:
-        return join(self._directory, self._files[name])
+        return join_path(self._directory, self._files[name])
 
     @property
     def size(self) -> int:

@@ -26,10 +26,12 @@ from ._closing import DiscardsOnError
 from ._concurrent import concurrently
 from ._builtin_codecs import encoders as builtin_encoders, one_argument
 from .._sets import partial_folder_prefix, write_journal
-from .._storage import is_remote
+from .._storage import (
+    by_upload, folder_path, join_path, make_unique_folder, object_exists, write_object,
+)
 from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
-from ._folders import SPEC_FILE, exists, folder_path, join, make_unique_folder, write_bytes
+from ._shard_folders import SPEC_FILE
 from ._recover import dataset_journal, publish_shard_folder
 from ._refs import pack_refs
 from ._spec import FieldType, ShardFolder, parse_spec, spec_json
@@ -99,8 +101,9 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         if compression:
             self._raw_spec[COMPRESSION_KEY] = dict(compression)
         encoders = encoder_table(self._fields, encoders)
-        self._remote = is_remote(self._directory)
-        if exists(join(self._directory, SPEC_FILE) if self._remote else self._directory):
+        self._remote = by_upload(self._directory)
+        occupied = join_path(self._directory, SPEC_FILE) if self._remote else self._directory
+        if object_exists(occupied):
             raise FileExistsError(f"{self._directory}: already exists")
         self._partial = self._directory if self._remote else self._make_partial_folder()
         self._closed = False
@@ -110,9 +113,9 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
                 # needs to finish the shard after a crash.
                 write_journal(self._partial,
                               dataset_journal(self._directory, self._raw_spec, durable))
-            self._refs = BagWriter(join(self._partial, "refs.bag"), durable=durable)
+            self._refs = BagWriter(join_path(self._partial, "refs.bag"), durable=durable)
             self._writers = {
-                field: BagWriter(join(self._partial, self._field_file(field)),
+                field: BagWriter(join_path(self._partial, self._field_file(field)),
                                  self._compression.get(field), durable=durable)
                 for field in self._fields}
         except BaseException:
@@ -216,7 +219,7 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         return field_file(field, field in self._compression)
 
     def _field_path(self, field: str) -> str:
-        return join(self._directory, self._field_file(field))
+        return join_path(self._directory, self._field_file(field))
 
     def flush(self) -> None:
         """Hands what was written so far to the operating system (the folder
@@ -246,7 +249,7 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
             # Last: a remote shard counts as written once spec.json exists.
             # Durable: each bag synced itself and the partial folder; spec.json
             # syncs itself and the folder again, then the rename is synced.
-            write_bytes(join(self._partial, SPEC_FILE), spec_json(self._raw_spec),
+            write_object(join_path(self._partial, SPEC_FILE), spec_json(self._raw_spec),
                         durable=self._durable)
             if not self._remote:
                 if os.path.lexists(self._directory):

@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 from typing import Literal, Union
 
-from .._storage import is_remote, object_exists
+from .._storage import folder_path, is_file, is_folder, join_path, on_this_machine
 from ._dataset_reader import DatasetReader
-from ._folders import SPEC_FILE, folder_path, join
+from ._shard_folders import SPEC_FILE
 from ._sharded import ShardedDatasetReader, shard_folders
 
 __all__ = ["AnyDatasetReader", "dataset_folders", "dataset_layout", "reader_folders"]
@@ -29,10 +29,6 @@ AnyDatasetReader = Union[DatasetReader, ShardedDatasetReader]
 
 # The first shard folder of a sharded dataset.
 _FIRST_SHARD = "000000"
-
-
-def _file_exists(path: str) -> bool:
-    return object_exists(path) if is_remote(path) else os.path.isfile(path)
 
 
 def dataset_layout(path: str | os.PathLike[str]) -> Literal["shard", "sharded"] | None:
@@ -46,16 +42,13 @@ def dataset_layout(path: str | os.PathLike[str]) -> Literal["shard", "sharded"] 
     if not isinstance(text, str) or "," in text or "@" in os.path.basename(text):
         return None
     folder = folder_path(text)
-    if is_remote(folder):
-        if object_exists(folder):
-            return None
-    elif not os.path.isdir(folder):
+    if not is_folder(folder):
         return None
-    if _file_exists(join(folder, SPEC_FILE)):
+    if is_file(join_path(folder, SPEC_FILE)):
         return "shard"
-    if _file_exists(join(join(folder, _FIRST_SHARD), SPEC_FILE)):
+    if is_file(join_path(join_path(folder, _FIRST_SHARD), SPEC_FILE)):
         return "sharded"
-    if not is_remote(folder):
+    if on_this_machine(folder):  # a remote prefix with no dataset is no folder at all
         raise ValueError(
             f"{folder}: a directory, but not a dataset: it holds neither {SPEC_FILE} (a dataset "
             f"shard) nor {_FIRST_SHARD}/{SPEC_FILE} (a sharded dataset)")

@@ -38,10 +38,10 @@ from typing import Any, Mapping
 from .. import CorruptionError, Reader, RecoveryReport
 from .. import _engine
 from .._sets import JOURNAL as JOURNAL_FILE, limits_path_for, partial_folder_prefix
-from .._whole_files import sync_folders, write_bytes
+from .._storage import sync_folders, write_object
 from ._bag import BagWriter, open_records
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
-from ._folders import SPEC_FILE
+from ._shard_folders import SPEC_FILE
 from ._refs import unpack_refs
 from ._spec import FieldType, parse_spec, spec_json
 
@@ -108,7 +108,7 @@ def _publish(folder: str, target: str, raw_spec: Mapping[str, Any], durable: boo
     _remove_hidden(folder)
     if durable:  # the bags recovered here, before the rename
         _sync_files(folder)
-    write_bytes(os.path.join(folder, SPEC_FILE), spec_json(raw_spec), durable=durable)
+    write_object(os.path.join(folder, SPEC_FILE), spec_json(raw_spec), durable=durable)
     publish_shard_folder(folder, target, durable)
 
 
@@ -268,7 +268,7 @@ def _cut_bag(path: str, records: int) -> tuple[int, int]:
         limits = file.read(kept * _LIMIT.size)
     if len(limits) != kept * _LIMIT.size:
         raise CorruptionError(f"{path}: its limits end before record {kept}")
-    write_bytes(limits_path_for(path), limits)
+    write_object(limits_path_for(path), limits)
     _engine.recover(path)
     ends = _LIMIT.unpack_from(limits, len(limits) - _LIMIT.size)[0]
     return total - kept, start - ends

@@ -17,9 +17,9 @@ from typing import Any, Sequence
 
 from .. import CorruptionError, Reader
 from .. import _bulk, _engine
+from .._storage import folder_path, join_path
 from ._bag import open_records
 from ._dataset_reader import read_spec
-from ._folders import folder_path, join
 from ._refs import unpack_refs
 
 __all__ = ["FieldRefs", "ShardFiles", "read_field_refs"]
@@ -67,7 +67,7 @@ class ShardFiles:
 
     def path(self, name: str) -> str:
         """The path of a field's file (`"refs"` for refs.bag)."""
-        return join(self.directory, self._files[name])
+        return join_path(self.directory, self._files[name])
 
     def close(self) -> None:
         """Releases the open files."""

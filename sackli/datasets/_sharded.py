@@ -12,13 +12,13 @@ import os
 from typing import Any, Mapping
 
 from .._sets import unfinished_writes
-from .._storage import is_remote
+from .._storage import folder_path, join_path, network_bound, on_this_machine
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._concurrent import concurrently
 from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._datapoints import Datapoint, DatapointSequence, Mask
-from ._folders import folder_bytes, folder_path, join, list_folders, shard_name
+from ._shard_folders import shard_folder_names, shard_name, shard_sizes
 from ._spec import FieldType
 
 __all__ = ["ShardedDatasetReader", "ShardedDatasetWriter"]
@@ -98,7 +98,7 @@ class ShardedDatasetWriter(DiscardsOnError):
     def append(self, datapoint: Mapping[str, Any], flush: bool = True) -> int:
         """Appends one datapoint; returns its index among this writer's."""
         if self._writer is None:
-            folder = join(self._directory, shard_name(self._next_shard))
+            folder = join_path(self._directory, shard_name(self._next_shard))
             self._writer = DatasetWriter(folder, self._spec, self._encoders, self._compression,
                                          durable=self._durable)
         writer = self._writer
@@ -142,18 +142,18 @@ class ShardedDatasetWriter(DiscardsOnError):
 
 def shard_folders(directory: str) -> list[str]:
     """The shard folders of a dataset, in order; unfinished writes are
-    ignored (see _folders.list_folders).
+    ignored (see _shard_folders.shard_folder_names).
 
     Raises FileNotFoundError when `directory` is missing and ValueError when
     the names are not 000000, 000001, ... without gaps.
     """
-    return _numbered(directory, list_folders(directory))
+    return _numbered(directory, shard_folder_names(directory))
 
 
 def _unfinished_shards(directory: str) -> str:
     """A note naming the unfinished shard writes in local `directory` (a
     killed writer's), with the command that completes them; "" if none."""
-    if is_remote(directory):
+    if not on_this_machine(directory):
         return ""
     writes = unfinished_writes(directory)
     if not writes:
@@ -166,7 +166,7 @@ def _unfinished_shards(directory: str) -> str:
 def shard_folder_bytes(directory: str) -> list[tuple[str, int]]:
     """(folder, total size of its files) of each shard folder, in order: one
     listing of a remote dataset. Raises as `shard_folders`."""
-    sizes = folder_bytes(directory)
+    sizes = shard_sizes(directory)
     return list(zip(_numbered(directory, list(sizes)), sizes.values()))
 
 
@@ -177,7 +177,7 @@ def _numbered(directory: str, names: list[str]) -> list[str]:
             raise ValueError(
                 f"{directory}: shard folders must be numbered 000000, 000001, ... without "
                 f"gaps; found {name!r} where shard {number:06} belongs")
-    return [join(directory, name) for name in names]
+    return [join_path(directory, name) for name in names]
 
 
 class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
@@ -211,7 +211,7 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
                 f"{_unfinished_shards(self._directory)}")
         self._readers = concurrently(
             [functools.partial(DatasetReader, folder, decoders, cache_index) for folder in folders],
-            is_remote(self._directory))
+            network_bound(self._directory))
         self._stops = list(itertools.accumulate(len(reader) for reader in self._readers))
         self._rows = range(self._stops[-1])
 

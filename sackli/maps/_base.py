@@ -12,7 +12,7 @@ from typing import Any
 
 from ._errors import ValidationError, corruption_as_validation_error
 from .._sets import path_argument
-from .._storage import is_remote
+from .._storage import REMOTE_OPENER
 from ._ranges import RemoteMapObject
 from ._sources import PathArgument, buffer_of_file, describe, map_path, open_core
 
@@ -44,8 +44,10 @@ class MapBase:
         self._file_name: str | None = None  # a file object's: errors name the file, not its mapping
         if isinstance(data, PathArgument):
             path = path_argument(data, "a map path")
-            if is_remote(path):
-                self._buffer = RemoteMapObject(path)
+            # A handle for a remote map, None for a local file (the engine maps it).
+            remote = REMOTE_OPENER(path)
+            if remote is not None:
+                self._buffer = RemoteMapObject(remote)
             else:
                 self._path = path
             self._core_now()  # a missing file fails here, not at first lookup

@@ -58,8 +58,8 @@ class RemoteMapObject:
     ranged GET (with the storage layer's retries), except that the first
     HEAD_BYTES are fetched once and served from memory."""
 
-    def __init__(self, url: str) -> None:
-        self._object = RemoteObject(url)
+    def __init__(self, remote: RemoteObject) -> None:
+        self._object = remote
         self.name = self._object.url
         self._head: bytes | None = None
 

@@ -27,8 +27,7 @@ from typing import Any, BinaryIO, Optional
 
 from .. import _engine
 from .._sets import JOURNAL as JOURNAL_FILE, make_write_folder, path_argument, write_journal
-from .._storage import is_remote, open_upload
-from .._whole_files import sync_folders
+from .._storage import by_upload, open_upload, sync_folders
 from ._compression import normalize
 from ._base import uint64
 from ._pairs import checked_pairs
@@ -70,7 +69,7 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
     items = checked_pairs(items)  # TypeError at once for a non-iterable
     method = normalize(compress)
     target = path_argument(path, "path")
-    if is_remote(target):
+    if by_upload(target):
         return _write_remote(target, items, method)
     if os.path.islink(target):
         target = os.path.realpath(target)

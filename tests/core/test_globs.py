@@ -1,4 +1,4 @@
-"""Globs in file specs (sackli/_globs.py, called by `expand_file_spec`):
+"""Globs in file specs (sackli/_storage/_globs.py, called by `expand_file_spec`):
 `Reader('ev*.bag')`, `sackli count 'ev*.bag'`, local and on the real S3 and
 GCS test servers (tests/remote_helpers.py), as DuckDB and Beam read them."""
 

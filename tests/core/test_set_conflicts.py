@@ -112,14 +112,14 @@ def test_overwrite_publishes_the_new_set_then_deletes_the_old(tmp_path, monkeypa
     options = {"limits_placement": getattr(sackli.LimitsPlacement, placement)}
     write_set(tmp_path / "dup@3.bag", **options)
     seen = []
-    remove = conflicts.remove_quietly
+    remove = conflicts.delete_objects
 
     def spy(paths):
         paths = list(paths)
         seen.append((paths, listing(tmp_path)))  # what exists when the old files go
         remove(paths)
 
-    monkeypatch.setattr(conflicts, "remove_quietly", spy)
+    monkeypatch.setattr(conflicts, "delete_objects", spy)
     new = write_set(tmp_path / "dup@2.bag", RECORDS[:7], overwrite=True, **options)
     assert seen, "the old set was not removed"
     for _, present in seen:

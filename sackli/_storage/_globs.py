@@ -1,22 +1,15 @@
-"""Globs in file specs: `ev*.bag`, `day?/x.bag`, `gs://b/logs/part-[0-4]*.bagz`.
+"""Globs over files and objects: `ev*.bag`, `day?/x.bag`,
+`gs://b/logs/part-[0-4]*.bagz`.
 
-An entry of a spec is a glob when one of its path components holds `*`, `?`
-or a bracket set `[...]` (closed by `]` in the same component; a lone `[` is
-an ordinary character). `name@*.ext` is not a glob: `_shard_spec` reads it as
-the one shard set of that name before it gets here.
-
+A path component is a glob when it holds `*`, `?` or a bracket set `[...]`
+(closed by `]` in the same component; a lone `[` is an ordinary character).
 Matching follows the shell (Python's `fnmatch`, case-sensitive), per
 component: `*` and `?` never match `/`, and `[*]` matches a literal `*`.
 The matches are files (objects on a bucket), never folders, sorted as
-strings. sackli's own working files are never matched unless the pattern
-names them: names starting with `.` (hidden files, partial-write folders),
-`limits.` (the limits of a SEPARATE bag), ending in `.arrow_schema` or
-`.sackli_set` (a bag set's schema and manifest) or holding `-of-pending`
-(shards of an unfinished in-place write).
-
-Writers refuse a `*` (`refuse_glob`) and take `?` and `[` literally: a file
-so named reads back by its name when the pattern matches itself (`q?.bag`),
-or with the bracket quoted (`run[[]1].bag`).
+strings: locally found folder by folder, remotely from one listing of the
+literal prefix before the first glob character. The caller tells which
+names a glob skips (`own_file`: sackli's working files, see
+`sackli._shard_spec`).
 """
 
 from __future__ import annotations
@@ -24,16 +17,15 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+from typing import Callable
 
-from ._format import LIMITS_PREFIX
+from ._objects import list_objects
+from ._urls import is_remote
 
-__all__ = ["expand_glob", "is_glob", "refuse_glob"]
+__all__ = ["OwnFile", "expand_glob", "is_glob"]
 
-# Name starts and ends that mark sackli's own working files (see above): a
-# pattern component matches such a name only if it starts or ends the same.
-_HIDDEN_STARTS = (".", LIMITS_PREFIX)
-_SIDECAR_ENDS = (".arrow_schema", ".sackli_set")
-_PENDING = "-of-pending"
+# (name, pattern component) -> whether the glob skips `name`.
+OwnFile = Callable[[str, str], bool]
 
 
 def _closes_bracket(component: str, start: int) -> bool:
@@ -65,61 +57,33 @@ def is_glob(entry: str) -> bool:
     return "[" in entry and any(_component_is_glob(part) for part in entry.split("/"))
 
 
-def refuse_glob(spec: str, path: str) -> None:
-    """Raises ValueError when a writer's `path` (`spec` without its
-    `posix:` prefix) holds a `*` other than the count of `name@*.ext`.
-
-    A writer takes its name literally otherwise: `?` and `[` are legal in
-    file and object names (`hash#q?.bag`), and a `*` there is almost always
-    a reading pattern given to a writer by mistake."""
-    from ._shard_spec import split_shard_entry  # which imports this module
-
-    sharded = split_shard_entry(path)
-    if "*" in (path if sharded is None else sharded[0] + sharded[2]):
-        raise ValueError(
-            f"{spec}: a writer needs one name, not a glob pattern ('*' matches existing files "
-            "when reading; 'name@*.ext' with max_shard_bytes is the one pattern a writer "
-            "takes)")
-
-
-def _own_file(name: str, pattern: str) -> bool:
-    """Whether `name` is one of sackli's working files that `pattern` (one
-    component) does not ask for by name."""
-    for start in _HIDDEN_STARTS:
-        if name.startswith(start) and not pattern.startswith(start):
-            return True
-    for end in _SIDECAR_ENDS:
-        if name.endswith(end) and not pattern.endswith(end):
-            return True
-    return _PENDING in name and _PENDING not in pattern
-
-
-def _matches(name: str, pattern: str) -> bool:
+def _matches(name: str, pattern: str, own_file: OwnFile) -> bool:
     """Whether one path component `name` matches one pattern component."""
     if not _component_is_glob(pattern):
         return name == pattern
-    return bool(name) and fnmatch.fnmatchcase(name, pattern) and not _own_file(name, pattern)
+    return bool(name) and fnmatch.fnmatchcase(name, pattern) and not own_file(name, pattern)
 
 
 def _split_at_first_glob(parts: list[str]) -> int:
     return next(i for i, part in enumerate(parts) if _component_is_glob(part))
 
 
-def _local_names(folder: str, pattern: str, last: bool) -> list[str]:
+def _local_names(folder: str, pattern: str, last: bool, own_file: OwnFile) -> list[str]:
     """Names in `folder` ('' for the current one) matching the component
     `pattern`: files when `last`, else folders."""
     if not _component_is_glob(pattern):
         candidates = [pattern]
     else:
         try:
-            candidates = [name for name in os.listdir(folder or ".") if _matches(name, pattern)]
+            candidates = [name for name in os.listdir(folder or ".")
+                          if _matches(name, pattern, own_file)]
         except OSError:  # a missing or unreadable folder matches nothing, as in a shell
             return []
     test = os.path.isfile if last else os.path.isdir
     return [name for name in candidates if test(folder + name)]
 
 
-def _local_matches(pattern: str) -> list[str]:
+def _local_matches(pattern: str, own_file: OwnFile) -> list[str]:
     """The local files matching `pattern`, folder by folder."""
     parts = pattern.split("/")
     first = _split_at_first_glob(parts)
@@ -127,15 +91,13 @@ def _local_matches(pattern: str) -> list[str]:
     for depth, part in enumerate(parts[first:], start=first):
         last = depth == len(parts) - 1
         found = [folder + name + ("" if last else "/")
-                 for folder in found for name in _local_names(folder, part, last)]
+                 for folder in found for name in _local_names(folder, part, last, own_file)]
     return found
 
 
-def _remote_matches(pattern: str) -> list[str]:
+def _remote_matches(pattern: str, own_file: OwnFile) -> list[str]:
     """The objects matching the URL `pattern`, from one listing of the
     literal prefix before its first glob character."""
-    from ._storage import list_objects
-
     scheme, _, rest = pattern.partition("://")
     bucket, _, key = rest.partition("/")
     if _component_is_glob(bucket):
@@ -148,21 +110,22 @@ def _remote_matches(pattern: str) -> list[str]:
     found = []
     for url, _ in list_objects(root + folder + literal):
         names = url[len(root + folder):].split("/")
-        if len(names) == len(parts) - first and all(map(_matches, names, parts[first:])):
+        if len(names) == len(parts) - first and all(
+                _matches(name, part, own_file) for name, part in zip(names, parts[first:])):
             found.append(url)
     return found
 
 
-def expand_glob(pattern: str) -> list[str]:
+def expand_glob(pattern: str, own_file: OwnFile) -> list[str]:
     """The files (or objects, for a `gs://` / `s3://` pattern) matching the
-    glob `pattern`, sorted.
+    glob `pattern`, sorted. `own_file(name, pattern_component)` tells the
+    names a matching component skips (working files the pattern does not
+    name).
 
     Raises FileNotFoundError naming the pattern when none matches.
     """
-    from ._storage import is_remote
-
     remote = is_remote(pattern)
-    found = _remote_matches(pattern) if remote else _local_matches(pattern)
+    found = _remote_matches(pattern, own_file) if remote else _local_matches(pattern, own_file)
     if not found:
         hint = ""
         if not remote and os.path.exists(pattern):  # `run[1].bag`, named before globs

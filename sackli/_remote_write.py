@@ -11,10 +11,9 @@ import shutil
 import tempfile
 import weakref
 
-from .._format import limits_path_for
-from ._settings import current_settings, using
-from ._upload import OpenUpload, Upload
-from ._urls import is_remote, parse
+from ._consistency import limits_metadata
+from ._format import limits_path_for
+from ._storage import OpenUpload, Upload, base_name, current_settings, put_file, using
 
 __all__ = ["RemoteWrite"]
 
@@ -35,10 +34,10 @@ class RemoteWrite:
     def __init__(self, url: str, open_upload: OpenUpload, tag_limits: bool = True) -> None:
         self.url = url
         # Whether a SEPARATE limits object names the version of its records
-        # (not for Beam's temporary objects, which Beam renames by copying).
-        self._tag_limits = tag_limits and is_remote(url)
-        key = parse(url, object_name=False).key if is_remote(url) else url.partition("://")[2]
-        name = key.rpartition("/")[2]
+        # (only for sackli's own objects: not for Beam's temporary objects,
+        # which Beam renames by copying).
+        self._tag_limits = tag_limits
+        name = base_name(url)
         if not name:
             raise IsADirectoryError(f"{url}: a bag needs an object name, not a folder")
         self._open_upload = open_upload
@@ -69,11 +68,6 @@ class RemoteWrite:
     def _publish(self, with_limits_file: bool) -> None:
         self.records.commit()
         if with_limits_file and self._tag_limits:
-            # Imported here: sackli._consistency needs the engine, which
-            # this storage layer does not.
-            from .._consistency import limits_metadata
-            from . import put_file
-
             version = self.records.identity  # set by every store's commit
             with open(limits_path_for(self.local_path), "rb") as limits:
                 put_file(limits_path_for(self.url), limits, limits_metadata(self.url, version))

@@ -1,0 +1,284 @@
+"""Objects and files by path or URL: the one place that tells a local path
+from a `gs://` / `s3://` URL and hands each to its store (`LocalStore`,
+`GcsStore`, `S3Store`), and the engine's hook for remote bags
+(`RemoteOpener`)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterable, TypeVar
+
+from ._gcs import GcsStore
+from ._local import LocalStore, sync_folders as _sync_local_folders
+from ._s3 import S3Store
+from ._settings import S3Settings, StorageSettings, current_settings
+from ._store import ObjectStat, Store
+from ._upload import Upload
+from ._urls import RemotePath, is_remote, parse, remote_path
+
+__all__ = ["REMOTE_OPENER", "RemoteObject", "RemoteOpener", "copy_object", "delete_object",
+           "delete_objects", "list_objects", "object_exists", "open_upload", "opener_for",
+           "put_file", "read_object", "reset_clients", "stat_object", "sync_folders",
+           "write_object"]
+
+T = TypeVar("T")
+
+_LOCAL = LocalStore()
+# The stores of the standard configuration.
+_STORES: dict[str, Store] = {"gs": GcsStore(), "s3": S3Store()}
+# The stores of given settings, by (scheme, settings): a few per process
+# (one per pipeline's options), each with its clients (rebuilt after a fork).
+_CONFIGURED: dict[tuple[str, Any], Store] = {}
+_CONFIGURED_LOCK = threading.Lock()
+
+
+def _store(path: RemotePath, settings: StorageSettings | None = None) -> Store:
+    """The store of `path`'s scheme for `settings` (None: the standard
+    configuration's)."""
+    chosen = settings.for_scheme(path.scheme) if settings is not None else None
+    if chosen is None:
+        return _STORES[path.scheme]
+    key = (path.scheme, chosen)
+    with _CONFIGURED_LOCK:
+        store = _CONFIGURED.get(key)
+        if store is None:
+            store = _CONFIGURED[key] = (S3Store(chosen) if isinstance(chosen, S3Settings)
+                                        else GcsStore(chosen))
+        return store
+
+
+def _current_store(path: RemotePath) -> Store:
+    """The store of `path` for the settings in effect in this context."""
+    return _store(path, current_settings())
+
+
+class RemoteObject:
+    """One remote object as the engine reads it: its size, identity and
+    metadata (fetched once, on open) and ranged reads with retries, each
+    checked to be the range asked for of the version seen at open (a
+    replaced object raises OSError instead of serving other bytes)."""
+
+    def __init__(self, url: str | RemotePath, store: Store | None = None) -> None:
+        self._path = url if isinstance(url, RemotePath) else parse(url)
+        self.url = self._path.url
+        # Kept (by default the store of the settings in effect now): the
+        # engine reads ranges later from its own threads, where the
+        # opener's context is not.
+        self._store = _current_store(self._path) if store is None else store
+        self.size, self.identity, self.metadata = self._store.stat(self._path)
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Bytes [offset, offset + length) in one request (with retries)."""
+        return self._store.read(self._path, offset, length, self.identity or None)
+
+
+class RemoteOpener:
+    """The engine's hook: a `RemoteObject` for remote paths, None for local.
+
+    With `record=True` it keeps every object it opened in `opened` (URL ->
+    RemoteObject), so that whoever opened a bag can check afterwards that
+    the objects belong together (`sackli._set_manifest`).
+
+    It uses the storage settings in effect where it was made: the engine
+    calls it from its own threads, where the caller's are not.
+
+    `known`: the remote paths already told apart and parsed (`opener_for`);
+    other paths (local ones, the limits files the engine derives) are told
+    apart as they come."""
+
+    def __init__(self, record: bool = False,
+                 known: dict[str, RemotePath | None] | None = None) -> None:
+        self.opened: dict[str, RemoteObject] | None = {} if record else None
+        self._settings = current_settings()
+        self._known = known or {}
+
+    def _parsed(self, path: str) -> RemotePath | None:
+        return self._known[path] if path in self._known else remote_path(path)
+
+    def _settings_now(self) -> StorageSettings | None:
+        return self._settings
+
+    def __call__(self, path: str) -> RemoteObject | None:
+        parsed = self._parsed(path)
+        if parsed is None:
+            return None
+        remote = RemoteObject(parsed, _store(parsed, self._settings_now()))
+        if self.opened is not None:
+            self.opened[remote.url] = remote
+        return remote
+
+    def exists(self, path: str) -> bool | None:
+        remote = self._parsed(path)
+        if remote is None:
+            return None
+        return _store(remote, self._settings_now()).exists(remote)
+
+
+class _FollowingOpener(RemoteOpener):
+    """A `RemoteOpener` for Python callers: the settings in effect at each call."""
+
+    def _settings_now(self) -> StorageSettings | None:
+        return current_settings()
+
+
+REMOTE_OPENER: RemoteOpener = _FollowingOpener()
+
+
+def opener_for(paths: list[str]) -> RemoteOpener | None:
+    """The engine's opener for a bag of `paths` (canonical, see
+    `canonical_path`): a recording `RemoteOpener` when any is remote, None
+    when all are local (the engine then opens them without calling back
+    into Python). Each path is told apart here, once: the opener keeps the
+    answers."""
+    known: dict[str, RemotePath | None] = {}
+    any_remote = False
+    for path in paths:
+        if is_remote(path):
+            any_remote = True
+            try:
+                known[path] = parse(path)
+            except ValueError:
+                pass  # raised when the engine opens it, in its turn
+    return RemoteOpener(record=True, known=known) if any_remote else None
+
+
+def reset_clients() -> None:
+    """Forgets the cached SDK clients (of every store): the next request
+    builds new ones from the configuration (environment) as it is then."""
+    with _CONFIGURED_LOCK:
+        stores = [*_STORES.values(), *_CONFIGURED.values()]
+    for store in stores:
+        store.reset()
+
+
+def list_objects(url_prefix: str) -> list[tuple[str, int]]:
+    """(url, size) of every object whose URL starts with `url_prefix`; for
+    a local prefix, (path, size) of every file in its folder and below
+    whose path starts with it."""
+    if not is_remote(url_prefix):
+        return list(_LOCAL.list(url_prefix))
+    remote = parse(url_prefix, object_name=False)
+    return list(_current_store(remote).list(remote))
+
+
+def open_upload(url: str) -> Upload:
+    """A stream that uploads the object `url` as it is written; the object
+    appears only on `commit()` (see `Upload`). It keeps the client of the
+    settings in effect now, wherever it is written and committed."""
+    remote = parse(url)
+    return _current_store(remote).open_upload(remote)
+
+
+def _believing_absence_twice(request: Callable[[], T]) -> T:
+    """`request()`, asked once more when it says the object is missing.
+    What is absent decides how a bag is read (no manifest: a set written
+    without one; no schema: raw records), and a 404 is the one answer that
+    names nothing to check it by: on a connection out of step (a response
+    sent twice) it may be another request's. The second request goes out on
+    a connection of its own (the clients' pools drop one with bytes
+    pending)."""
+    try:
+        return request()
+    except FileNotFoundError:
+        return request()
+
+
+def read_object(url: str) -> bytes:
+    """The whole object, in one GET (FileNotFoundError naming `url` when
+    missing, after asking twice), or the whole local file."""
+    if not is_remote(url):
+        return _LOCAL.read_whole(url)
+    remote = parse(url)
+    return _believing_absence_twice(lambda: _current_store(remote).read_whole(remote))
+
+
+def write_object(url: str, data: bytes, *, durable: bool = False) -> None:
+    """Writes `data` as the object or file `url`: it appears whole or not at
+    all. A local file is written under a temporary name and renamed
+    (FileNotFoundError when its folder is missing; a symbolic link is
+    written through); `durable`: fsynced before the rename, its folder
+    after (an object is committed durably by its store anyway)."""
+    if not is_remote(url):
+        _LOCAL.write(url, data, durable=durable)
+        return
+    upload = open_upload(url)
+    try:
+        upload.write(data)
+        upload.commit()
+    finally:
+        upload.abort()  # a no-op once committed
+
+
+def stat_object(url: str) -> ObjectStat:
+    """The object's size, identity (S3 ETag, GCS generation; a local file's
+    mtime and inode) and metadata; FileNotFoundError naming `url` when
+    missing."""
+    if not is_remote(url):
+        return _LOCAL.stat(url)
+    remote = parse(url)
+    return _believing_absence_twice(lambda: _current_store(remote).stat(remote))
+
+
+def put_file(url: str, file: Any, metadata: dict[str, str]) -> str:
+    """Uploads the seekable binary `file` as the object `url` with user
+    `metadata` (retried from the start of the file); returns the new
+    object's identity (S3 ETag, GCS generation)."""
+    remote = parse(url)
+    store = _current_store(remote)
+    try:
+        return store.put_file(remote, file, metadata)
+    except (FileNotFoundError, PermissionError):
+        raise
+    except OSError:
+        # Ambiguous: the last attempt may have succeeded with its answer
+        # lost. The object tells: our size and our metadata, or not ours.
+        size = file.seek(0, 2)
+        try:
+            found = store.stat(remote)
+        except OSError:
+            found = None
+        if found is not None and found.size == size and all(
+                found.metadata.get(key) == value for key, value in metadata.items()):
+            return found.identity
+        raise
+
+
+def object_exists(url: str) -> bool:
+    """Whether the object `url` exists (asked twice before it is believed
+    missing); locally, whether anything (file, folder or link) has the
+    name."""
+    if not is_remote(url):
+        return _LOCAL.exists(url)
+    remote = parse(url)
+    store = _current_store(remote)
+    return store.exists(remote) or store.exists(remote)
+
+
+def copy_object(source_url: str, target_url: str) -> None:
+    """Copies an object within its store, on the server."""
+    source, target = parse(source_url), parse(target_url)
+    if source.scheme != target.scheme:
+        raise ValueError(f"cannot copy {source_url} to {target_url}: different stores")
+    _current_store(source).copy(source, target)
+
+
+def delete_object(url: str) -> None:
+    """Deletes the object or file `url`; a missing one is not an error."""
+    if not is_remote(url):
+        _LOCAL.delete(url)
+        return
+    remote = parse(url)
+    _current_store(remote).delete(remote)
+
+
+def delete_objects(urls: Iterable[str]) -> None:
+    """Deletes each object or file; missing ones are not an error."""
+    for url in urls:
+        delete_object(url)
+
+
+def sync_folders(paths: Iterable[str]) -> None:
+    """fsyncs the folder of each local path (each once), so that names
+    renamed into them survive power loss; remote paths need nothing (an
+    object is committed durably)."""
+    _sync_local_folders(path for path in paths if not is_remote(path))
