@@ -112,6 +112,21 @@ class Writer:
             )
         refuse_glob(spec, self._path)
         check_placement(self._path, self._options)
+        self._open()
+
+    @classmethod
+    def _at(cls, path: str, options: WriterOptions) -> "Writer":
+        """A Writer of one shard of a set, as `sackli.ShardedWriter` hands it
+        over: `path` is ready (the set parsed and checked its spec once: no
+        prefix, no shard spec, no glob) and `options` are resolved, so
+        nothing is parsed or checked again per shard."""
+        writer = cls.__new__(cls)
+        writer._options = options
+        writer._path = path
+        writer._open()
+        return writer
+
+    def _open(self) -> None:
         self._remote: RemoteWrite | None = None
         if is_remote(self._path):
             self._open_remote(open_upload)

@@ -102,14 +102,18 @@ std::vector<Codec> Codec::ForPaths(const std::vector<std::string>& paths,
   return codecs;
 }
 
-Codec Codec::Zstd(int level, const std::string& dictionary,
-                  bool raw_literals) {
+void CheckZstdLevel(int level) {
   if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
     throw std::invalid_argument(
         "zstd level " + std::to_string(level) + " is outside [" +
         std::to_string(ZSTD_minCLevel()) + ", " +
         std::to_string(ZSTD_maxCLevel()) + "]");
   }
+}
+
+Codec Codec::Zstd(int level, const std::string& dictionary,
+                  bool raw_literals) {
+  CheckZstdLevel(level);
   Codec codec;
   codec.compressed_ = true;
   codec.level_ = level;
