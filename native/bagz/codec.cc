@@ -102,12 +102,15 @@ std::vector<Codec> Codec::ForPaths(const std::vector<std::string>& paths,
   return codecs;
 }
 
+void ThrowZstdLevelOutside(const std::string& level_text) {
+  throw std::invalid_argument("zstd level " + level_text + " is outside [" +
+                              std::to_string(ZSTD_minCLevel()) + ", " +
+                              std::to_string(ZSTD_maxCLevel()) + "]");
+}
+
 void CheckZstdLevel(int level) {
   if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
-    throw std::invalid_argument(
-        "zstd level " + std::to_string(level) + " is outside [" +
-        std::to_string(ZSTD_minCLevel()) + ", " +
-        std::to_string(ZSTD_maxCLevel()) + "]");
+    ThrowZstdLevelOutside(std::to_string(level));
   }
 }
 

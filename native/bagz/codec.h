@@ -38,6 +38,9 @@ struct CompressionChoice {
 // message: Codec::Zstd checks it for C++ callers, and Python's
 // CompressionZstd calls it (through the bindings) on construction.
 void CheckZstdLevel(int level);
+// The same refusal for a level spelled `level_text` that does not even fit
+// an int (a Python integer, say).
+[[noreturn]] void ThrowZstdLevelOutside(const std::string& level_text);
 
 class Codec {
  public:

@@ -1,6 +1,7 @@
 #include "python/bagz/options.h"
 #include "python/register.h"
 
+#include <climits>
 #include <string>
 
 #include "bagz/errors.h"
@@ -41,7 +42,14 @@ void RegisterOptions(py::module_& m) {
   // The bounds of option values that are the engine's own facts, for
   // sackli/_options.py to check against (not copies of them).
   m.attr("MAX_PARALLELISM") = py::int_(ThreadPool::kMaxThreads);
-  m.def("check_zstd_level", &CheckZstdLevel, py::arg("level"),
+  m.def("check_zstd_level", [](const py::int_& level) {
+          int overflow = 0;
+          const long long value = PyLong_AsLongLongAndOverflow(level.ptr(), &overflow);
+          if (overflow != 0 || value < INT_MIN || value > INT_MAX) {
+            ThrowZstdLevelOutside(py::str(level));  // beyond any zstd level
+          }
+          CheckZstdLevel(static_cast<int>(value));
+        }, py::arg("level"),
         "ValueError unless `level` is within libzstd's range of levels.");
 
   // max_parallelism is taken as a size_t: pybind11 refuses a negative int,
