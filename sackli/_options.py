@@ -2,6 +2,16 @@
 
 Every class here is immutable, validated on construction and picklable, so
 options travel with readers into worker processes.
+
+This is the one layer that validates options, with the messages users see:
+each option is checked once, here, when its object is constructed, so a
+mistake is reported where it was made, not when a file opens. Below it the
+bindings (native/python/bagz/options.cc) only convert the values into the
+engine's types. Two bounds are the engine's own facts and come from it
+rather than being copied: the zstd level range (libzstd's: one engine
+function, `CheckZstdLevel`, holds that rule and its message, and serves
+both CompressionZstd here and the engine's C++ callers) and the largest
+thread count (`_engine.MAX_PARALLELISM`).
 """
 
 from __future__ import annotations
@@ -27,11 +37,11 @@ __all__ = [
     "WriterOptions",
 ]
 
-# zstd's level range (ZSTD_minCLevel() .. ZSTD_maxCLevel() of libzstd 1.5).
-_ZSTD_MIN_LEVEL = -(1 << 17)
-_ZSTD_MAX_LEVEL = 22
 # The pool never grows beyond this many threads.
-_MAX_PARALLELISM = 256
+_MAX_PARALLELISM = _engine.MAX_PARALLELISM
+# ValueError unless a zstd level is within libzstd's range (e.g. "zstd level
+# 99 is outside [-131072, 22]").
+check_zstd_level = _engine.check_zstd_level
 
 
 class ShardingLayout(enum.IntEnum):
@@ -135,10 +145,7 @@ class CompressionZstd:
     def __post_init__(self) -> None:
         if isinstance(self.level, bool) or not isinstance(self.level, int):
             raise TypeError(f"level must be an int, not {type(self.level).__name__}")
-        if not _ZSTD_MIN_LEVEL <= self.level <= _ZSTD_MAX_LEVEL:
-            raise ValueError(
-                f"zstd level {self.level} is outside [{_ZSTD_MIN_LEVEL}, {_ZSTD_MAX_LEVEL}]"
-            )
+        check_zstd_level(self.level)
         dictionary = self.dictionary
         if isinstance(dictionary, str):
             dictionary = dictionary.encode("utf-8")
@@ -213,7 +220,7 @@ def _default_parallelism() -> int:
 
 
 def _state_without_engine_options(options: Any) -> dict[str, Any]:
-    """Pickled state of an options object: its fields (the engine's options
+    """Pickled state of an options object: its fields (the bindings' options
     object is rebuilt on unpickling)."""
     state = dict(options.__dict__)
     state.pop("_engine_options", None)
@@ -268,7 +275,7 @@ class ReaderOptions:
         _set_checked(self, "read_ahead_bytes", _check_int("read_ahead_bytes", self.read_ahead_bytes, 0))
         # What the engine's open takes, built once per options object (not a
         # field: no part of equality, repr or replace(); not pickled).
-        object.__setattr__(self, "_engine_options", _engine.ReaderOptions(
+        object.__setattr__(self, "_engine_options", _engine.ReaderBindingOptions(
             **_engine_compression(self.compression),
             sharding_layout=int(self.sharding_layout),
             limits_placement=int(self.limits_placement),
@@ -318,7 +325,7 @@ class WriterOptions:
         _set_checked(self, "max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
         _check_bool("atomic", self.atomic)
         _check_bool("durable", self.durable)
-        object.__setattr__(self, "_engine_options", _engine.WriterOptions(
+        object.__setattr__(self, "_engine_options", _engine.WriterBindingOptions(
             **_engine_compression(self.compression),
             limits_placement=int(self.limits_placement),
             max_parallelism=self.max_parallelism,

@@ -56,7 +56,7 @@ from ._reader import Reader
 from ._record_iterables import refuse_single_record
 from ._set_conflicts import check_shard_count, refuse_other_sets, remove_other_sets
 from ._set_journal import COMPANION_RULES, SetJournal
-from ._shard_spec import refuse_glob, shard_name, split_shard_entry
+from ._shard_spec import refuse_glob, shard_name
 from ._storage import (
     by_upload, delete_objects, read_object, reset_clients, sync_folders, write_object,
 )
@@ -137,7 +137,9 @@ class BagShard:
     hidden partial folder until `publish` renames it onto the target."""
 
     def __init__(self, path: str, options: WriterOptions) -> None:
-        self._writer = Writer(path, options)
+        # `path` is ready (a shard's name, the set's spec parsed once) and
+        # `options` resolved: the Writer parses and checks neither again.
+        self._writer = Writer._at(path, options)
 
     @property
     def writer(self) -> Writer:
@@ -202,7 +204,9 @@ class ShardSetWriter:
     Args:
       spec: a path, `name@N.ext` or `name@*.ext`, local or gs:// / s3://
         (already checked: no list, no `posix:` prefix).
-      open_shard: opens the file of one shard, given its name.
+      sharded: `split_shard_entry(spec)`, as the caller parsed it (once):
+        (base, count, suffix), or None for a plain path.
+      open_shard: opens the file of one shard, given its ready name.
       record_overhead: bytes a record costs in a shard file beyond its
         payload (8 for a bag's limit), for `max_shard_bytes`.
       max_shard_bytes: with `name@*.ext`, and only with it.
@@ -223,12 +227,12 @@ class ShardSetWriter:
     or a shard count outside 1 to 99,999.
     """
 
-    def __init__(self, spec: str, open_shard: OpenShard, *, record_overhead: int,
+    def __init__(self, spec: str, sharded: tuple[str, str, str] | None,
+                 open_shard: OpenShard, *, record_overhead: int,
                  max_shard_bytes: int | None = None, num_records: int | None = None,
                  durable: bool = False, journal_options: WriterOptions | None = None,
                  overwrite: bool = False) -> None:
         check_shard_count(spec)  # `x@0.bag` would be written under that literal name
-        sharded = split_shard_entry(spec)
         refuse_glob(spec, spec)
         by_size = sharded is not None and sharded[1] == "*"
         if by_size != (max_shard_bytes is not None):
@@ -247,6 +251,7 @@ class ShardSetWriter:
         # Decided once: objects appear whole on upload (no journal, no rename,
         # nothing kept to recover), or local files are renamed into place.
         self._uploads = by_upload(spec)
+        self._sharded = sharded is not None
         self._durable = durable
         self._open_shard = open_shard
         self._overhead = record_overhead
@@ -458,7 +463,7 @@ class ShardSetWriter:
                 if not self._overwrite:
                     refuse_other_sets(self._spec, count)  # before any shard is published
             else:
-                if len(self._counts) == 1 and split_shard_entry(self._spec) is None:
+                if len(self._counts) == 1 and not self._sharded:
                     # A plain remote path appears when its shard finishes.
                     self._write_companions()
                 while self._shard_index < len(self._paths):
@@ -507,7 +512,7 @@ class ShardSetWriter:
     def _publish(self) -> None:
         """Writes the companions, then moves every finished shard onto its
         name; on a bucket inside a manifest's "publishing" ... "complete"."""
-        if self._uploads and split_shard_entry(self._spec) is not None:
+        if self._uploads and self._sharded:
             self._manifest = SetManifest(self._paths, f"pid {os.getpid()} {uuid.uuid4().hex[:12]}")
             self._manifest.begin()
         files = self._write_companions()

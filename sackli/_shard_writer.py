@@ -25,12 +25,13 @@ from ._writer import Record, check_placement
 __all__ = ["ShardedWriter", "bag_shard_opener"]
 
 
-def bag_shard_opener(spec: str, options: WriterOptions) -> OpenShard:
-    """How the set `spec` opens a shard: a local `Writer` that stays in its
+def bag_shard_opener(spec: str, options: WriterOptions, sharded: bool) -> OpenShard:
+    """How the set `spec` (a shard set if `sharded`, as its writer parsed it)
+    opens a shard at its ready path: a local `Writer` that stays in its
     partial folder until published, or a remote shard (`_remote_shard`)."""
     if not by_upload(spec):
         return lambda path: BagShard(path, options)
-    partial = partial_folder(spec) if split_shard_entry(spec) is not None else None
+    partial = partial_folder(spec) if sharded else None
     return lambda path: RemoteBagShard(path, options, partial)
 
 
@@ -120,8 +121,12 @@ class ShardedWriter:
         folder = os.path.dirname(spec)
         if folder and not self._uploads and not os.path.isdir(folder):
             raise FileNotFoundError(2, f"{file_spec}: the folder does not exist", folder)
+        # The spec is parsed here, once: the set and the shard opener take
+        # it parsed, and every shard gets its ready path.
+        sharded = split_shard_entry(spec)
         self._set = ShardSetWriter(
-            spec, bag_shard_opener(spec, options), record_overhead=LIMIT_BYTES,
+            spec, sharded, bag_shard_opener(spec, options, sharded is not None),
+            record_overhead=LIMIT_BYTES,
             max_shard_bytes=max_shard_bytes, num_records=num_records,
             durable=options.durable, journal_options=options, overwrite=overwrite)
 

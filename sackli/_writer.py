@@ -30,6 +30,16 @@ def check_placement(spec: str, options: WriterOptions) -> None:
         )
 
 
+def _refuse_shard_spec(spec: str, path: str) -> None:
+    """ValueError when `path` (`spec` without its prefix) is a shard spec:
+    a Writer writes one file."""
+    if split_shard_entry(path) is not None:
+        raise ValueError(
+            f"{spec!r} is a shard spec: sackli.Writer writes one file; write shard "
+            f"sets with sackli.ShardedWriter({spec!r})"
+        )
+
+
 class Writer:
     """Writes records to one bag file, atomically (unless `atomic=False`).
 
@@ -102,13 +112,27 @@ class Writer:
         spec = path_argument(path, "path")
         self._options = with_overrides(WriterOptions, options, option_overrides)
         self._path = strip_local_prefix(spec)
-        if split_shard_entry(self._path) is not None:
-            raise ValueError(
-                f"{spec!r} is a shard spec: sackli.Writer writes one file; write shard "
-                f"sets with sackli.ShardedWriter({spec!r})"
-            )
+        _refuse_shard_spec(spec, self._path)
         refuse_glob(spec, self._path)
         check_placement(self._path, self._options)
+        self._open()
+
+    @classmethod
+    def _at(cls, path: str, options: WriterOptions) -> "Writer":
+        """A Writer of one shard of a set, as `sackli.ShardedWriter` hands it
+        over: `path` is ready (the set parsed and checked its spec once: no
+        prefix, no glob) and `options` are resolved, so nothing is parsed
+        or checked again per shard, but that the shard's name is no spec
+        itself (`x@2@3.bag` names its shards `x-00000-of-00002@3.bag`,
+        which no reader could open by name)."""
+        _refuse_shard_spec(path, path)
+        writer = cls.__new__(cls)
+        writer._options = options
+        writer._path = path
+        writer._open()
+        return writer
+
+    def _open(self) -> None:
         self._remote: RemoteWrite | None = None
         if by_upload(self._path):
             self._open_remote(open_upload)

@@ -15,7 +15,8 @@
 
 namespace sackli {
 
-enum class ShardingLayout { kConcatenated = 0, kInterleaved = 1 };
+// kLast: the last value, as in shard.h.
+enum class ShardingLayout { kConcatenated = 0, kInterleaved = 1, kLast = kInterleaved };
 
 struct BagOptions {
   ShardingLayout layout = ShardingLayout::kConcatenated;

@@ -102,14 +102,21 @@ std::vector<Codec> Codec::ForPaths(const std::vector<std::string>& paths,
   return codecs;
 }
 
+void ThrowZstdLevelOutside(const std::string& level_text) {
+  throw std::invalid_argument("zstd level " + level_text + " is outside [" +
+                              std::to_string(ZSTD_minCLevel()) + ", " +
+                              std::to_string(ZSTD_maxCLevel()) + "]");
+}
+
+void CheckZstdLevel(int level) {
+  if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
+    ThrowZstdLevelOutside(std::to_string(level));
+  }
+}
+
 Codec Codec::Zstd(int level, const std::string& dictionary,
                   bool raw_literals) {
-  if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
-    throw std::invalid_argument(
-        "zstd level " + std::to_string(level) + " is outside [" +
-        std::to_string(ZSTD_minCLevel()) + ", " +
-        std::to_string(ZSTD_maxCLevel()) + "]");
-  }
+  CheckZstdLevel(level);
   Codec codec;
   codec.compressed_ = true;
   codec.level_ = level;

@@ -22,7 +22,8 @@ class ZstdDictionary;  // digested dictionary, shared across threads
 
 // What the user asked for: detect by suffix, raw, or zstd.
 struct CompressionChoice {
-  enum class Mode { kAutoDetect = 0, kNone = 1, kZstd = 2 };
+  // kLast: the last value, as in shard.h.
+  enum class Mode { kAutoDetect = 0, kNone = 1, kZstd = 2, kLast = kZstd };
   Mode mode = Mode::kAutoDetect;
   int level = 3;
   std::string dictionary;
@@ -31,6 +32,15 @@ struct CompressionChoice {
   // more than it saves. Off by default (bagz's own bytes).
   bool raw_literals = false;
 };
+
+// Throws std::invalid_argument unless `level` is within libzstd's range
+// (ZSTD_minCLevel() .. ZSTD_maxCLevel()). The one home of that rule and its
+// message: Codec::Zstd checks it for C++ callers, and Python's
+// CompressionZstd calls it (through the bindings) on construction.
+void CheckZstdLevel(int level);
+// The same refusal for a level spelled `level_text` that does not even fit
+// an int (a Python integer, say).
+[[noreturn]] void ThrowZstdLevelOutside(const std::string& level_text);
 
 class Codec {
  public:

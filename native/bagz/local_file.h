@@ -16,8 +16,9 @@
 
 namespace sackli {
 
-enum class AccessPattern { kSystem = 0, kRandom = 1, kSequential = 2 };
-enum class CachePolicy { kSystem = 0, kDropAfterRead = 1, kDirectIo = 2 };
+// kLast: the last value, as in shard.h.
+enum class AccessPattern { kSystem = 0, kRandom = 1, kSequential = 2, kLast = kSequential };
+enum class CachePolicy { kSystem = 0, kDropAfterRead = 1, kDirectIo = 2, kLast = kDirectIo };
 
 // Throws kNotFound for a missing file, kIo (EISDIR) for a directory.
 std::shared_ptr<ByteSource> OpenLocalFile(const std::string& path,

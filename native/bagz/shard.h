@@ -28,8 +28,10 @@
 
 namespace sackli {
 
-enum class LimitsPlacement { kTail = 0, kSeparate = 1 };
-enum class LimitsStorage { kOnDisk = 0, kInMemory = 1 };
+// kLast names the last value (an alias, so switches stay exhaustive without
+// it): the bindings, which take enum fields as ints, count 0 .. kLast.
+enum class LimitsPlacement { kTail = 0, kSeparate = 1, kLast = kSeparate };
+enum class LimitsStorage { kOnDisk = 0, kInMemory = 1, kLast = kInMemory };
 
 struct ShardOptions {
   LimitsPlacement placement = LimitsPlacement::kTail;

@@ -170,13 +170,13 @@ void MoveFile(const std::string& from, const std::string& to, bool durable) {
 
 }  // namespace
 
-Writer::Writer(std::string path, WriterOptions options)
+Writer::Writer(std::string path, WriterConfig options)
     : Writer(std::move(path), std::move(options), nullptr) {}
 
 namespace {
 
 // The partial folder of a writer: none for a write in place.
-std::string PartialFolderFor(const std::string& path, const WriterOptions& options,
+std::string PartialFolderFor(const std::string& path, const WriterConfig& options,
                              bool streamed) {
   if (options.atomic) return CreatePartialFolder(path, ResolveLinks(path));
   if (streamed) {
@@ -194,7 +194,7 @@ std::string PartialFolderFor(const std::string& path, const WriterOptions& optio
 
 }  // namespace
 
-Writer::Writer(std::string path, WriterOptions options,
+Writer::Writer(std::string path, WriterConfig options,
                std::unique_ptr<AppendSink> records)
     : path_(std::move(path)),
       options_(std::move(options)),

@@ -32,7 +32,10 @@
 
 namespace sackli {
 
-struct WriterOptions {
+// How one Writer writes its file, resolved for it (the codec of its own
+// path). The engine's layer: Python's options reach it through the bindings'
+// WriterBindingOptions (python/bagz/options.h).
+struct WriterConfig {
   LimitsPlacement placement = LimitsPlacement::kTail;
   Codec codec;
   size_t max_parallelism = 1;  // threads WriteMany may compress on
@@ -53,7 +56,7 @@ class Writer {
   // with the partial folder beside that file. Throws kNotFound when the
   // folder of `path` does not exist, kIo (EISDIR) when `path` is a
   // directory, kInvalidArgument for a streamed writer that is not atomic.
-  Writer(std::string path, WriterOptions options);
+  Writer(std::string path, WriterConfig options);
   // Streams the records (and, for TAIL, the limits) into `records` instead
   // of a local file: the bytes leave as they are written, so the local disk
   // holds only the limits (8 bytes a record) in the partial folder beside
@@ -61,7 +64,7 @@ class Writer {
   // limits file, renamed onto `limits.<target name>`; making the streamed
   // records visible (completing an upload) is the owner of the sink's job,
   // after Close. Throws as the constructor above.
-  Writer(std::string path, WriterOptions options, std::unique_ptr<AppendSink> records);
+  Writer(std::string path, WriterConfig options, std::unique_ptr<AppendSink> records);
   // Closes (and publishes) the file if still open, swallowing errors (call
   // Close() to see them).
   ~Writer();
@@ -157,7 +160,7 @@ class Writer {
   void WaitLocked(std::unique_lock<std::mutex>& lock, size_t at_most);
 
   const std::string path_;
-  const WriterOptions options_;
+  const WriterConfig options_;
   const std::string partial_folder_;
   const std::string partial_path_;
   const bool streamed_;

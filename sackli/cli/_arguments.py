@@ -8,7 +8,7 @@ import argparse
 import re
 from typing import Callable, NoReturn, Sequence
 
-from .._bulk import ZSTD_MAX_LEVEL, ZSTD_MIN_LEVEL
+from .._bulk import check_zstd_level
 
 __all__ = ["OneLineParser", "USAGE_STATUS", "any_case", "join_negative_values",
            "non_negative_int", "parse_size", "usage_line", "zstd_level"]
@@ -62,9 +62,10 @@ def zstd_level(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if not ZSTD_MIN_LEVEL <= value <= ZSTD_MAX_LEVEL:
-        raise argparse.ArgumentTypeError(
-            f"zstd level {value} is outside [{ZSTD_MIN_LEVEL}, {ZSTD_MAX_LEVEL}]")
+    try:
+        check_zstd_level(value)  # the rule and message of CompressionZstd
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return value
 
 

@@ -116,7 +116,8 @@ class _TempNamedShard:
             delete_objects(files_of(self._kind, self._temp))
 
 
-def _shard_opener(kind: str, args: argparse.Namespace, json_texts: bool = False) -> OpenShard:
+def _shard_opener(kind: str, args: argparse.Namespace, sharded: bool,
+                  json_texts: bool = False) -> OpenShard:
     """How the destination opens each output file: locally under a
     `_temp_name`; on gs:// / s3:// (bags only) as `sackli.ShardedWriter`
     does, streaming into hidden objects copied into place at the end."""
@@ -125,7 +126,8 @@ def _shard_opener(kind: str, args: argparse.Namespace, json_texts: bool = False)
     if kind != BAG:
         raise UsageError(f"{args.dst}: convert writes bags and Parquet to gs:// and s3://; "
                          "write other formats to a local path")
-    return bag_shard_opener(args.dst, sackli.Writer.Options(**bag_writer_options(args.dst, args)))
+    return bag_shard_opener(args.dst, sackli.Writer.Options(**bag_writer_options(args.dst, args)),
+                            sharded)
 
 
 def _check_distinct(source: Source, outputs: list[str]) -> None:
@@ -194,7 +196,8 @@ def _convert(args: argparse.Namespace) -> int:
     # read with --skip-corrupt: how many records survive is not known).
     total = source.count() if source_kind == BAG else None
     shards = ShardSetWriter(
-        args.dst, _shard_opener(kind, args, source.json_texts or printer is not None),
+        args.dst, sharded,
+        _shard_opener(kind, args, sharded is not None, source.json_texts or printer is not None),
         record_overhead=RECORD_OVERHEAD[kind], max_shard_bytes=args.max_shard_bytes,
         num_records=None if by_size or args.skip_corrupt else total, overwrite=args.force)
     _check_distinct(source, shards.paths)

@@ -150,31 +150,48 @@ _READER_FIELDS = dict(
 )
 
 
-@pytest.mark.parametrize("field, value, bound", [
-    ("sharding_layout", 2, 2), ("limits_placement", -1, 2), ("limits_storage", 5, 2),
-    ("access_pattern", 3, 3), ("cache_policy", 9, 3), ("compression_mode", 3, 3),
-])
-def test_engine_options_check_their_enums(field, value, bound):
-    with pytest.raises(ValueError, match=rf"{field} must be in \[0, {bound}\), not {value}"):
-        _engine.ReaderOptions(**{**_READER_FIELDS, field: value})
+# The Python enums mirror the engine's by value: the engine counts its own
+# values (0 .. kLast), so a Python enum of another size shows here.
+_ENUMS = {
+    "sharding_layout": sackli.ShardingLayout, "limits_placement": sackli.LimitsPlacement,
+    "limits_storage": sackli.LimitsStorage, "access_pattern": sackli.AccessPattern,
+    "cache_policy": sackli.CachePolicy,
+}
 
 
-def test_engine_options_check_parallelism():
-    with pytest.raises(ValueError, match="max_parallelism must be >= 1, not 0"):
-        _engine.ReaderOptions(**{**_READER_FIELDS, "max_parallelism": 0})
+@pytest.mark.parametrize("field", [*_ENUMS, "compression_mode"])
+def test_engine_options_convert_only_values_of_their_enums(field):
+    bound = len(_ENUMS[field]) if field in _ENUMS else len(sackli._options._COMPRESSIONS)
+    for value in range(bound):
+        _engine.ReaderBindingOptions(**{**_READER_FIELDS, field: value})
+    for value in (-1, bound):
+        with pytest.raises(ValueError, match=rf"{field} must be in \[0, {bound}\), not {value}"):
+            _engine.ReaderBindingOptions(**{**_READER_FIELDS, field: value})
+
+
+def test_engine_options_leave_the_rules_to_python():
+    # The user's message comes from sackli's options, and only from them.
+    with pytest.raises(ValueError, match="max_parallelism must be between 1 and 256, not 0"):
+        sackli.Reader.Options(max_parallelism=0)
+    assert _engine.MAX_PARALLELISM == 256
+    # The bindings only convert: a negative count is no size_t.
+    with pytest.raises(TypeError):
+        _engine.ReaderBindingOptions(**{**_READER_FIELDS, "max_parallelism": -1})
     with pytest.raises(ValueError, match="limits_placement must be in"):
-        _engine.WriterOptions(compression_mode=0, level=3, dictionary=b"", limits_placement=4,
-                              max_parallelism=1)
+        _engine.WriterBindingOptions(compression_mode=0, level=3, dictionary=b"",
+                                     limits_placement=4, max_parallelism=1)
+    with pytest.raises(ValueError, match=r"zstd level 99 is outside \[-131072, 22\]"):
+        _engine.check_zstd_level(99)
 
 
 def test_options_keep_one_engine_object_and_pickle_without_it():
     options = sackli.Reader.Options(cache_policy="DROP_AFTER_READ")
-    assert isinstance(options._engine_options, _engine.ReaderOptions)
+    assert isinstance(options._engine_options, _engine.ReaderBindingOptions)
     copy = pickle.loads(pickle.dumps(options))
     assert copy == options
-    assert isinstance(copy._engine_options, _engine.ReaderOptions)
+    assert isinstance(copy._engine_options, _engine.ReaderBindingOptions)
     writer_options = pickle.loads(pickle.dumps(sackli.Writer.Options(limits_placement="SEPARATE")))
-    assert isinstance(writer_options._engine_options, _engine.WriterOptions)
+    assert isinstance(writer_options._engine_options, _engine.WriterBindingOptions)
 
 
 def test_hash_mask_is_only_a_testing_entry_point(bag_path):

@@ -15,6 +15,7 @@ import pytest
 
 import sackli
 from sackli import _shard_set, cli
+from sackli._shard_spec import split_shard_entry
 from sackli.cli import _endpoints
 
 RECORDS = [b"r%03d" % i * (1 + i % 3) for i in range(23)]
@@ -136,7 +137,9 @@ class _ListShard:
 ])
 def test_any_shard_file_factory(tmp_path, spec, kwargs, sizes):
     _ListShard.published = {}
-    shards = _shard_set.ShardSetWriter(str(tmp_path / spec), _ListShard, record_overhead=2, **kwargs)
+    target = str(tmp_path / spec)
+    shards = _shard_set.ShardSetWriter(target, split_shard_entry(target), _ListShard,
+                                       record_overhead=2, **kwargs)
     shards.write_many([b"%d" % i for i in range(7)])
     paths = shards.close()
     assert [len(_ListShard.published[p]) for p in paths] == sizes

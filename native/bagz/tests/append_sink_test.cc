@@ -44,8 +44,8 @@ std::string Joined(const std::vector<std::string>& chunks) {
   return all;
 }
 
-WriterOptions Options(LimitsPlacement placement, Codec codec = Codec::None()) {
-  WriterOptions options;
+WriterConfig Options(LimitsPlacement placement, Codec codec = Codec::None()) {
+  WriterConfig options;
   options.placement = placement;
   options.codec = std::move(codec);
   return options;

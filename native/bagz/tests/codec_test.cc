@@ -4,9 +4,11 @@
 #include "bagz/codec.h"
 
 #include <gtest/gtest.h>
+#include <zstd.h>
 
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,23 @@ TEST(CodecTest, ChoiceCarriesRawLiteralsToEveryPath) {
   EXPECT_TRUE(codecs[0].compressed());
   EXPECT_TRUE(codecs[0].raw_literals());
   EXPECT_FALSE(codecs[1].compressed());
+}
+
+// A C++ caller gets the one level check (the rule Python's CompressionZstd
+// uses too): libzstd's range, with the bounds in its message.
+TEST(CodecTest, ZstdLevelOutsideLibzstdRangeIsRefused) {
+  EXPECT_NO_THROW(CheckZstdLevel(ZSTD_maxCLevel()));
+  EXPECT_NO_THROW(CheckZstdLevel(ZSTD_minCLevel()));
+  try {
+    Codec::Zstd(ZSTD_maxCLevel() + 1, "");
+    FAIL() << "level above the range accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "zstd level " + std::to_string(ZSTD_maxCLevel() + 1) + " is outside [" +
+                  std::to_string(ZSTD_minCLevel()) + ", " +
+                  std::to_string(ZSTD_maxCLevel()) + "]");
+  }
+  EXPECT_THROW(CheckZstdLevel(ZSTD_minCLevel() - 1), std::invalid_argument);
 }
 
 }  // namespace

@@ -25,9 +25,9 @@ using testing::ReadFile;
 using testing::TempDir;
 using testing::U64;
 
-WriterOptions Options(LimitsPlacement placement, Codec codec = Codec::None(),
+WriterConfig Options(LimitsPlacement placement, Codec codec = Codec::None(),
                       size_t parallelism = 1) {
-  WriterOptions options;
+  WriterConfig options;
   options.placement = placement;
   options.codec = std::move(codec);
   options.max_parallelism = parallelism;
@@ -254,8 +254,8 @@ TEST(Writer, MissingFolderIsNotFound) {
   }
 }
 
-WriterOptions InPlace(LimitsPlacement placement) {
-  WriterOptions options = Options(placement);
+WriterConfig InPlace(LimitsPlacement placement) {
+  WriterConfig options = Options(placement);
   options.atomic = false;
   return options;
 }
@@ -315,7 +315,7 @@ TEST(Writer, InPlacePublishUnderAnotherNameRenames) {
 TEST(Writer, DurableWriteIsTheSameBag) {
   TempDir dir;
   const std::string path = dir.File("x.bag");
-  WriterOptions options = Options(LimitsPlacement::kSeparate);
+  WriterConfig options = Options(LimitsPlacement::kSeparate);
   options.durable = true;
   Writer writer(path, options);
   WriteExample(writer);

@@ -1,18 +1,23 @@
 #include "python/bagz/options.h"
 #include "python/register.h"
 
+#include <climits>
 #include <string>
 
 #include "bagz/errors.h"
+#include "bagz/thread_pool.h"
 
 namespace py = pybind11;
 
 namespace sackli::python {
 namespace {
 
-// `value` as enum E whose values are 0 .. count - 1.
+// `value` as enum E, whose values are 0 .. E::kLast. Not an option rule
+// (Python's options checked the field): a conversion that refuses an int
+// naming no value of E.
 template <typename E>
-E CheckedEnum(const char* field, int value, int count) {
+E ToEnum(const char* field, int value) {
+  const int count = static_cast<int>(E::kLast) + 1;
   if (value < 0 || value >= count) {
     ThrowInvalidArgument(std::string(field) + " must be in [0, " +
                          std::to_string(count) + "), not " +
@@ -21,18 +26,10 @@ E CheckedEnum(const char* field, int value, int count) {
   return static_cast<E>(value);
 }
 
-size_t CheckedParallelism(int64_t value) {
-  if (value < 1) {
-    ThrowInvalidArgument("max_parallelism must be >= 1, not " +
-                         std::to_string(value));
-  }
-  return static_cast<size_t>(value);
-}
-
 CompressionChoice MakeChoice(int mode, int level, py::bytes dictionary,
                              bool raw_literals) {
   CompressionChoice choice;
-  choice.mode = CheckedEnum<CompressionChoice::Mode>("compression_mode", mode, 3);
+  choice.mode = ToEnum<CompressionChoice::Mode>("compression_mode", mode);
   choice.level = level;
   choice.dictionary = std::string(dictionary);
   choice.raw_literals = raw_literals;
@@ -42,26 +39,39 @@ CompressionChoice MakeChoice(int mode, int level, py::bytes dictionary,
 }  // namespace
 
 void RegisterOptions(py::module_& m) {
-  py::class_<ReaderOpenOptions>(m, "ReaderOptions",
-                                "How the engine opens a bag (from "
-                                "sackli.ReaderOptions; enum fields as ints).")
+  // The bounds of option values that are the engine's own facts, for
+  // sackli/_options.py to check against (not copies of them).
+  m.attr("MAX_PARALLELISM") = py::int_(ThreadPool::kMaxThreads);
+  m.def("check_zstd_level", [](const py::int_& level) {
+          int overflow = 0;
+          const long long value = PyLong_AsLongLongAndOverflow(level.ptr(), &overflow);
+          if (overflow != 0 || value < INT_MIN || value > INT_MAX) {
+            ThrowZstdLevelOutside(py::str(level));  // beyond any zstd level
+          }
+          CheckZstdLevel(static_cast<int>(value));
+        }, py::arg("level"),
+        "ValueError unless `level` is within libzstd's range of levels.");
+
+  // max_parallelism is taken as a size_t: pybind11 refuses a negative int,
+  // and the engine runs 0 as 1.
+  py::class_<ReaderBindingOptions>(m, "ReaderBindingOptions",
+                                   "How the engine opens a bag (from "
+                                   "sackli.ReaderOptions; enum fields as ints).")
       .def(py::init([](int compression_mode, int level, py::bytes dictionary,
                        bool raw_literals,
                        int sharding_layout, int limits_placement,
-                       int limits_storage, int64_t max_parallelism,
+                       int limits_storage, size_t max_parallelism,
                        int access_pattern, int cache_policy) {
-             ReaderOpenOptions o;
+             ReaderBindingOptions o;
              o.compression = MakeChoice(compression_mode, level, dictionary, raw_literals);
-             o.bag.layout = CheckedEnum<ShardingLayout>("sharding_layout",
-                                                        sharding_layout, 2);
-             o.bag.shard.placement = CheckedEnum<LimitsPlacement>(
-                 "limits_placement", limits_placement, 2);
-             o.bag.shard.storage = CheckedEnum<LimitsStorage>(
-                 "limits_storage", limits_storage, 2);
-             o.bag.max_parallelism = CheckedParallelism(max_parallelism);
-             o.access = CheckedEnum<AccessPattern>("access_pattern",
-                                                   access_pattern, 3);
-             o.cache = CheckedEnum<CachePolicy>("cache_policy", cache_policy, 3);
+             o.bag.layout = ToEnum<ShardingLayout>("sharding_layout", sharding_layout);
+             o.bag.shard.placement = ToEnum<LimitsPlacement>("limits_placement",
+                                                             limits_placement);
+             o.bag.shard.storage = ToEnum<LimitsStorage>("limits_storage",
+                                                         limits_storage);
+             o.bag.max_parallelism = max_parallelism;
+             o.access = ToEnum<AccessPattern>("access_pattern", access_pattern);
+             o.cache = ToEnum<CachePolicy>("cache_policy", cache_policy);
              return o;
            }),
            py::kw_only(), py::arg("compression_mode"), py::arg("level"),
@@ -71,20 +81,19 @@ void RegisterOptions(py::module_& m) {
            py::arg("max_parallelism"), py::arg("access_pattern"),
            py::arg("cache_policy"));
 
-  py::class_<WriterOpenOptions>(m, "WriterOptions",
-                                "How the engine writes a bag (from "
-                                "sackli.WriterOptions; enum fields as ints).")
+  py::class_<WriterBindingOptions>(m, "WriterBindingOptions",
+                                   "How the engine writes a bag (from "
+                                   "sackli.WriterOptions; enum fields as ints).")
       .def(py::init([](int compression_mode, int level, py::bytes dictionary,
                        bool raw_literals,
-                       int limits_placement, int64_t max_parallelism,
+                       int limits_placement, size_t max_parallelism,
                        bool atomic, bool durable) {
-             WriterOpenOptions o;
+             WriterBindingOptions o;
              o.atomic = atomic;
              o.durable = durable;
              o.compression = MakeChoice(compression_mode, level, dictionary, raw_literals);
-             o.placement = CheckedEnum<LimitsPlacement>("limits_placement",
-                                                        limits_placement, 2);
-             o.max_parallelism = CheckedParallelism(max_parallelism);
+             o.placement = ToEnum<LimitsPlacement>("limits_placement", limits_placement);
+             o.max_parallelism = max_parallelism;
              return o;
            }),
            py::kw_only(), py::arg("compression_mode"), py::arg("level"),

@@ -71,7 +71,7 @@ class PendingBatch {
 };
 
 Reader OpenReader(const std::vector<std::string>& paths,
-                  const ReaderOpenOptions& options, py::object remote) {
+                  const ReaderBindingOptions& options, py::object remote) {
   SourceOpener opener =
       MakeOpener(std::move(remote), options.access, options.cache);
   ReleaseGil release;

@@ -35,9 +35,9 @@ bool BatchFull(size_t records, size_t bytes) {
          bytes >= Writer::kWriteManyMaxBytes;
 }
 
-Writer* NewWriter(const std::string& path, const WriterOpenOptions& options,
+Writer* NewWriter(const std::string& path, const WriterBindingOptions& options,
                   py::object stream, const std::string& url) {
-  WriterOptions engine;
+  WriterConfig engine;
   engine.placement = options.placement;
   engine.codec = Codec::ForPaths({path}, options.compression)[0];
   engine.max_parallelism = options.max_parallelism;
