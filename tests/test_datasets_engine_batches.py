@@ -93,7 +93,7 @@ def test_engine_reads_match_field_by_field_reads(folder, engine_calls, mask) -> 
     rng = random.Random(5)
     rows = [rng.randrange(N) for _ in range(200)] + [7, 7, -1, -N]
     batch = reader.read_indices(rows, mask)
-    assert engine_calls and engine_calls[-1] is not None  # the engine built it
+    assert engine_calls and type(engine_calls[-1]) is list  # the engine built it
     assert len(batch) == len(rows)
     single = [reader[row] if mask is None else reader[row, mask] for row in rows]
     expected = field_by_field(reader, engine_calls, lambda: [
@@ -115,7 +115,7 @@ def test_engine_batches_match_bags(folder, engine_calls) -> None:
     ours = datasets.DatasetReader(folder)
     rows = list(range(0, N, 3))
     batch = ours.read_indices(rows)
-    assert engine_calls[-1] is not None
+    assert type(engine_calls[-1]) is list
     for row, got in zip(rows, batch):
         assert_same_datapoint(got, theirs[row])
 
@@ -149,7 +149,10 @@ def test_refs_the_engine_does_not_take_raise_as_before(folder, tmp_path, engine_
     reader = datasets.DatasetReader(copy)
     with pytest.raises(sackli.CorruptionError, match="datapoint 40"):
         reader.read_indices(range(30, 60))
-    assert engine_calls[-1] is None  # the engine declined; the slower way raised
+    # The engine stopped (row 10 of the batch: datapoint 40); the slower way raised.
+    stopped = engine_calls[-1]
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (10, None, "bad refs")
     assert len(reader.read_indices(range(0, 30))) == 30
 
 
@@ -163,20 +166,28 @@ def test_a_ref_past_its_field_raises_naming_the_field(folder, tmp_path, engine_c
     copy = _rewrite(folder, tmp_path, "refs", {12: msgpack.packb(bad)})
     with pytest.raises(sackli.CorruptionError, match="text"):
         datasets.DatasetReader(copy).read_indices(range(0, 40))
-    assert engine_calls[-1] is None
+    stopped = engine_calls[-1]
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (
+        12, fields.index("text"), "ref outside the field")
 
 
 def test_text_that_is_not_utf8_raises_naming_the_record(folder, tmp_path, engine_calls) -> None:
     copy = _rewrite(folder, tmp_path, "text", {9: b"\xff\xfe"})
     with pytest.raises(ValueError, match="record 9 of field 'text'"):
         datasets.DatasetReader(copy).read_indices(range(0, 40))
-    assert engine_calls[-1] is None
+    stopped = engine_calls[-1]
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (
+        9, sorted(SPEC).index("text"), "value not decoded")
 
 
 def test_an_int_of_another_size_decodes_as_bags_does(folder, tmp_path, engine_calls) -> None:
     copy = _rewrite(folder, tmp_path, "u1", {3: b"\x01\x02"})
     batch = datasets.DatasetReader(copy).read_indices(range(0, 40), {"u1": True})
-    assert engine_calls[-1] is None
+    stopped = engine_calls[-1]
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (3, 0, "value not decoded")
     assert batch[3] == {"u1": 0x0201}  # int.from_bytes, little-endian
     assert batch[4] == {"u1": 4}
 
@@ -192,7 +203,7 @@ def test_custom_decoders_run_on_engine_batches(folder, engine_calls) -> None:
     decoders["utf8"] = lambda buffer: buffer.decode("utf-8").upper()
     reader = datasets.DatasetReader(folder, decoders=decoders)
     batch = reader.read_indices(range(0, 50), {"text": True, "words": True})
-    assert engine_calls[-1] is not None
+    assert type(engine_calls[-1]) is list
     assert [d["text"] for d in batch] == [datapoint(i)["text"].upper() for i in range(50)]
     assert [d["words"] for d in batch] == [[w.upper() for w in datapoint(i)["words"]]
                                            for i in range(50)]
@@ -270,7 +281,7 @@ def test_a_single_datapoint_with_a_list_field_is_one_engine_call(folder, engine_
     reader = datasets.DatasetReader(folder)
     rows = [0, 17, N - 1, -2]
     read = [reader[row] if mask is None else reader[row, mask] for row in rows]
-    assert len(engine_calls) == len(rows) and None not in engine_calls
+    assert len(engine_calls) == len(rows) and all(type(call) is list for call in engine_calls)
     expected = field_by_field(reader, engine_calls, lambda: [
         reader[row] if mask is None else reader[row, mask] for row in rows])
     for got, reference in zip(read, expected):
@@ -296,7 +307,9 @@ def test_a_list_item_that_is_not_utf8_raises_for_a_single_datapoint(folder, tmp_
     reader = datasets.DatasetReader(copy)
     with pytest.raises(ValueError, match=f"record {record} of field 'words'"):
         reader[row, {"words": True}]
-    assert engine_calls[-1] is None  # the engine declined; the slower way raised
+    stopped = engine_calls[-1]  # the engine stopped; the slower way raised
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (0, 0, "value not decoded")
     assert reader[row, {"u8": True}] == {"u8": datapoint(row)["u8"]}
 
 

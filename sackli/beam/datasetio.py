@@ -30,6 +30,7 @@ from apache_beam.io import iobase
 from ..datasets._dataset_writer import encoder_table
 from ..datasets._field_files import parse_compression
 from ..datasets._folders import folder_path
+from ..datasets._mask import check_mask
 from ..datasets._spec import parse_spec
 from ._dataset_sink import DatasetSink
 from ._dataset_source import DatasetSource
@@ -45,21 +46,6 @@ def _directory(directory: Any) -> str:
     if not path:
         raise ValueError("directory is empty")
     return path
-
-
-def _check_mask(mask: Any) -> Mapping[str, Any] | None:
-    """The mask's shape, checked without I/O (field names and list ranges
-    are checked against the spec when shards are read)."""
-    if mask is None:
-        return None
-    if not isinstance(mask, Mapping):
-        raise TypeError(f"mask must be a dict, not {type(mask).__name__}")
-    for field, value in mask.items():
-        if not isinstance(value, (bool, range, slice)):
-            raise TypeError(
-                f"the mask of field {field!r} must be a bool, range or slice, "
-                f"not {type(value).__name__}")
-    return dict(mask)
 
 
 class ReadFromSackliDataset(beam.PTransform):
@@ -98,7 +84,7 @@ class ReadFromSackliDataset(beam.PTransform):
             raise TypeError(f"decoders must be a dict, not {type(decoders).__name__}")
         # A str, or for a template's ValueProvider one checked on the workers.
         self._source = DatasetSource(
-            now_or_at_run_time(_directory, directory), decoders, _check_mask(mask))
+            now_or_at_run_time(_directory, directory), decoders, check_mask(mask))
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         # Declared, so that type checks downstream see dicts, not Any.
