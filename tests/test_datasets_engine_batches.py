@@ -326,3 +326,51 @@ def test_a_bool_ref_is_damage_in_batches_as_in_single_reads(folder, tmp_path, fi
         reader[4]
     with pytest.raises(sackli.CorruptionError, match="datapoint 4 refers to True"):
         reader.read_indices(range(0, 10))
+
+
+def test_a_read_plan_holds_a_masks_fields_and_list_ranges() -> None:
+    """The engine's DatasetReadPlan, as the readers use it: the spec
+    positions a mask reads, and each list's items clipped to its range."""
+    fields = [("label", False, 2, 8, False), ("tags", True, 0, 0, False),
+              ("words", True, 1, 0, False)]
+    plan = sackli._engine.DatasetReadPlan(fields, {"words": slice(1, 3), "label": True}, "W")
+    assert plan.positions == [0, 2] and plan.any_list
+    # Lists [10, 15), [20, 21) and [30, 30) of `words`: items 1 and 2 of each.
+    assert plan.list_items(1, [10, 20, 30], [15, 21, 30]) == ([11, 21, 31], [13, 21, 31])
+    whole = sackli._engine.DatasetReadPlan(fields, None, "W")
+    assert whole.positions == [0, 1, 2]
+    assert whole.list_items(1, [10], [15]) == ([10], [15])
+    assert not sackli._engine.DatasetReadPlan(fields, {"label": True}, "W").any_list
+
+
+@pytest.mark.parametrize("mask,error,message", [
+    ([("label", True)], TypeError, "W: a mask must be a dict, not list"),
+    ({"label": 1}, TypeError, "W: the mask of scalar field 'label' must be a bool, not int"),
+    ({"tags": "x"}, TypeError,
+     "W: the mask of list field 'tags' must be a bool, range or slice, not str"),
+    ({"tags": range(0, 4, 2)}, ValueError,
+     "W: the mask of list field 'tags' must have start >= 0, stop >= 0 and step 1, "
+     "not range(0, 4, 2)"),
+    ({"caption": True, 3: False}, ValueError,
+     "W: the mask names fields the dataset does not have: 'caption', 3 "
+     "(fields: 'label', 'tags')"),
+])
+def test_a_read_plan_refuses_a_bad_mask_with_the_message_users_see(mask, error,
+                                                                    message) -> None:
+    fields = [("label", False, 2, 8, False), ("tags", True, 0, 0, False)]
+    with pytest.raises(error) as raised:
+        sackli._engine.DatasetReadPlan(fields, mask, "W")
+    assert str(raised.value) == message
+
+
+def test_a_falsy_list_mask_is_asked_its_truth_only_for_a_list_field() -> None:
+    # numpy refuses a truth for arrays: a list field asks (as `bags` does,
+    # raising numpy's error), a scalar field refuses the type first.
+    fields = [("label", False, 2, 8, False), ("tags", True, 0, 0, False)]
+    with pytest.raises(ValueError, match="truth value"):
+        sackli._engine.DatasetReadPlan(fields, {"tags": np.array([1, 2])}, "W")
+    with pytest.raises(TypeError, match="must be a bool, not ndarray"):
+        sackli._engine.DatasetReadPlan(fields, {"label": np.array([1, 2])}, "W")
+    # Falsy values skip a list field, as in `bags`.
+    for falsy in (0, None, "", range(0)):
+        assert sackli._engine.DatasetReadPlan(fields, {"tags": falsy}, "W").positions == []

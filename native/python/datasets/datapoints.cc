@@ -190,21 +190,36 @@ DatasetFieldSpec FieldSpecOf(py::handle item) {
   return field;
 }
 
+// `_engine.DatasetReadPlan`: the plan, and the Python names of its fields
+// (the spec's own str objects, the keys of the datapoints made).
+struct BoundPlan {
+  DatasetReadPlan plan;
+  std::vector<py::object> names;
+};
+
 // DatasetReadPlan(fields, mask, where): `fields` the spec's, in order, as
 // (name, is_list, kind, int size, big-endian); `mask` None or a mapping.
-DatasetReadPlan MakePlan(py::list field_items, py::handle mask, const std::string& where) {
+BoundPlan MakePlan(py::list field_items, py::handle mask, const std::string& where) {
   std::vector<DatasetFieldSpec> fields;
   for (py::handle item : field_items) fields.push_back(FieldSpecOf(item));
+  std::variant<DatasetReadPlan, MaskError> made;
   if (mask.is_none()) {
-    return std::get<DatasetReadPlan>(DatasetReadPlan::Make(fields, nullptr));
+    made = DatasetReadPlan::Make(fields, nullptr);
+  } else {
+    if (!IsMapping(mask)) {
+      throw py::type_error(where + ": a mask must be a dict, not " + TypeName(mask));
+    }
+    const ConvertedMask converted = ConvertMask(mask, /*shape_only=*/false);
+    made = DatasetReadPlan::Make(fields, &converted.converted);
+    if (auto* error = std::get_if<MaskError>(&made)) {
+      RaiseMaskError(*error, converted, fields, where);
+    }
   }
-  if (!IsMapping(mask)) {
-    throw py::type_error(where + ": a mask must be a dict, not " + TypeName(mask));
+  BoundPlan bound{std::get<DatasetReadPlan>(std::move(made)), {}};
+  for (const DatasetFieldRead& read : bound.plan.fields()) {
+    bound.names.emplace_back(field_items[read.position].cast<py::tuple>()[0]);
   }
-  const ConvertedMask converted = ConvertMask(mask, /*shape_only=*/false);
-  auto plan = DatasetReadPlan::Make(fields, &converted.converted);
-  if (auto* error = std::get_if<MaskError>(&plan)) RaiseMaskError(*error, converted, fields, where);
-  return std::get<DatasetReadPlan>(std::move(plan));
+  return bound;
 }
 
 // check_dataset_mask(mask): the mask's shape without a spec (the Beam
@@ -226,8 +241,9 @@ py::dict CheckMask(py::handle mask) {
 // [starts[k], stops[k]) of the plan's field i, clipped to its range, as
 // (starts, stops) (a stop before its start: an empty list).
 std::pair<std::vector<uint64_t>, std::vector<uint64_t>> ListItems(
-    const DatasetReadPlan& plan, size_t index, const std::vector<uint64_t>& starts,
+    const BoundPlan& bound, size_t index, const std::vector<uint64_t>& starts,
     const std::vector<uint64_t>& stops) {
+  const DatasetReadPlan& plan = bound.plan;
   if (index >= plan.fields().size()) ThrowInvalidArgument("no such field in the plan");
   const ListRange& range = plan.fields()[index].range;
   std::pair<std::vector<uint64_t>, std::vector<uint64_t>> items;
@@ -395,20 +411,20 @@ py::object MakeValues(const FieldBatch& field, const std::vector<RecordBytes>& r
 // read_datapoints(refs, rows, plan, readers) -> list of dicts, or a
 // DatasetReadError (see top). `rows`: view indices of `refs`; `readers`:
 // the files of the plan's fields, in the plan's order.
-py::object ReadDatapoints(const Reader& refs_reader, py::handle rows, const DatasetReadPlan& plan,
+py::object ReadDatapoints(const Reader& refs_reader, py::handle rows, const BoundPlan& bound,
                           py::list field_readers) {
+  const DatasetReadPlan& plan = bound.plan;
+  const std::vector<py::object>& names = bound.names;
   const std::vector<DatasetFieldRead>& reads = plan.fields();
   if (field_readers.size() != reads.size()) {
     ThrowInvalidArgument("read_datapoints takes one reader per field of the plan");
   }
   std::vector<FieldBatch> fields(reads.size());
   std::vector<uint64_t> lengths(reads.size());
-  std::vector<py::object> names(reads.size());
   for (size_t f = 0; f < reads.size(); ++f) {
     fields[f].read = &reads[f];
     fields[f].reader = &field_readers[f].cast<const Reader&>();
     lengths[f] = fields[f].reader->size();
-    names[f] = py::str(reads[f].spec.name);
   }
   std::vector<uint64_t> ref_globals = ResolveIndices(refs_reader.view(), rows);
   const size_t n = ref_globals.size();
@@ -572,7 +588,7 @@ void RegisterDatapoints(py::module_& m) {
       .def("__repr__", [](const DatasetReadError& error) {
         return "<DatasetReadError row " + std::to_string(error.row) + ">";
       });
-  py::class_<DatasetReadPlan>(m, "DatasetReadPlan",
+  py::class_<BoundPlan>(m, "DatasetReadPlan",
                               "The read rules of one mask of a dataset: the fields read "
                               "(spec positions), their list ranges and codecs (see "
                               "native/datasets/dataset_read_plan.h).")
@@ -580,12 +596,13 @@ void RegisterDatapoints(py::module_& m) {
            "fields: the spec's, in order, as (name, is_list, kind, int size, big-endian); "
            "mask: None or a mapping; raises TypeError / ValueError for a bad mask, the "
            "messages prefixed by `where`.")
-      .def_property_readonly("positions", [](const DatasetReadPlan& plan) {
+      .def_property_readonly("positions", [](const BoundPlan& bound) {
         std::vector<size_t> positions;
-        for (const DatasetFieldRead& read : plan.fields()) positions.push_back(read.position);
+        for (const DatasetFieldRead& read : bound.plan.fields()) positions.push_back(read.position);
         return positions;
       }, "The spec positions of the fields read, in spec order.")
-      .def_property_readonly("any_list", &DatasetReadPlan::any_list)
+      .def_property_readonly("any_list",
+                             [](const BoundPlan& bound) { return bound.plan.any_list(); })
       .def("list_items", &ListItems, py::arg("field"), py::arg("starts"), py::arg("stops"),
            "The items read of lists [starts[k], stops[k]) of the plan's field `field`: "
            "(starts, stops), the mask's range clipped to each list.");
