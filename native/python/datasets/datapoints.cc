@@ -3,7 +3,7 @@
 // sackli.datasets datapoints (dicts of field values) built in one call by
 // such a plan, for DatasetReader; `_engine.check_dataset_mask`: a mask's
 // shape, for the Beam source; and `_engine.parse_dataset_refs`, the same
-// refs parser for column readers.
+// plan's refs parser for column readers (sackli.arrow, `sackli verify`).
 //
 // The refs of the batch are parsed and located by the plan. Then, for a bag
 // that is memory-mapped and stores its records uncompressed (every local
@@ -515,19 +515,16 @@ py::object ReadDatapoints(const Reader& refs_reader, py::handle rows, const Boun
   return datapoints;
 }
 
-// parse_dataset_refs(data, offsets, refs_are_lists, positions): the refs
-// of packed refs.bag records (record k is data[offsets[k], offsets[k + 1]),
-// offsets int64) as columns, for the refs at `positions`: a list of
-// (starts, lengths) int64 buffers (lengths None for a scalar field), or None
+// parse_dataset_refs(data, offsets, plan): the refs of packed refs.bag
+// records (record k is data[offsets[k], offsets[k + 1]), offsets int64) as
+// columns, for the plan's fields (sackli.arrow's tables and `sackli verify`
+// read whole fields: a plan of `True`s): a list of (starts, lengths) int64
+// buffers (lengths None for a scalar field), in the plan's order, or None
 // when a record is not what `bags` writes or a ref is 2**62 or more (the
 // caller's per-record path then names the record).
-py::object ParseRefsColumns(py::handle data, py::handle offsets, py::list refs_are_lists,
-                            std::vector<size_t> positions) {
-  std::vector<bool> is_list;
-  for (py::handle item : refs_are_lists) is_list.push_back(item.cast<bool>());
-  for (size_t position : positions) {
-    if (position >= is_list.size()) ThrowInvalidArgument("a ref position past the record");
-  }
+py::object ParseRefsColumns(py::handle data, py::handle offsets, const BoundPlan& bound) {
+  const DatasetReadPlan& plan = bound.plan;
+  const std::vector<DatasetFieldRead>& reads = plan.fields();
   BorrowedBytes bytes(data.ptr());
   BorrowedBytes ends(offsets.ptr());
   const size_t bounds = ends.view().size() / sizeof(int64_t);
@@ -535,21 +532,26 @@ py::object ParseRefsColumns(py::handle data, py::handle offsets, py::list refs_a
   std::vector<int64_t> at(bounds);
   if (bounds > 0) std::memcpy(at.data(), ends.view().data(), bounds * sizeof(int64_t));
   constexpr uint64_t kLargestRef = uint64_t{1} << 62;  // int64 with room for start + length
-  std::vector<std::vector<int64_t>> starts(positions.size(), std::vector<int64_t>(n));
-  std::vector<std::vector<int64_t>> lengths(positions.size(), std::vector<int64_t>(n));
+  std::vector<std::vector<int64_t>> starts(reads.size(), std::vector<int64_t>(n));
+  std::vector<std::vector<int64_t>> lengths(reads.size(), std::vector<int64_t>(n));
   bool parsed = true;
   {
     ReleaseGil release;
-    std::vector<DatasetRef> refs(is_list.size());
     const std::string_view view = bytes.view();
+    std::vector<RecordBytes> records;
+    records.reserve(n);
     for (size_t k = 0; k < n && parsed; ++k) {
       const int64_t begin = at[k];
       const int64_t end = at[k + 1];
-      parsed = 0 <= begin && begin <= end && static_cast<uint64_t>(end) <= view.size() &&
-               ParseDatasetRefs(view.data() + begin, static_cast<size_t>(end - begin), is_list,
-                                refs.data());
-      for (size_t i = 0; i < positions.size() && parsed; ++i) {
-        const DatasetRef& ref = refs[positions[i]];
+      parsed = 0 <= begin && begin <= end && static_cast<uint64_t>(end) <= view.size();
+      if (parsed) records.push_back({view.data() + begin, static_cast<uint64_t>(end - begin)});
+    }
+    std::vector<DatasetRef> refs;
+    parsed = parsed && !plan.ParseRefs(records, refs);
+    const size_t per_row = plan.refs_are_lists().size();
+    for (size_t k = 0; k < n && parsed; ++k) {
+      for (size_t i = 0; i < reads.size() && parsed; ++i) {
+        const DatasetRef& ref = refs[k * per_row + reads[i].position];
         parsed = ref.start < kLargestRef && ref.length < kLargestRef;
         starts[i][k] = static_cast<int64_t>(ref.start);
         lengths[i][k] = static_cast<int64_t>(ref.length);
@@ -561,9 +563,9 @@ py::object ParseRefsColumns(py::handle data, py::handle offsets, py::list refs_a
     return py::bytes(reinterpret_cast<const char*>(column.data()), column.size() * sizeof(int64_t));
   };
   py::list columns;
-  for (size_t i = 0; i < positions.size(); ++i) {
+  for (size_t i = 0; i < reads.size(); ++i) {
     columns.append(py::make_tuple(as_bytes(starts[i]),
-                                  is_list[positions[i]] ? py::object(as_bytes(lengths[i]))
+                                  reads[i].spec.is_list ? py::object(as_bytes(lengths[i]))
                                                         : py::object(py::none())));
   }
   return columns;
@@ -614,9 +616,9 @@ void RegisterDatapoints(py::module_& m) {
         "A batch of datasets' datapoints as dicts, or a DatasetReadError when the batch "
         "must go the slower way (see native/python/datasets/datapoints.cc).");
   m.def("parse_dataset_refs", &ParseRefsColumns, py::arg("data"), py::arg("offsets"),
-        py::arg("refs_are_lists"), py::arg("positions"),
+        py::arg("plan"),
         "Packed refs.bag records as (starts, lengths) int64 columns for the refs "
-        "at `positions`, or None when a record is not what bags writes.");
+        "of the plan's fields, or None when a record is not what bags writes.");
 }
 
 }  // namespace sackli::python
