@@ -22,8 +22,12 @@ std::optional<ListRange> ListRangeOf(const MaskValue& value) {
                        (value.stop.type == MaskBound::Type::kInt && value.stop.value >= 0);
   if (!step_ok || !start_ok || !stop_ok) return std::nullopt;
   ListRange range;
-  if (value.start.type == MaskBound::Type::kInt) range.first = static_cast<uint64_t>(value.start.value);
-  if (value.stop.type == MaskBound::Type::kInt) range.last = static_cast<uint64_t>(value.stop.value);
+  if (value.start.type == MaskBound::Type::kInt) {
+    range.first = static_cast<uint64_t>(value.start.value);
+  }
+  if (value.stop.type == MaskBound::Type::kInt) {
+    range.last = static_cast<uint64_t>(value.stop.value);
+  }
   return range;
 }
 
@@ -135,8 +139,8 @@ std::optional<DatasetReadError> DatasetReadPlan::LocateRuns(
                                ? ref.start > length || ref.length > length - ref.start
                                : ref.start >= length;
       if (outside) return DatasetReadError{k, f, DatasetReadError::Reason::kRefOutside};
-      const auto [start, count] =
-          read.spec.is_list ? read.range.Clip(ref.start, ref.length) : std::pair(ref.start, uint64_t{1});
+      const auto [start, count] = read.spec.is_list ? read.range.Clip(ref.start, ref.length)
+                                                    : std::pair(ref.start, uint64_t{1});
       field.start.push_back(start);
       field.length.push_back(count);
     }

@@ -57,6 +57,15 @@ constexpr size_t kFewRowsInPlace = 16;
 
 // ---- Masks: Python values to MaskValues, MaskErrors to exceptions ----
 
+// A field name (a str) as the plan compares it: UTF-8, lone surrogates
+// kept (a spec.json may have them), so that equal names stay equal.
+std::string NameOf(py::handle name) {
+  const py::bytes utf8 = py::reinterpret_steal<py::bytes>(
+      PyUnicode_AsEncodedString(name.ptr(), "utf-8", "surrogatepass"));
+  if (!utf8) throw py::error_already_set();
+  return utf8;
+}
+
 // A range or slice bound: None, an int (clamped to int64), or another value.
 MaskBound BoundOf(py::handle value) {
   if (value.is_none()) return {MaskBound::Type::kNone, 0};
@@ -81,7 +90,7 @@ MaskBound StepOf(py::handle step) {
 // `value` as the plan's rules see it; `shape_only`: its type alone.
 MaskValue MaskValueOf(py::handle key, py::handle value, bool shape_only) {
   MaskValue converted;
-  if (PyUnicode_Check(key.ptr())) converted.field = key.cast<std::string>();
+  if (PyUnicode_Check(key.ptr())) converted.field = NameOf(key);
   converted.truthy = [value] {
     const int truthy = PyObject_IsTrue(value.ptr());
     if (truthy < 0) throw py::error_already_set();
@@ -141,13 +150,14 @@ std::string Join(const std::vector<std::string>& parts) {
 // name them, prefixed by `where`, the dataset folder).
 [[noreturn]] void RaiseMaskError(const MaskError& error, const ConvertedMask& mask,
                                  const std::vector<DatasetFieldSpec>& fields,
-                                 const std::string& where) {
+                                 py::list field_items, const std::string& where) {
+  const auto name_of = [&](size_t i) { return field_items[i].cast<py::tuple>()[0]; };
   const auto repr = [](py::handle value) { return std::string(py::repr(value)); };
   if (error.reason == MaskError::Reason::kUnknownFields) {
     std::vector<std::string> unknown;
     for (size_t i : error.unknown) unknown.push_back(repr(mask.keys[i]));
     std::vector<std::string> names;
-    for (const DatasetFieldSpec& field : fields) names.push_back(repr(py::str(field.name)));
+    for (size_t i = 0; i < fields.size(); ++i) names.push_back(repr(name_of(i)));
     throw py::value_error(where + ": the mask names fields the dataset does not have: " +
                           Join(unknown) + " (fields: " + Join(names) + ")");
   }
@@ -156,7 +166,7 @@ std::string Join(const std::vector<std::string>& parts) {
   for (size_t i = 0; i < mask.keys.size(); ++i) {
     if (mask.converted[i].field == name) value = mask.values[i];
   }
-  const std::string field = repr(py::str(name));
+  const std::string field = repr(name_of(error.field));
   switch (error.reason) {
     case MaskError::Reason::kBadListRange:
       throw py::value_error(where + ": the mask of list field " + field +
@@ -173,9 +183,15 @@ std::string Join(const std::vector<std::string>& parts) {
 
 DatasetFieldSpec FieldSpecOf(py::handle item) {
   const py::tuple t = py::reinterpret_borrow<py::tuple>(item);
-  if (t.size() != 5) ThrowInvalidArgument("a field of DatasetReadPlan is (name, is_list, kind, int size, big-endian)");
+  if (t.size() != 5) {
+    ThrowInvalidArgument(
+        "a field of DatasetReadPlan is (name, is_list, kind, int size, big-endian)");
+  }
   DatasetFieldSpec field;
-  field.name = t[0].cast<std::string>();
+  if (!PyUnicode_Check(t[0].ptr())) {
+    ThrowInvalidArgument("a field name of DatasetReadPlan is a str");
+  }
+  field.name = NameOf(t[0]);
   field.is_list = t[1].cast<bool>();
   const int kind = t[2].cast<int>();
   if (kind < 0 || kind > static_cast<int>(DatasetValueKind::kUnsigned)) {
@@ -212,7 +228,7 @@ BoundPlan MakePlan(py::list field_items, py::handle mask, const std::string& whe
     const ConvertedMask converted = ConvertMask(mask, /*shape_only=*/false);
     made = DatasetReadPlan::Make(fields, &converted.converted);
     if (auto* error = std::get_if<MaskError>(&made)) {
-      RaiseMaskError(*error, converted, fields, where);
+      RaiseMaskError(*error, converted, fields, field_items, where);
     }
   }
   BoundPlan bound{std::get<DatasetReadPlan>(std::move(made)), {}};
