@@ -125,8 +125,8 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._plans = MaskPlans(self._field_specs, self._directory, self._compile)
 
     def __getstate__(self) -> dict[str, Any]:
-        # The compiled mask plans hold bound engine methods, which do not
-        # pickle: the copy compiles its own.
+        # The compiled mask plans hold engine plans and bound methods, which
+        # do not pickle: the copy compiles its own.
         state = dict(self.__dict__)
         del state["_plans"]
         return state
