@@ -27,7 +27,7 @@ from typing import Any, Dict, Mapping
 import apache_beam as beam
 from apache_beam.io import iobase
 
-from ..datasets._fields import encoder_table, parse_compression, parse_spec
+from ..datasets._fields import check_mask, encoder_table, parse_compression, parse_spec
 from .._storage import folder_path
 from ._dataset_sink import DatasetSink
 from ._dataset_source import DatasetSource
@@ -41,21 +41,6 @@ def _directory(directory: Any) -> str:
     if not path:
         raise ValueError("directory is empty")
     return path
-
-
-def _check_mask(mask: Any) -> Mapping[str, Any] | None:
-    """The mask's shape, checked without I/O (field names and list ranges
-    are checked against the spec when shards are read)."""
-    if mask is None:
-        return None
-    if not isinstance(mask, Mapping):
-        raise TypeError(f"mask must be a dict, not {type(mask).__name__}")
-    for field, value in mask.items():
-        if not isinstance(value, (bool, range, slice)):
-            raise TypeError(
-                f"the mask of field {field!r} must be a bool, range or slice, "
-                f"not {type(value).__name__}")
-    return dict(mask)
 
 
 class ReadFromSackliDataset(beam.PTransform):
@@ -94,7 +79,7 @@ class ReadFromSackliDataset(beam.PTransform):
             raise TypeError(f"decoders must be a dict, not {type(decoders).__name__}")
         # A str, or for a template's ValueProvider one checked on the workers.
         self._source = DatasetSource(
-            now_or_at_run_time(_directory, directory), decoders, _check_mask(mask))
+            now_or_at_run_time(_directory, directory), decoders, check_mask(mask))
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         # Declared, so that type checks downstream see dicts, not Any.

@@ -54,14 +54,14 @@ def _unsigned_type(codec: Any, args: tuple[str, ...]) -> tuple[int, str] | None:
     return (size, endian) if 1 <= size <= 8 and endian in ("little", "big") else None
 
 
-# The value kinds of _engine.read_datapoints: (kind, int size, big-endian).
+# The value kinds of the engine's DatasetReadPlan: (kind, int size, big-endian).
 NATIVE_BYTES = (0, 0, False)
 _NATIVE_UTF8 = (1, 0, False)
 _NATIVE_UNSIGNED = 2
 
 
 def native_kind(codec: Any, args: tuple[str, ...]) -> tuple[int, int, bool] | None:
-    """How _engine.read_datapoints makes the values of a field whose codec
+    """How the engine's DatasetReadPlan makes the values of a field whose codec
     (an undecorated decoder of the codec table) is `codec`: the record as
     bytes, UTF-8 as str or an unsigned int (those codecs' results); None when
     the values are the codec's to make (from the records as bytes)."""

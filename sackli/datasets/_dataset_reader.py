@@ -1,12 +1,14 @@
 """`DatasetReader`: reads one dataset folder (a shard) written by `bags`
 0.5.1 or sackli.datasets.
 
-A batch of datapoints is one engine call (_engine.read_datapoints): it reads
-refs.bag and every requested field (list items of all datapoints gathered
-into one batch per field) on the pool, and makes the bytes, str and int
-values of the built-in codecs itself; other decoders then run per value in
-Python. Batches it does not take (refs or values out of the ordinary) go
-field by field in Python, which names what is wrong.
+A mask's read rules (fields, list ranges, codecs) are the engine's
+`DatasetReadPlan`, made once per mask. A batch of datapoints is one engine
+call (_engine.read_datapoints) with that plan: it reads refs.bag and every
+requested field (list items of all datapoints gathered into one batch per
+field) on the pool, and makes the bytes, str and int values of the built-in
+codecs itself; other (custom) decoders then run per value in Python. Batches
+it stops on (a DatasetReadError: refs or values out of the ordinary) go field
+by field in Python, which names what is wrong as `bags` does.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import functools
 import json
 import os
 from itertools import chain
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from .. import CorruptionError, Reader
 from .. import _engine
@@ -30,16 +32,21 @@ from ._concurrent import concurrently
 from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._shard_folders import SPEC_FILE
-from ._mask import MaskPlans, Plan, Selection
+from ._mask import FieldSpecs, MaskPlans
 from ._refs import unpack_refs
 from ._spec import FieldType, ShardFolder, parse_spec
 
 __all__ = ["DatasetReader", "read_spec"]
 
 _LIMIT_BYTES = 8
-# The fields of a plan as _engine.read_datapoints takes them, and the
-# (field, is_list, decoder) of those decoded in Python after it.
-EngineFields = tuple[list[tuple[Any, ...]], list[tuple[str, bool, Any]]]
+# A mask's plan as _engine.read_datapoints takes it, the engine readers of
+# its fields, and the (field, is_list, decoder) of those decoded in Python
+# after it (custom codecs).
+EngineFields = tuple[Any, list[Any], list[tuple[str, bool, Any]]]
+# (index in the plan, position in the spec, field, type) of each field read.
+PlanFields = list[tuple[int, int, str, FieldType]]
+# What a reader keeps per mask (see _compile).
+Compiled = tuple[Any, PlanFields, list[tuple[Any, ...]], Optional[EngineFields], bool]
 # Up to this many records are read one engine call each, more in one batch.
 _FEW = 16
 
@@ -106,21 +113,27 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._rows = range(len(self._refs))
         # Readers never change length: cache it (len() on a Reader costs a call).
         self._lengths = {field: len(reader) for field, reader in self._readers.items()}
-        self._refs_are_lists = [ftype.is_list for ftype in self._fields.values()]
         self._decoders_by_field: dict[str, Any] = {}
         self._batch_reads: dict[str, BatchRead | None] = {}
-        self._plans = MaskPlans(self._fields, self._directory, self._compile)
+        # How the engine makes each field's values: a built-in codec's kind,
+        # or None for a codec that runs in Python (on the records' bytes).
+        self._native_kinds = [native_kind(self._decoders.get(ftype.dtype), ftype.args)
+                              for ftype in self._fields.values()]
+        self._field_specs: FieldSpecs = [
+            (field, ftype.is_list, *(kind or NATIVE_BYTES))
+            for (field, ftype), kind in zip(self._fields.items(), self._native_kinds)]
+        self._plans = MaskPlans(self._field_specs, self._directory, self._compile)
 
     def __getstate__(self) -> dict[str, Any]:
-        # The compiled mask plans hold bound engine methods, which do not
-        # pickle: the copy compiles its own.
+        # The compiled mask plans hold engine plans and bound methods, which
+        # do not pickle: the copy compiles its own.
         state = dict(self.__dict__)
         del state["_plans"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._plans = MaskPlans(self._fields, self._directory, self._compile)
+        self._plans = MaskPlans(self._field_specs, self._directory, self._compile)
 
     def _path(self, name: str) -> str:
         return join_path(self._directory, self._files[name])
@@ -131,47 +144,46 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         readers = [self._refs, *self._readers.values()]
         return sum(r.stored_bytes + _LIMIT_BYTES * (len(r) + 1) for r in readers)
 
-    def _compile(
-        self, plan: Plan
-    ) -> tuple[Plan, list[tuple[Any, ...]], EngineFields | None, bool]:
-        """A mask's plan; the steps `_read_row` takes for it (per field to
-        read, everything bound: reader, length, decoder, list part, so that
-        the loop over fields looks nothing up); the fields as
-        _engine.read_datapoints takes them, with the decoders that run in
-        Python after it (None when a field has no decoder: the
+    def _compile(self, plan: Any) -> Compiled:
+        """A mask's engine plan; its fields (index, position, field, type);
+        the steps `_read_row` takes for it (per field to read, everything
+        bound: reader, length, decoder, so that the loop over fields looks
+        nothing up); what _engine.read_datapoints takes, with the decoders
+        that run in Python after it (None when a field has no decoder: the
         field-by-field way raises, naming it, when the field is read); and
         whether a single datapoint is read by the engine too."""
+        names = list(self._fields)
+        fields: PlanFields = []
         steps = []
-        engine_fields: list[tuple[Any, ...]] = []
+        engine_readers = []
         decode_here: list[tuple[str, bool, Any]] = []
-        for position, field, ftype, selection in plan:
-            first, last = (0, None) if selection is True else selection  # type: ignore[misc]
+        for index, position in enumerate(plan.positions):
+            field = names[position]
+            ftype = self._fields[field]
+            fields.append((index, position, field, ftype))
             try:
                 decode = self._decoder(field, ftype)
             except ValueError:
                 decode = None  # _read_values raises when the field is read
-            steps.append((position, field, ftype, ftype.is_list, first, last,
+            steps.append((index, position, field, ftype, ftype.is_list,
                           self._readers[field].__getitem__, self._lengths[field], decode))
-            kind = native_kind(self._decoders.get(ftype.dtype), ftype.args)
-            if kind is None:
+            engine_readers.append(reader_core(self._readers[field]))
+            if self._native_kinds[position] is None:
                 decode_here.append((field, ftype.is_list, decode))
-                kind = NATIVE_BYTES
-            engine_fields.append((field, position, ftype.is_list, reader_core(self._readers[field]),
-                                  *kind, first, last))
-        engine = (engine_fields, decode_here) if all(
+        engine = (plan, engine_readers, decode_here) if all(
             decode is not None for _, _, decode in decode_here) else None
         # One engine call for one datapoint costs more than a record read
         # (~0.8 us against ~0.1-0.3), but less than a loop over a list's
         # items: the engine reads single datapoints that have a list field.
-        rows_by_engine = engine is not None and any(ftype.is_list for _, _, ftype, _ in plan)
-        return plan, steps, engine, rows_by_engine
+        rows_by_engine = engine is not None and plan.any_list
+        return plan, fields, steps, engine, rows_by_engine
 
     def _read_row(self, row: int, mask: Mask | None) -> Datapoint:
         # One datapoint. With a list field: one engine call (as a batch of
         # one). Scalars only: single-record engine reads in one flat loop
         # over precompiled steps; at ~2 us per `r[i, {"label": True}]`,
         # every lookup counts.
-        _, steps, engine, rows_by_engine = self._plans.get(mask)
+        plan, _, steps, engine, rows_by_engine = self._plans.get(mask)
         if rows_by_engine:
             read = self._engine_datapoints((row,), engine)
             if read is not None:
@@ -185,7 +197,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         if type(refs) is not list or len(refs) != len(self._fields):
             self._read_refs([row])  # raises, naming the datapoint
         datapoint: Datapoint = {}
-        for position, field, ftype, is_list, first, last, get, length, decode in steps:
+        for index, position, field, ftype, is_list, get, length, decode in steps:
             ref = refs[position]
             if not is_list:
                 if type(ref) is not int or not 0 <= ref < length:
@@ -199,9 +211,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
                 datapoint[field] = self._read_values(field, ftype, ref)
                 continue
             start, stop = self._list_span(row, field, ref, length)
-            if last is not None and start + last < stop:
-                stop = start + last
-            start += first
+            (start,), (stop,) = plan.list_items(index, [start], [stop])
             if start >= stop:
                 datapoint[field] = []
                 continue
@@ -215,19 +225,19 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         return datapoint
 
     def _read_rows(self, rows: list[int], mask: Mask | None) -> list[Datapoint]:
-        plan, _, engine, _ = self._plans.get(mask)
+        plan, fields, _, engine, _ = self._plans.get(mask)
         datapoints: list[Datapoint] = [{} for _ in rows]
-        if not rows or not plan:
+        if not rows or not fields:
             return datapoints
         if engine is not None:
             read = self._engine_datapoints(rows, engine)
             if read is not None:
                 return read
         refs = self._read_refs(rows)
-        for position, field, ftype, selection in plan:
+        for index, position, field, ftype in fields:
             field_refs = [datapoint_refs[position] for datapoint_refs in refs]
             if ftype.is_list:
-                self._read_lists(rows, field, ftype, field_refs, selection, datapoints)
+                self._read_lists(rows, field, ftype, field_refs, plan, index, datapoints)
             else:
                 self._read_scalars(rows, field, ftype, field_refs, datapoints)
         return datapoints
@@ -235,11 +245,13 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
     def _engine_datapoints(self, rows: Any, engine: EngineFields) -> list[Datapoint] | None:
         """The datapoints at `rows` from one _engine.read_datapoints call,
         the fields of other codecs decoded here; None when they must be read
-        field by field (something in them is out of the ordinary)."""
-        fields, decode_here = engine
-        datapoints = _engine.read_datapoints(reader_core(self._refs), rows, fields,
-                                             self._refs_are_lists)
-        if datapoints is None or not decode_here:
+        field by field (something in them is out of the ordinary: the engine
+        returns a DatasetReadError)."""
+        plan, readers, decode_here = engine
+        datapoints = _engine.read_datapoints(reader_core(self._refs), rows, plan, readers)
+        if type(datapoints) is not list:
+            return None
+        if not decode_here:
             return datapoints
         try:
             for field, is_list, decode in decode_here:
@@ -356,14 +368,11 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
 
     def _read_lists(
         self, rows: list[int], field: str, ftype: FieldType, field_refs: list[Any],
-        selection: Selection, datapoints: list[Datapoint],
+        plan: Any, index: int, datapoints: list[Datapoint],
     ) -> None:
         starts, stops = self._list_spans(rows, field, field_refs)
-        if selection is not True:
-            first, last = selection  # type: ignore[misc]
-            if last is not None:
-                stops = [min(start + last, stop) for start, stop in zip(starts, stops)]
-            starts = [start + first for start in starts]
+        # The plan's field `index`: its range clipped to each list.
+        starts, stops = plan.list_items(index, starts, stops)
         # Items of all datapoints in one batch; a start past its stop is an empty list.
         indices = list(chain.from_iterable(map(range, starts, stops)))
         values = self._read_values(field, ftype, indices) if indices else []

@@ -11,6 +11,8 @@ stability promise. Each name is defined and documented where it says:
   (`_field_files`);
 - encoding values: `encoder_table` (`_dataset_writer`: each field's
   encoder, the built-in ones and those given);
+- masks: the check of a mask's shape without a spec, `check_mask`
+  (`_mask`, the rules of the engine's dataset read plan);
 - values read as their stored bytes: `bytes_identity` (`_codecs`).
 """
 
@@ -19,7 +21,8 @@ from __future__ import annotations
 from ._codecs import bytes_identity
 from ._dataset_writer import encoder_table
 from ._field_files import parse_compression
+from ._mask import check_mask
 from ._spec import parse_spec
 from ._type_text import type_text
 
-__all__ = ["bytes_identity", "encoder_table", "parse_compression", "parse_spec", "type_text"]
+__all__ = ["bytes_identity", "check_mask", "encoder_table", "parse_compression", "parse_spec", "type_text"]

@@ -4,73 +4,46 @@ A mask maps field names to `True` / `False`, or for list fields to a
 `range` / `slice` of the list (start >= 0, stop >= 0, step 1; the stop is
 clipped to the list's length). Fields not in the mask are not read. `None`
 reads every field whole.
+
+The rules are the engine's (native/datasets/dataset_read_plan.h): a mask
+becomes a `DatasetReadPlan` once, and every read with that mask uses it.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping
 
-from ._spec import FieldType
+from .. import _engine
 
-__all__ = ["MaskPlans", "Plan", "Selection", "resolve_mask"]
+__all__ = ["FieldSpecs", "MaskPlans", "check_mask", "resolve_mask"]
 
-# True: the whole value or list; (start, stop): that part of a list.
-Selection = Union[bool, tuple[int, "int | None"]]
-
-
-def _list_part(field: str, value: range | slice, where: str) -> tuple[int, int | None]:
-    start = 0 if value.start is None else value.start
-    stop = value.stop
-    if (value.step not in (None, 1) or not isinstance(start, int) or start < 0
-            or (stop is not None and (not isinstance(stop, int) or stop < 0))):
-        raise ValueError(
-            f"{where}: the mask of list field {field!r} must have start >= 0, stop >= 0 and "
-            f"step 1, not {value}")
-    return start, stop
+# A dataset's fields in spec order as the engine's plans take them: (name,
+# is_list, value kind, int size, big-endian) (see _batch_values.native_kind).
+FieldSpecs = list[tuple[str, bool, int, int, bool]]
 
 
 def resolve_mask(
-    mask: Mapping[str, Any] | None, fields: Mapping[str, FieldType], where: str
-) -> list[tuple[int, str, FieldType, Selection]]:
-    """(position in the spec, field, type, selection) of each field to read.
+    mask: Mapping[str, Any] | None, fields: FieldSpecs, where: str
+) -> _engine.DatasetReadPlan:
+    """The engine's read plan of `mask` (native/datasets/dataset_read_plan.h):
+    the fields to read (their spec positions), list ranges and codecs.
 
     Raises TypeError for a mask that is not a dict, a non-bool for a scalar
     field or an unsupported value (as `bags` does), ValueError for a field
     the spec does not have or a bad range. `where` (the dataset folder)
     prefixes messages.
     """
-    if mask is None:
-        return [(i, field, ftype, True) for i, (field, ftype) in enumerate(fields.items())]
-    if not isinstance(mask, Mapping):
-        raise TypeError(f"{where}: a mask must be a dict, not {type(mask).__name__}")
-    unknown = [field for field in mask if field not in fields]
-    if unknown:
-        raise ValueError(
-            f"{where}: the mask names fields the dataset does not have: "
-            f"{', '.join(map(repr, unknown))} (fields: {', '.join(map(repr, fields))})")
-    plan = []
-    for i, (field, ftype) in enumerate(fields.items()):
-        value = mask.get(field, False)
-        if ftype.is_list and not isinstance(value, slice) and not value:
-            continue  # as `bags`: a falsy mask (False, an empty range) skips a list field
-        if isinstance(value, bool):
-            if value:
-                plan.append((i, field, ftype, value))
-        elif ftype.is_list and isinstance(value, (range, slice)):
-            plan.append((i, field, ftype, _list_part(field, value, where)))
-        elif ftype.is_list:
-            raise TypeError(
-                f"{where}: the mask of list field {field!r} must be a bool, range or slice, "
-                f"not {type(value).__name__}")
-        else:
-            raise TypeError(
-                f"{where}: the mask of scalar field {field!r} must be a bool, "
-                f"not {type(value).__name__}")
-    return plan
+    return _engine.DatasetReadPlan(fields, mask, where)
 
 
-Plan = list[tuple[int, str, FieldType, Selection]]
+def check_mask(mask: Any) -> dict[str, Any] | None:
+    """A mask's shape, checked without a spec (by the engine's rules; field
+    names and list ranges are checked against the spec when shards are
+    read): a copy as a dict, None for None. Raises TypeError for a mask that
+    is not a dict or a value that is not a bool, range or slice."""
+    return None if mask is None else _engine.check_dataset_mask(mask)
+
 
 # Distinct hashable masks whose plans a reader keeps.
 _CACHED_PLANS = 64
@@ -82,8 +55,8 @@ class MaskPlans:
     with the same mask resolves and compiles it once. Masks with unhashable
     values (slices) are resolved each time."""
 
-    def __init__(self, fields: Mapping[str, FieldType], where: str,
-                 compile: Callable[[Plan], Any]) -> None:
+    def __init__(self, fields: FieldSpecs, where: str,
+                 compile: Callable[[_engine.DatasetReadPlan], Any]) -> None:
         self._fields = fields
         self._where = where
         self._compile = compile

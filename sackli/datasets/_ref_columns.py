@@ -3,7 +3,8 @@ values are (checked against the field's file).
 
 Column readers (`sackli.arrow`'s dataset tables) and `sackli verify` read
 refs.bag a run at a time. The refs of a run are parsed in bulk by the engine
-(_engine.parse_dataset_refs, the parser of dataset batches) when the records
+(_engine.parse_dataset_refs with the read plan of the fields, as dataset
+batches parse theirs) when the records
 are what `bags` writes (msgpack arrays of unsigned ints and `[]` /
 `[start, length]` lists, each record ending exactly where its ref list
 does); anything else, and machines without numpy, take the per-record
@@ -20,6 +21,7 @@ from .. import _bulk, _engine
 from .._storage import folder_path, join_path
 from ._bag import open_records
 from ._dataset_reader import read_spec
+from ._mask import resolve_mask
 from ._refs import unpack_refs
 
 __all__ = ["FieldRefs", "ShardFiles", "read_field_refs"]
@@ -117,12 +119,15 @@ def read_field_refs(shard: ShardFiles, rows: Any, fields: Sequence[str]) -> dict
     wanted = [(field, positions[field], shard.fields[field].is_list) for field in fields]
     np = _numpy()
     if np is not None and len(rows):
-        kinds = [ftype.is_list for ftype in shard.fields.values()]
-        columns = _engine.parse_dataset_refs(data, offsets, kinds,
-                                             [position for _, position, _ in wanted])
+        # The plan reads the wanted fields whole; its columns come in spec order.
+        specs = [(name, ftype.is_list, 0, 0, False) for name, ftype in shard.fields.items()]
+        plan = resolve_mask({field: True for field, _, _ in wanted}, specs, shard.directory)
+        columns = _engine.parse_dataset_refs(data, offsets, plan)
         if columns is not None:
+            by_position = dict(zip(plan.positions, columns))
             parsed = {}
-            for (field, _, _), (starts, lengths) in zip(wanted, columns):
+            for field, position, _ in wanted:
+                starts, lengths = by_position[position]
                 parsed[field] = refs = FieldRefs(
                     field, np.frombuffer(starts, np.int64),
                     None if lengths is None else np.frombuffer(lengths, np.int64))

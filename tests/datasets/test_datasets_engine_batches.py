@@ -93,7 +93,7 @@ def test_engine_reads_match_field_by_field_reads(folder, engine_calls, mask) -> 
     rng = random.Random(5)
     rows = [rng.randrange(N) for _ in range(200)] + [7, 7, -1, -N]
     batch = reader.read_indices(rows, mask)
-    assert engine_calls and engine_calls[-1] is not None  # the engine built it
+    assert engine_calls and type(engine_calls[-1]) is list  # the engine built it
     assert len(batch) == len(rows)
     single = [reader[row] if mask is None else reader[row, mask] for row in rows]
     expected = field_by_field(reader, engine_calls, lambda: [
@@ -115,7 +115,7 @@ def test_engine_batches_match_bags(folder, engine_calls) -> None:
     ours = datasets.DatasetReader(folder)
     rows = list(range(0, N, 3))
     batch = ours.read_indices(rows)
-    assert engine_calls[-1] is not None
+    assert type(engine_calls[-1]) is list
     for row, got in zip(rows, batch):
         assert_same_datapoint(got, theirs[row])
 
@@ -149,7 +149,10 @@ def test_refs_the_engine_does_not_take_raise_as_before(folder, tmp_path, engine_
     reader = datasets.DatasetReader(copy)
     with pytest.raises(sackli.CorruptionError, match="datapoint 40"):
         reader.read_indices(range(30, 60))
-    assert engine_calls[-1] is None  # the engine declined; the slower way raised
+    # The engine stopped (row 10 of the batch: datapoint 40); the slower way raised.
+    stopped = engine_calls[-1]
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (10, None, "bad refs")
     assert len(reader.read_indices(range(0, 30))) == 30
 
 
@@ -163,20 +166,28 @@ def test_a_ref_past_its_field_raises_naming_the_field(folder, tmp_path, engine_c
     copy = _rewrite(folder, tmp_path, "refs", {12: msgpack.packb(bad)})
     with pytest.raises(sackli.CorruptionError, match="text"):
         datasets.DatasetReader(copy).read_indices(range(0, 40))
-    assert engine_calls[-1] is None
+    stopped = engine_calls[-1]
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (
+        12, fields.index("text"), "ref outside the field")
 
 
 def test_text_that_is_not_utf8_raises_naming_the_record(folder, tmp_path, engine_calls) -> None:
     copy = _rewrite(folder, tmp_path, "text", {9: b"\xff\xfe"})
     with pytest.raises(ValueError, match="record 9 of field 'text'"):
         datasets.DatasetReader(copy).read_indices(range(0, 40))
-    assert engine_calls[-1] is None
+    stopped = engine_calls[-1]
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (
+        9, sorted(SPEC).index("text"), "value not decoded")
 
 
 def test_an_int_of_another_size_decodes_as_bags_does(folder, tmp_path, engine_calls) -> None:
     copy = _rewrite(folder, tmp_path, "u1", {3: b"\x01\x02"})
     batch = datasets.DatasetReader(copy).read_indices(range(0, 40), {"u1": True})
-    assert engine_calls[-1] is None
+    stopped = engine_calls[-1]
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (3, 0, "value not decoded")
     assert batch[3] == {"u1": 0x0201}  # int.from_bytes, little-endian
     assert batch[4] == {"u1": 4}
 
@@ -192,7 +203,7 @@ def test_custom_decoders_run_on_engine_batches(folder, engine_calls) -> None:
     decoders["utf8"] = lambda buffer: buffer.decode("utf-8").upper()
     reader = datasets.DatasetReader(folder, decoders=decoders)
     batch = reader.read_indices(range(0, 50), {"text": True, "words": True})
-    assert engine_calls[-1] is not None
+    assert type(engine_calls[-1]) is list
     assert [d["text"] for d in batch] == [datapoint(i)["text"].upper() for i in range(50)]
     assert [d["words"] for d in batch] == [[w.upper() for w in datapoint(i)["words"]]
                                            for i in range(50)]
@@ -270,7 +281,7 @@ def test_a_single_datapoint_with_a_list_field_is_one_engine_call(folder, engine_
     reader = datasets.DatasetReader(folder)
     rows = [0, 17, N - 1, -2]
     read = [reader[row] if mask is None else reader[row, mask] for row in rows]
-    assert len(engine_calls) == len(rows) and None not in engine_calls
+    assert len(engine_calls) == len(rows) and all(type(call) is list for call in engine_calls)
     expected = field_by_field(reader, engine_calls, lambda: [
         reader[row] if mask is None else reader[row, mask] for row in rows])
     for got, reference in zip(read, expected):
@@ -296,7 +307,9 @@ def test_a_list_item_that_is_not_utf8_raises_for_a_single_datapoint(folder, tmp_
     reader = datasets.DatasetReader(copy)
     with pytest.raises(ValueError, match=f"record {record} of field 'words'"):
         reader[row, {"words": True}]
-    assert engine_calls[-1] is None  # the engine declined; the slower way raised
+    stopped = engine_calls[-1]  # the engine stopped; the slower way raised
+    assert isinstance(stopped, sackli._engine.DatasetReadError)
+    assert (stopped.row, stopped.field, stopped.reason) == (0, 0, "value not decoded")
     assert reader[row, {"u8": True}] == {"u8": datapoint(row)["u8"]}
 
 
@@ -313,3 +326,51 @@ def test_a_bool_ref_is_damage_in_batches_as_in_single_reads(folder, tmp_path, fi
         reader[4]
     with pytest.raises(sackli.CorruptionError, match="datapoint 4 refers to True"):
         reader.read_indices(range(0, 10))
+
+
+def test_a_read_plan_holds_a_masks_fields_and_list_ranges() -> None:
+    """The engine's DatasetReadPlan, as the readers use it: the spec
+    positions a mask reads, and each list's items clipped to its range."""
+    fields = [("label", False, 2, 8, False), ("tags", True, 0, 0, False),
+              ("words", True, 1, 0, False)]
+    plan = sackli._engine.DatasetReadPlan(fields, {"words": slice(1, 3), "label": True}, "W")
+    assert plan.positions == [0, 2] and plan.any_list
+    # Lists [10, 15), [20, 21) and [30, 30) of `words`: items 1 and 2 of each.
+    assert plan.list_items(1, [10, 20, 30], [15, 21, 30]) == ([11, 21, 31], [13, 21, 31])
+    whole = sackli._engine.DatasetReadPlan(fields, None, "W")
+    assert whole.positions == [0, 1, 2]
+    assert whole.list_items(1, [10], [15]) == ([10], [15])
+    assert not sackli._engine.DatasetReadPlan(fields, {"label": True}, "W").any_list
+
+
+@pytest.mark.parametrize("mask,error,message", [
+    ([("label", True)], TypeError, "W: a mask must be a dict, not list"),
+    ({"label": 1}, TypeError, "W: the mask of scalar field 'label' must be a bool, not int"),
+    ({"tags": "x"}, TypeError,
+     "W: the mask of list field 'tags' must be a bool, range or slice, not str"),
+    ({"tags": range(0, 4, 2)}, ValueError,
+     "W: the mask of list field 'tags' must have start >= 0, stop >= 0 and step 1, "
+     "not range(0, 4, 2)"),
+    ({"caption": True, 3: False}, ValueError,
+     "W: the mask names fields the dataset does not have: 'caption', 3 "
+     "(fields: 'label', 'tags')"),
+])
+def test_a_read_plan_refuses_a_bad_mask_with_the_message_users_see(mask, error,
+                                                                    message) -> None:
+    fields = [("label", False, 2, 8, False), ("tags", True, 0, 0, False)]
+    with pytest.raises(error) as raised:
+        sackli._engine.DatasetReadPlan(fields, mask, "W")
+    assert str(raised.value) == message
+
+
+def test_a_falsy_list_mask_is_asked_its_truth_only_for_a_list_field() -> None:
+    # numpy refuses a truth for arrays: a list field asks (as `bags` does,
+    # raising numpy's error), a scalar field refuses the type first.
+    fields = [("label", False, 2, 8, False), ("tags", True, 0, 0, False)]
+    with pytest.raises(ValueError, match="truth value"):
+        sackli._engine.DatasetReadPlan(fields, {"tags": np.array([1, 2])}, "W")
+    with pytest.raises(TypeError, match="must be a bool, not ndarray"):
+        sackli._engine.DatasetReadPlan(fields, {"label": np.array([1, 2])}, "W")
+    # Falsy values skip a list field, as in `bags`.
+    for falsy in (0, None, "", range(0)):
+        assert sackli._engine.DatasetReadPlan(fields, {"tags": falsy}, "W").positions == []
