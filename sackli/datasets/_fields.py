@@ -25,4 +25,5 @@ from ._mask import check_mask
 from ._spec import parse_spec
 from ._type_text import type_text
 
-__all__ = ["bytes_identity", "check_mask", "encoder_table", "parse_compression", "parse_spec", "type_text"]
+__all__ = ["bytes_identity", "check_mask", "encoder_table", "parse_compression", "parse_spec",
+           "type_text"]
