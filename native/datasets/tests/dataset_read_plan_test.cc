@@ -19,12 +19,17 @@ std::vector<DatasetFieldSpec> Spec() {
           {"words", true, DatasetValueKind::kUtf8, 0, false}};
 }
 
-MaskValue Bool(const std::string& field, bool value) {
+// A mask value of `type` for `field`, whose truth is `truthy`.
+MaskValue Value(const std::string& field, MaskValue::Type type, bool truthy) {
   MaskValue mask;
   mask.field = field;
-  mask.type = MaskValue::Type::kBool;
-  mask.truthy = [value] { return value; };
+  mask.type = type;
+  mask.truthy = [truthy] { return truthy; };
   return mask;
+}
+
+MaskValue Bool(const std::string& field, bool value) {
+  return Value(field, MaskValue::Type::kBool, value);
 }
 
 MaskBound Int(int64_t value) { return {MaskBound::Type::kInt, value}; }
@@ -32,10 +37,7 @@ const MaskBound kNone{MaskBound::Type::kNone, 0};
 
 MaskValue Slice(const std::string& field, MaskBound start, MaskBound stop,
                 MaskBound step = kNone) {
-  MaskValue mask;
-  mask.field = field;
-  mask.type = MaskValue::Type::kSlice;
-  mask.truthy = [] { return true; };
+  MaskValue mask = Value(field, MaskValue::Type::kSlice, true);
   mask.start = start;
   mask.stop = stop;
   mask.step = step;
@@ -43,11 +45,7 @@ MaskValue Slice(const std::string& field, MaskBound start, MaskBound stop,
 }
 
 MaskValue Other(const std::string& field, bool truthy) {
-  MaskValue mask;
-  mask.field = field;
-  mask.type = MaskValue::Type::kOther;
-  mask.truthy = [truthy] { return truthy; };
-  return mask;
+  return Value(field, MaskValue::Type::kOther, truthy);
 }
 
 std::vector<size_t> Positions(const DatasetReadPlan& plan) {
