@@ -3,6 +3,10 @@ out as Arrow record batches (and so into pyarrow, Polars and DuckDB).
 
 Needs the `arrow` extra (`pip install 'sackli-bagz[arrow]'`, i.e. pyarrow).
 
+Other sackli packages (the command line, Beam) import, besides this
+module, only `_codecs` (rows in and out of records).
+Internal interface: _codecs
+
     >>> import sackli.arrow
     >>> sackli.arrow.write_table("events.parquet", "events@8.bagz")
     >>> table = sackli.arrow.read_table("events@8.bagz", columns=["id", "kind"])
@@ -16,10 +20,6 @@ writes into one with `spec=`:
 A `sackli.Reader` is itself an Arrow stream source (`__arrow_c_stream__`):
 `pyarrow.table(reader)` gives its records as one `large_binary` column.
 See docs/arrow.md for the record encodings, the schema file and datasets.
-
-Other sackli packages (the command line, Beam) import, besides this
-module, only `_codecs` (rows in and out of records).
-Internal interface: _codecs
 """
 
 try:
