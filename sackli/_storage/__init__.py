@@ -10,9 +10,9 @@ Callers ask a path's store what it can do (`by_upload`, `network_bound`,
 What every store offers: listings (`list_objects`, and folders:
 `list_folders`, `folder_bytes`, `folder_entries`, `names_starting`, globs
 with `expand_glob`), sizes and identities (`stat_object`), whole reads
-(`read_object`), atomic writes (`write_object`: a local file under a
-temporary name renamed into place, fsynced when durable; an object that
-appears on commit), uploads (`open_upload`, `put_file`), deletions and
+(`read_object`), atomic writes (`write_object`, and streamed:
+`atomic_output`; a local file under a temporary name renamed into place,
+fsynced when durable; an object that appears on commit), uploads (`open_upload`, `put_file`), deletions and
 existence.
 
 Bags themselves are read by the engine: local ones it opens and maps
@@ -42,7 +42,7 @@ from ._folders import (
 from ._globs import OwnFile, expand_glob, is_glob
 from ._local import LocalStore
 from ._objects import (
-    REMOTE_OPENER, RemoteObject, RemoteOpener, copy_object, delete_object, delete_objects,
+    REMOTE_OPENER, RemoteObject, RemoteOpener, atomic_output, copy_object, delete_object, delete_objects,
     list_objects, object_exists, open_upload, opener_for, put_file, read_object, reset_clients,
     stat_object, sync_folders, write_object,
 )
@@ -54,7 +54,7 @@ from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, 
 
 __all__ = ["REMOTE_OPENER", "GcsSettings", "LocalStore", "ObjectStat", "OpenUpload", "OwnFile",
            "RemoteObject", "RemoteOpener", "RemotePath", "S3Settings", "StorageSettings", "Store",
-           "Upload", "UploadFile", "base_name", "by_upload", "canonical_path", "copy_object",
+           "Upload", "UploadFile", "atomic_output", "base_name", "by_upload", "canonical_path", "copy_object",
            "current_settings", "delete_object", "delete_objects", "expand_glob", "folder_bytes",
            "folder_entries", "folder_path", "is_file", "is_folder", "is_glob", "is_remote",
            "join_path", "list_folders", "list_objects", "make_unique_folder", "names_starting",
