@@ -19,7 +19,8 @@ from ._objects import delete_object, list_objects, object_exists
 from ._urls import is_remote, normalize
 
 __all__ = ["folder_bytes", "folder_entries", "folder_path", "is_file", "is_folder", "join_path",
-           "list_folders", "make_unique_folder", "names_starting", "remove_folder"]
+           "list_folders", "make_staging_folder", "make_unique_folder", "names_starting",
+           "remove_folder"]
 
 # Attempts at a free folder name: with 64 random bits, a second is already unlikely.
 _ATTEMPTS = 100
@@ -63,6 +64,20 @@ def make_unique_folder(prefix: str) -> str:
         except FileExistsError:
             continue
     raise FileExistsError(f"{prefix}*: no free folder name after {_ATTEMPTS} tries")
+
+
+def make_staging_folder(directory: str, tag: str) -> str:
+    """Makes and returns the hidden place where a write that will replace
+    `directory` stages its files, named by `tag`: locally a folder beside it,
+    `.<name>.<tag>` (on the same file system, so what is staged moves in by
+    rename); on a bucket the prefix `<directory>/.<tag>` (nothing to make,
+    no request; readers skip hidden names)."""
+    if is_remote(directory):
+        return join_path(directory, "." + tag)
+    parent, name = os.path.split(os.path.abspath(directory))
+    staging = os.path.join(parent, f".{name}.{tag}")
+    os.makedirs(staging)
+    return staging
 
 
 def remove_folder(folder: str, first: str | None = None) -> None:

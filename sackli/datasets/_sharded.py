@@ -209,7 +209,8 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
                 f"{_unfinished_shards(self._directory)}")
         self._readers = concurrently_on(
             self._directory,
-            [functools.partial(DatasetReader, folder, decoders, cache_index) for folder in folders])
+            [functools.partial(DatasetReader, folder, decoders, cache_index)
+             for folder in folders])
         self._stops = list(itertools.accumulate(len(reader) for reader in self._readers))
         self._rows = range(self._stops[-1])
 

@@ -69,7 +69,7 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
     items = checked_pairs(items)  # TypeError at once for a non-iterable
     method = normalize(compress)
     target = path_argument(path, "path")
-    if by_upload(target):
+    if by_upload(target):  # decided once, where the path enters
         return _write_remote(target, items, method)
     if os.path.islink(target):
         target = os.path.realpath(target)
