@@ -110,9 +110,15 @@ def names_starting(folder: str, prefix: str, entry: str) -> list[str]:
 
 def folder_entries(directory: str) -> set[str]:
     """The names of the files and folders directly in `directory`; none
-    when it is missing (or, locally, not a folder)."""
+    when it is missing. NotADirectoryError when a local `directory` is
+    something else (a file, a dangling link); a bucket is not asked whether
+    an object has the prefix's name (a request more)."""
     if not is_remote(directory):
-        return set(os.listdir(directory)) if os.path.isdir(directory) else set()
+        if os.path.isdir(directory):
+            return set(os.listdir(directory))
+        if os.path.lexists(directory):
+            raise NotADirectoryError(errno.ENOTDIR, f"{directory}: not a folder", directory)
+        return set()
     prefix = directory + "/"
     return {url[len(prefix):].split("/", 1)[0] for url, _ in list_objects(prefix)}
 
