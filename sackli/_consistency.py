@@ -60,11 +60,19 @@ def manifest_url(shard_url: str) -> str | None:
     """The manifest of the set a shard URL belongs to; None for a name that
     is not a shard's (`name-0000i-of-0000N.ext`), and for a local path
     (a set on local disk is published by renames, without a manifest)."""
-    if not _storage.by_upload(shard_url):
+    shard = _bucket_shard(shard_url)
+    return None if shard is None else _manifest_in(*shard)
+
+
+def _bucket_shard(url: str) -> tuple[str, re.Match] | None:
+    """(folder, match of `_SHARD`) of a shard URL on a bucket; None for a
+    name that is not a shard's, and for a local path: only sets on buckets
+    have manifests."""
+    if not _storage.by_upload(url):
         return None
-    folder, _, name = shard_url.rpartition("/")
+    folder, _, name = url.rpartition("/")
     match = _SHARD.match(name)
-    return None if match is None else _manifest_in(folder, match)
+    return None if match is None else (folder, match)
 
 
 def _manifest_in(folder: str, shard: re.Match) -> str:
@@ -121,14 +129,12 @@ def _complete_sets(paths: Iterable[str]) -> dict[str, list[str]]:
     indices: dict[str, set[int]] = {}
     counts: dict[str, int] = {}
     for path in paths:
-        if not _storage.by_upload(path):  # only sets on buckets have manifests
-            continue
         url = _storage.normalize(path)
-        folder, name = _split(url)
-        match = _SHARD.match(name)
-        if match is None:
+        shard = _bucket_shard(url)
+        if shard is None:
             continue
-        manifest = _manifest_in(folder, match)
+        match = shard[1]
+        manifest = _manifest_in(*shard)
         sets.setdefault(manifest, []).append(url)
         indices.setdefault(manifest, set()).add(int(match["index"]))
         counts[manifest] = int(match["count"])

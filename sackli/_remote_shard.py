@@ -40,7 +40,7 @@ class RemoteBagShard(BagShard):
         self._separate = options.limits_placement == LimitsPlacement.SEPARATE
         self._hidden = partial is not None
         self._temp = partial + path.rpartition("/")[2] if self._hidden else path
-        super().__init__(self._temp, options)
+        super().__init__(self._temp, options, uploads=True)
 
     def finish(self) -> None:
         self._writer.close()  # the hidden object (and its limits object) appear

@@ -57,9 +57,7 @@ from ._record_iterables import refuse_single_record
 from ._set_conflicts import check_shard_count, refuse_other_sets, remove_other_sets
 from ._set_journal import COMPANION_RULES, SetJournal
 from ._shard_spec import refuse_glob, shard_name
-from ._storage import (
-    by_upload, delete_objects, read_object, reset_clients, sync_folders, write_object,
-)
+from ._storage import delete_objects, read_object, reset_clients, sync_folders, write_object
 from ._writer import Writer
 
 __all__ = [
@@ -136,10 +134,11 @@ class BagShard:
     """A bag shard written by `sackli.Writer`, which keeps it in its own
     hidden partial folder until `publish` renames it onto the target."""
 
-    def __init__(self, path: str, options: WriterOptions) -> None:
-        # `path` is ready (a shard's name, the set's spec parsed once) and
-        # `options` resolved: the Writer parses and checks neither again.
-        self._writer = Writer._at(path, options)
+    def __init__(self, path: str, options: WriterOptions, uploads: bool = False) -> None:
+        # `path` is ready (a shard's name, the set's spec parsed once),
+        # `options` resolved and `uploads` decided (a local file unless the
+        # set is uploaded): the Writer parses and checks none of it again.
+        self._writer = Writer._at(path, options, uploads)
 
     @property
     def writer(self) -> Writer:
@@ -222,6 +221,10 @@ class ShardSetWriter:
       overwrite: replace other shard sets of the name (another count),
         deleted once this one is published; without it they are refused
         (FileExistsError; `sackli._set_conflicts`).
+      uploads: whether the set's files are objects uploaded to gs:// or
+        s3:// (no journal, no rename, nothing kept to recover), as the
+        caller decided where `spec` entered; by default local files,
+        renamed into place.
 
     Raises ValueError for a `max_shard_bytes` that does not go with `spec`
     or a shard count outside 1 to 99,999.
@@ -231,7 +234,7 @@ class ShardSetWriter:
                  open_shard: OpenShard, *, record_overhead: int,
                  max_shard_bytes: int | None = None, num_records: int | None = None,
                  durable: bool = False, journal_options: WriterOptions | None = None,
-                 overwrite: bool = False) -> None:
+                 overwrite: bool = False, uploads: bool = False) -> None:
         check_shard_count(spec)  # `x@0.bag` would be written under that literal name
         refuse_glob(spec, spec)
         by_size = sharded is not None and sharded[1] == "*"
@@ -248,9 +251,7 @@ class ShardSetWriter:
             refuse_other_sets(spec, None)
         self._overwrite = overwrite
         self._spec = spec
-        # Decided once: objects appear whole on upload (no journal, no rename,
-        # nothing kept to recover), or local files are renamed into place.
-        self._uploads = by_upload(spec)
+        self._uploads = uploads
         self._sharded = sharded is not None
         self._durable = durable
         self._open_shard = open_shard

@@ -25,11 +25,13 @@ from ._writer import Record, check_placement
 __all__ = ["ShardedWriter", "bag_shard_opener"]
 
 
-def bag_shard_opener(spec: str, options: WriterOptions, sharded: bool) -> OpenShard:
-    """How the set `spec` (a shard set if `sharded`, as its writer parsed it)
-    opens a shard at its ready path: a local `Writer` that stays in its
-    partial folder until published, or a remote shard (`_remote_shard`)."""
-    if not by_upload(spec):
+def bag_shard_opener(spec: str, options: WriterOptions, sharded: bool,
+                     uploads: bool) -> OpenShard:
+    """How the set `spec` (a shard set if `sharded`, uploaded if `uploads`,
+    as its writer parsed and decided) opens a shard at its ready path: a
+    local `Writer` that stays in its partial folder until published, or a
+    remote shard (`_remote_shard`)."""
+    if not uploads:
         return lambda path: BagShard(path, options)
     partial = partial_folder(spec) if sharded else None
     return lambda path: RemoteBagShard(path, options, partial)
@@ -115,9 +117,11 @@ class ShardedWriter:
         if not isinstance(overwrite, bool):
             raise TypeError(f"overwrite must be a bool, not {type(overwrite).__name__}")
         refuse_glob(raw, spec)
-        check_placement(spec, options)
         self._spec = spec
-        self._uploads = by_upload(spec)  # no folder to check, nothing kept to recover
+        # Decided once, where the path enters: the set, its shards and the
+        # checks here take it (an upload: no folder, nothing kept to recover).
+        self._uploads = by_upload(spec)
+        check_placement(spec, options, self._uploads)
         folder = os.path.dirname(spec)
         if folder and not self._uploads and not os.path.isdir(folder):
             raise FileNotFoundError(2, f"{file_spec}: the folder does not exist", folder)
@@ -125,10 +129,11 @@ class ShardedWriter:
         # it parsed, and every shard gets its ready path.
         sharded = split_shard_entry(spec)
         self._set = ShardSetWriter(
-            spec, sharded, bag_shard_opener(spec, options, sharded is not None),
+            spec, sharded, bag_shard_opener(spec, options, sharded is not None, self._uploads),
             record_overhead=LIMIT_BYTES,
             max_shard_bytes=max_shard_bytes, num_records=num_records,
-            durable=options.durable, journal_options=options, overwrite=overwrite)
+            durable=options.durable, journal_options=options, overwrite=overwrite,
+            uploads=self._uploads)
 
     @property
     def paths(self) -> list[str]:

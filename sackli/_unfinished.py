@@ -135,7 +135,11 @@ def write_of_folder(path: str) -> UnfinishedWrite | None:
 def unfinished_writes(folder: str) -> list[UnfinishedWrite]:
     """Every unfinished write whose target is in `folder`, by target name
     (then oldest first). A write in place (`atomic=False`) is not listed:
-    its `limits.<name>` looks like a complete bag's SEPARATE limits."""
+    its `limits.<name>` looks like a complete bag's SEPARATE limits. None
+    in a remote folder: only a local writer leaves an unfinished write (a
+    bucket keeps nothing of a write that did not complete)."""
+    if not on_this_machine(folder):
+        return []
     try:
         entries = os.listdir(folder or ".")
     except OSError:
@@ -155,14 +159,14 @@ def unfinished_writes_of(target: str) -> list[UnfinishedWrite]:
 
 
 def unfinished_writes_in_spec(file_spec: str) -> list[UnfinishedWrite]:
-    """The unfinished writes that could have made the files of a local
+    """The unfinished writes that could have made the files of
     `file_spec` (every entry of a comma list): of a path (or of the set it
     is a shard of), of `name@N.ext` or its shards, of any
     `name@<count or *>.ext` for `name@*.ext`."""
     found: list[UnfinishedWrite] = []
     for raw_entry in file_spec.split(","):
         entry = strip_local_prefix(raw_entry)
-        if entry and on_this_machine(entry):
+        if entry:
             found.extend(write for write in unfinished_writes(os.path.dirname(entry))
                          if _could_make(write.target, entry))
     return found

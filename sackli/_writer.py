@@ -19,10 +19,11 @@ __all__ = ["Writer"]
 Record = Any  # bytes, str (written as UTF-8), bytearray, memoryview, any buffer
 
 
-def check_placement(spec: str, options: WriterOptions) -> None:
+def check_placement(spec: str, options: WriterOptions, uploads: bool) -> None:
     """ValueError when `options` ask for a write in place where there is no
-    place to write into: a `gs://` or `s3://` object."""
-    if not options.atomic and by_upload(spec):
+    place to write into: a `gs://` or `s3://` object (`uploads`, as the
+    writer of `spec` decided)."""
+    if not options.atomic and uploads:
         raise ValueError(
             f"{spec}: atomic=False writes into the file as it grows, which a bucket "
             "cannot do: a gs:// or s3:// object appears only when its upload completes. "
@@ -114,27 +115,29 @@ class Writer:
         self._path = strip_local_prefix(spec)
         _refuse_shard_spec(spec, self._path)
         refuse_glob(spec, self._path)
-        check_placement(self._path, self._options)
-        self._open()
+        uploads = by_upload(self._path)  # decided once, where the path enters
+        check_placement(self._path, self._options, uploads)
+        self._open(uploads)
 
     @classmethod
-    def _at(cls, path: str, options: WriterOptions) -> "Writer":
+    def _at(cls, path: str, options: WriterOptions, uploads: bool) -> "Writer":
         """A Writer of one shard of a set, as `sackli.ShardedWriter` hands it
         over: `path` is ready (the set parsed and checked its spec once: no
-        prefix, no glob) and `options` are resolved, so nothing is parsed
-        or checked again per shard, but that the shard's name is no spec
-        itself (`x@2@3.bag` names its shards `x-00000-of-00002@3.bag`,
-        which no reader could open by name)."""
+        prefix, no glob), `options` are resolved and `uploads` says whether
+        the set is uploaded (gs://, s3://), so nothing is parsed or checked
+        again per shard, but that the shard's name is no spec itself
+        (`x@2@3.bag` names its shards `x-00000-of-00002@3.bag`, which no
+        reader could open by name)."""
         _refuse_shard_spec(path, path)
         writer = cls.__new__(cls)
         writer._options = options
         writer._path = path
-        writer._open()
+        writer._open(uploads)
         return writer
 
-    def _open(self) -> None:
+    def _open(self, uploads: bool) -> None:
         self._remote: RemoteWrite | None = None
-        if by_upload(self._path):
+        if uploads:
             self._open_remote(open_upload)
         else:
             self._core = _engine.WriterCore(self._path, self._options._engine_options)
@@ -154,7 +157,7 @@ class Writer:
     def _uploading(cls, url: str, options: WriterOptions, opener: OpenUpload) -> "Writer":
         """A Writer of the remote `url` whose uploads `opener` opens (the
         Beam sink's, configured by the pipeline options)."""
-        check_placement(url, options)
+        check_placement(url, options, uploads=True)
         writer = cls.__new__(cls)
         writer._options = options
         writer._path = url

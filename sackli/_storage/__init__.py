@@ -10,10 +10,11 @@ Callers ask a path's store what it can do (`by_upload`, `network_bound`,
 What every store offers: listings (`list_objects`, and folders:
 `list_folders`, `folder_bytes`, `folder_entries`, `names_starting`, globs
 with `expand_glob`), sizes and identities (`stat_object`), whole reads
-(`read_object`), atomic writes (`write_object`: a local file under a
-temporary name renamed into place, fsynced when durable; an object that
-appears on commit), uploads (`open_upload`, `put_file`), deletions and
-existence.
+(`read_object`), atomic writes (`write_object`, and streamed:
+`atomic_output`; a local file under a temporary name renamed into place,
+fsynced when durable; an object that appears on commit), uploads
+(`open_upload`, `put_file`), places to stage a write (`make_staging_folder`),
+deletions and existence.
 
 Bags themselves are read by the engine: local ones it opens and maps
 itself; for remote ones it calls `RemoteOpener` (see `opener_for`), whose
@@ -37,14 +38,14 @@ from __future__ import annotations
 
 from ._folders import (
     folder_bytes, folder_entries, folder_path, is_file, is_folder, join_path, list_folders,
-    make_unique_folder, names_starting, remove_folder,
+    make_staging_folder, make_unique_folder, names_starting, remove_folder,
 )
 from ._globs import OwnFile, expand_glob, is_glob
 from ._local import LocalStore
 from ._objects import (
-    REMOTE_OPENER, RemoteObject, RemoteOpener, copy_object, delete_object, delete_objects,
-    list_objects, object_exists, open_upload, opener_for, put_file, read_object, reset_clients,
-    stat_object, sync_folders, write_object,
+    REMOTE_OPENER, RemoteObject, RemoteOpener, atomic_output, copy_object, delete_object,
+    delete_objects, list_objects, object_exists, open_upload, opener_for, put_file, read_object,
+    reset_clients, stat_object, sync_folders, write_object,
 )
 from ._settings import GcsSettings, S3Settings, StorageSettings, current_settings, using
 from ._store import ObjectStat, Store
@@ -53,11 +54,12 @@ from ._upload import OpenUpload, Upload, UploadFile
 from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, parse
 
 __all__ = ["REMOTE_OPENER", "GcsSettings", "LocalStore", "ObjectStat", "OpenUpload", "OwnFile",
-           "RemoteObject", "RemoteOpener", "RemotePath", "S3Settings", "StorageSettings", "Store",
-           "Upload", "UploadFile", "base_name", "by_upload", "canonical_path", "copy_object",
-           "current_settings", "delete_object", "delete_objects", "expand_glob", "folder_bytes",
-           "folder_entries", "folder_path", "is_file", "is_folder", "is_glob", "is_remote",
-           "join_path", "list_folders", "list_objects", "make_unique_folder", "names_starting",
+           "RemoteObject", "RemoteOpener", "RemotePath", "S3Settings", "StorageSettings",
+           "Store", "Upload", "UploadFile", "atomic_output", "base_name", "by_upload",
+           "canonical_path", "copy_object", "current_settings", "delete_object",
+           "delete_objects", "expand_glob", "folder_bytes", "folder_entries", "folder_path",
+           "is_file", "is_folder", "is_glob", "is_remote", "join_path", "list_folders",
+           "list_objects", "make_staging_folder", "make_unique_folder", "names_starting",
            "network_bound", "normalize", "object_exists", "on_this_machine", "open_upload",
            "opener_for", "parse", "put_file", "read_object", "remove_folder", "reset_clients",
            "stat_object", "sync_folders", "using", "write_object"]

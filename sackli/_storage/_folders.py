@@ -19,7 +19,8 @@ from ._objects import delete_object, list_objects, object_exists
 from ._urls import is_remote, normalize
 
 __all__ = ["folder_bytes", "folder_entries", "folder_path", "is_file", "is_folder", "join_path",
-           "list_folders", "make_unique_folder", "names_starting", "remove_folder"]
+           "list_folders", "make_staging_folder", "make_unique_folder", "names_starting",
+           "remove_folder"]
 
 # Attempts at a free folder name: with 64 random bits, a second is already unlikely.
 _ATTEMPTS = 100
@@ -65,6 +66,20 @@ def make_unique_folder(prefix: str) -> str:
     raise FileExistsError(f"{prefix}*: no free folder name after {_ATTEMPTS} tries")
 
 
+def make_staging_folder(directory: str, tag: str) -> str:
+    """Makes and returns the hidden place where a write that will replace
+    `directory` stages its files, named by `tag`: locally a folder beside it,
+    `.<name>.<tag>` (on the same file system, so what is staged moves in by
+    rename); on a bucket the prefix `<directory>/.<tag>` (nothing to make,
+    no request; readers skip hidden names)."""
+    if is_remote(directory):
+        return join_path(directory, "." + tag)
+    parent, name = os.path.split(os.path.abspath(directory))
+    staging = os.path.join(parent, f".{name}.{tag}")
+    os.makedirs(staging)
+    return staging
+
+
 def remove_folder(folder: str, first: str | None = None) -> None:
     """Deletes a folder and everything in it, ignoring errors locally; a
     remote one loses the object `first` (a name inside it) before the rest,
@@ -95,9 +110,15 @@ def names_starting(folder: str, prefix: str, entry: str) -> list[str]:
 
 def folder_entries(directory: str) -> set[str]:
     """The names of the files and folders directly in `directory`; none
-    when it is missing (or, locally, not a folder)."""
+    when it is missing. NotADirectoryError when a local `directory` is
+    something else (a file, a dangling link); a bucket is not asked whether
+    an object has the prefix's name (a request more)."""
     if not is_remote(directory):
-        return set(os.listdir(directory)) if os.path.isdir(directory) else set()
+        if os.path.isdir(directory):
+            return set(os.listdir(directory))
+        if os.path.lexists(directory):
+            raise NotADirectoryError(errno.ENOTDIR, f"{directory}: not a folder", directory)
+        return set()
     prefix = directory + "/"
     return {url[len(prefix):].split("/", 1)[0] for url, _ in list_objects(prefix)}
 

@@ -10,10 +10,11 @@ listings of folders.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import uuid
-from typing import Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from ._store import ObjectStat
 
@@ -88,7 +89,15 @@ class LocalStore:
 
     def write(self, path: str, data: bytes, *, durable: bool = False) -> None:
         """Writes `data` to `path` atomically (a reader sees the old file or
-        the new one). FileNotFoundError when the folder is missing. A
+        the new one); see `writing`."""
+        with self.writing(path, durable=durable) as file:
+            file.write(data)
+
+    @contextlib.contextmanager
+    def writing(self, path: str, *, durable: bool = False) -> Iterator[BinaryIO]:
+        """A binary file that becomes `path` atomically when the block ends
+        without error (a reader sees the old file or the new one); on error
+        nothing is left. FileNotFoundError when the folder is missing. A
         symbolic link is written through (the file it points to is
         replaced). `durable`: the file is fsynced before the rename and its
         folder after."""
@@ -105,7 +114,7 @@ class LocalStore:
                 errno.ENOENT, f"{path}: the folder does not exist", path) from None
         try:
             with file:
-                file.write(data)
+                yield file
                 if durable:
                     file.flush()
                     os.fsync(file.fileno())

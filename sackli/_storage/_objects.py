@@ -5,21 +5,22 @@ from a `gs://` / `s3://` URL and hands each to its store (`LocalStore`,
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from ._gcs import GcsStore
 from ._local import LocalStore, sync_folders as _sync_local_folders
 from ._s3 import S3Store
 from ._settings import S3Settings, StorageSettings, current_settings
 from ._store import ObjectStat, Store
-from ._upload import Upload
+from ._upload import Upload, UploadFile
 from ._urls import RemotePath, is_remote, parse, remote_path
 
-__all__ = ["REMOTE_OPENER", "RemoteObject", "RemoteOpener", "copy_object", "delete_object",
-           "delete_objects", "list_objects", "object_exists", "open_upload", "opener_for",
-           "put_file", "read_object", "reset_clients", "stat_object", "sync_folders",
-           "write_object"]
+__all__ = ["REMOTE_OPENER", "RemoteObject", "RemoteOpener", "atomic_output", "copy_object",
+           "delete_object", "delete_objects", "list_objects", "object_exists", "open_upload",
+           "opener_for", "put_file", "read_object", "reset_clients", "stat_object",
+           "sync_folders", "write_object"]
 
 T = TypeVar("T")
 
@@ -194,16 +195,27 @@ def read_object(url: str) -> bytes:
 
 def write_object(url: str, data: bytes, *, durable: bool = False) -> None:
     """Writes `data` as the object or file `url`: it appears whole or not at
-    all. A local file is written under a temporary name and renamed
-    (FileNotFoundError when its folder is missing; a symbolic link is
-    written through); `durable`: fsynced before the rename, its folder
-    after (an object is committed durably by its store anyway)."""
+    all (see `atomic_output`)."""
+    with atomic_output(url, durable=durable) as file:
+        file.write(data)
+
+
+@contextlib.contextmanager
+def atomic_output(url: str, *, durable: bool = False) -> Iterator[BinaryIO]:
+    """A write-only binary file that becomes the object or file `url` when
+    the block ends without error, whole; on error nothing appears and
+    nothing is left. A local file is written under a hidden temporary name
+    and renamed (FileNotFoundError when its folder is missing; a symbolic
+    link is written through); `durable`: fsynced before the rename, its
+    folder after. An object streams into an upload that completes then (it
+    is committed durably by its store anyway)."""
     if not is_remote(url):
-        _LOCAL.write(url, data, durable=durable)
+        with _LOCAL.writing(url, durable=durable) as file:
+            yield file
         return
     upload = open_upload(url)
     try:
-        upload.write(data)
+        yield UploadFile(upload, url)
         upload.commit()
     finally:
         upload.abort()  # a no-op once committed

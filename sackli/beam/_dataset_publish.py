@@ -28,7 +28,7 @@ import shutil
 from typing import Iterator
 
 from .._storage import (
-    by_upload, copy_object, delete_object, folder_entries, join_path, list_objects, on_this_machine,
+    by_upload, copy_object, delete_object, folder_entries, join_path, list_objects,
 )
 from ..datasets._layout import SPEC_FILE, remove_shard_folder, shard_name
 from ._pipeline_storage import pipeline_storage
@@ -93,10 +93,11 @@ def check_replaceable(directory: str) -> None:
       FileExistsError: `directory` holds other files or folders (named), or
         is a file.
     """
-    if on_this_machine(directory) and os.path.lexists(directory) and not os.path.isdir(directory):
-        raise FileExistsError(f"{directory}: exists and is not a dataset folder")
     with pipeline_storage():
-        names = folder_entries(directory)
+        try:
+            names = folder_entries(directory)
+        except NotADirectoryError:
+            raise FileExistsError(f"{directory}: exists and is not a dataset folder") from None
     others = sorted(n for n in names if not (n.isdigit() or n.startswith(".")))
     if others:
         raise FileExistsError(

@@ -13,7 +13,6 @@ is a folder holding `spec.json` directly.
 
 from __future__ import annotations
 
-import os
 import uuid
 from typing import Any, Iterator, Mapping
 
@@ -21,7 +20,7 @@ from apache_beam.io import iobase
 from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
-from .._storage import by_upload, join_path
+from .._storage import join_path, make_staging_folder
 from ..datasets import DatasetWriter
 from ._dataset_publish import check_replaceable, publish_dataset
 from ._provided import value
@@ -82,13 +81,7 @@ class DatasetSink(iobase.Sink):
         check_replaceable); makes (locally) and returns the temporary folder
         of this write."""
         check_replaceable(self.directory)
-        tag = _TEMP_TAG + uuid.uuid4().hex
-        if by_upload(self.directory):  # a prefix: nothing to make, nothing to rename
-            return join_path(self.directory, "." + tag)
-        parent, name = os.path.split(os.path.abspath(self.directory))
-        temp = os.path.join(parent, f".{name}.{tag}")
-        os.makedirs(temp)
-        return temp
+        return make_staging_folder(self.directory, _TEMP_TAG + uuid.uuid4().hex)
 
     def open_writer(self, init_result: str, uid: str) -> _ShardWriter:
         return _ShardWriter(self, join_path(init_result, uid))

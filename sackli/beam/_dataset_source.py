@@ -20,9 +20,9 @@ from apache_beam.io import iobase, range_trackers
 from apache_beam.options.value_provider import ValueProvider
 from apache_beam.transforms import display
 
-from .._storage import join_path, network_bound
+from .._storage import join_path
 from ..datasets import DatasetReader
-from ..datasets._layout import concurrently, open_records, shard_folder_bytes
+from ..datasets._layout import concurrently_on, open_records, shard_folder_bytes
 from ._lazy_concat import LazyConcatSource
 from ._provided import value
 from ._pipeline_storage import pipeline_storage
@@ -117,8 +117,8 @@ def shard_sources(
     of each refs.bag (concurrently for a remote dataset)."""
     with pipeline_storage():
         folders = shard_folder_bytes(directory)
-        lengths = concurrently([functools.partial(_datapoints, folder) for folder, _ in folders],
-                               network_bound(directory))
+        lengths = concurrently_on(
+            directory, [functools.partial(_datapoints, folder) for folder, _ in folders])
     return [ShardSource(folder, length, size, decoders, mask)
             for (folder, size), length in zip(folders, lengths) if length]
 

@@ -74,15 +74,18 @@ class StreamUpload:
         self._stream = None
 
 
-def _open_upload(url: str) -> Upload:
-    """The upload of one object of a shard: sackli's own for remote
-    storage (its client from the pipeline's storage settings, kept for the
-    upload's life), a Beam stream for any other file system."""
-    if not by_upload(url):
-        # File systems sackli has no stream of its own for.
-        return StreamUpload(FileSystems.create(url, _MIME_TYPE, CompressionTypes.UNCOMPRESSED))
+def _sackli_upload(url: str) -> Upload:
+    """The upload of one object of a shard on gs:// or s3://: sackli's own
+    (its client from the pipeline's storage settings, kept for the upload's
+    life)."""
     with pipeline_storage():
         return open_upload(url)
+
+
+def _beam_upload(url: str) -> Upload:
+    """The upload of one object of a shard on a file system sackli has no
+    stream of its own for: a Beam stream."""
+    return StreamUpload(FileSystems.create(url, _MIME_TYPE, CompressionTypes.UNCOMPRESSED))
 
 
 class ShardFile:
@@ -93,7 +96,10 @@ class ShardFile:
         if _is_local(path):
             self._start(Writer(path, options))
         else:
-            self._start(Writer._uploading(path, options, _open_upload))
+            # Decided once, where the path enters: every object of the shard
+            # (its records, a SEPARATE limits object) is in the same store.
+            opener = _sackli_upload if by_upload(path) else _beam_upload
+            self._start(Writer._uploading(path, options, opener))
 
     @classmethod
     def into_stream(cls, stream: Any, options: WriterOptions) -> "ShardFile":

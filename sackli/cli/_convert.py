@@ -116,18 +116,19 @@ class _TempNamedShard:
             delete_objects(files_of(self._kind, self._temp))
 
 
-def _shard_opener(kind: str, args: argparse.Namespace, sharded: bool,
+def _shard_opener(kind: str, args: argparse.Namespace, sharded: bool, uploads: bool,
                   json_texts: bool = False) -> OpenShard:
     """How the destination opens each output file: locally under a
-    `_temp_name`; on gs:// / s3:// (bags only) as `sackli.ShardedWriter`
-    does, streaming into hidden objects copied into place at the end."""
-    if not by_upload(args.dst):
+    `_temp_name`; on gs:// / s3:// (`uploads`; bags only) as
+    `sackli.ShardedWriter` does, streaming into hidden objects copied into
+    place at the end."""
+    if not uploads:
         return lambda path: _TempNamedShard(kind, path, args, json_texts)
     if kind != BAG:
         raise UsageError(f"{args.dst}: convert writes bags and Parquet to gs:// and s3://; "
                          "write other formats to a local path")
     return bag_shard_opener(args.dst, sackli.Writer.Options(**bag_writer_options(args.dst, args)),
-                            sharded)
+                            sharded, uploads=True)
 
 
 def _check_distinct(source: Source, outputs: list[str]) -> None:
@@ -195,11 +196,14 @@ def _convert(args: argparse.Namespace) -> int:
     # destination then splits them from a spool at the end (so does a bag
     # read with --skip-corrupt: how many records survive is not known).
     total = source.count() if source_kind == BAG else None
+    uploads = by_upload(args.dst)  # decided once, where the path enters
     shards = ShardSetWriter(
         args.dst, sharded,
-        _shard_opener(kind, args, sharded is not None, source.json_texts or printer is not None),
+        _shard_opener(kind, args, sharded is not None, uploads,
+                      source.json_texts or printer is not None),
         record_overhead=RECORD_OVERHEAD[kind], max_shard_bytes=args.max_shard_bytes,
-        num_records=None if by_size or args.skip_corrupt else total, overwrite=args.force)
+        num_records=None if by_size or args.skip_corrupt else total, overwrite=args.force,
+        uploads=uploads)
     _check_distinct(source, shards.paths)
     if not args.force:
         refuse_existing(kind, args.dst)

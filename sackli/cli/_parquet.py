@@ -11,13 +11,11 @@ one binary column `record`. Both stream in bounded memory.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-from typing import Any, Iterator
+from typing import Any
 
 import sackli
 
-from .._storage import UploadFile, by_upload, delete_objects, open_upload
+from .._storage import atomic_output
 from ._endpoints import BAG, PARQUET, bag_writer_options
 from ._errors import UsageError
 from ._json_records import mark_bag_set
@@ -81,7 +79,9 @@ def _to_parquet(args: argparse.Namespace) -> int:
     reader = open_reader(args.src, args)
     batches = arrow.read_batches(reader, decode=args.decode)
     rows = 0
-    with _parquet_output(args.dst) as output, \
+    # Atomic: a hidden local file renamed onto DST at the end, or for gs:// /
+    # s3:// an upload that completes only then; nothing is left on failure.
+    with atomic_output(args.dst) as output, \
             pq.ParquetWriter(output, batches.schema) as writer, \
             progress(len(reader), "convert", unit=" rows") as bar:
         for batch in batches:
@@ -90,29 +90,6 @@ def _to_parquet(args: argparse.Namespace) -> int:
             bar.update(batch.num_rows)
     print(f"converted {rows} records from {args.src} to {args.dst}")
     return 0
-
-
-@contextlib.contextmanager
-def _parquet_output(path: str) -> Iterator[Any]:
-    """Where the Parquet file is written, atomically: a hidden local file
-    renamed onto `path` at the end, or for gs:// / s3:// an upload stream
-    that completes only then. Nothing is left behind on failure."""
-    if by_upload(path):
-        upload = open_upload(path)
-        try:
-            yield UploadFile(upload, path)
-            upload.commit()
-        finally:
-            upload.abort()  # a no-op once committed
-        return
-    folder, name = os.path.split(path)
-    temp = os.path.join(folder, f".{name}.sackli-partial-{os.getpid()}")
-    try:
-        yield temp
-        os.replace(temp, path)
-    except BaseException:
-        delete_objects([temp])
-        raise
 
 
 def convert_parquet(source_kind: str, destination_kind: str, args: argparse.Namespace) -> int:

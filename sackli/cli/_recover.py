@@ -17,7 +17,6 @@ from .._sets import (
     UnfinishedWrite, recover_write, split_shard_entry, strip_local_prefix, unfinished_writes,
     unfinished_writes_in_spec, unfinished_writes_of, write_of_folder,
 )
-from .._storage import on_this_machine
 from ._errors import EXPECTED_ERRORS, error_message
 
 __all__ = ["recover", "unfinished_writes_near", "with_unfinished_notes"]
@@ -28,7 +27,7 @@ def unfinished_writes_near(spec: str) -> list[UnfinishedWrite]:
     in it and any of the folder itself; for a path or a shard spec, those
     that would make its files."""
     local = strip_local_prefix(spec)
-    if not local or not on_this_machine(local):
+    if not local:
         return []
     if os.path.isdir(local):
         folder = local.rstrip("/") or "/"

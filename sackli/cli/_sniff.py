@@ -212,10 +212,8 @@ def explain_open_failure(spec: str, error: BaseException,
     except (OSError, ValueError):
         return
     for path in files:
-        if not on_this_machine(path) or _beside_limits_file(path):
-            continue
-        kind = sniff(path)
-        if kind is not None:
+        kind = sniff(path)  # None for a remote path, without a request
+        if kind is not None and not _beside_limits_file(path):
             raise ValueError(describe(path, kind)) from None
 
 

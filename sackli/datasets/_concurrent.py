@@ -14,7 +14,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
 
-__all__ = ["MAX_CONCURRENT_CALLS", "concurrently"]
+from .._storage import network_bound
+
+__all__ = ["MAX_CONCURRENT_CALLS", "concurrently", "concurrently_on"]
 
 T = TypeVar("T")
 
@@ -57,6 +59,13 @@ def concurrently(calls: Sequence[Callable[[], T]], remote: bool) -> list[T]:
         _close_quietly([result for result, error in outcomes if error is None])
         raise errors[0]
     return [result for result, _ in outcomes]  # type: ignore[misc]
+
+
+def concurrently_on(path: str, calls: Sequence[Callable[[], T]]) -> list[T]:
+    """`concurrently(calls)`, for calls that each open or close files of
+    `path`'s store: concurrent where each request waits on the network, in
+    turn for local files. The one place that asks."""
+    return concurrently(calls, network_bound(path))
 
 
 def _in_turn(calls: Sequence[Callable[[], T]]) -> list[T]:

@@ -23,12 +23,12 @@ from .. import CorruptionError, Reader
 from .. import _engine
 from .._bulk import reader_core
 from .._sets import explained_missing
-from .._storage import folder_path, join_path, network_bound, read_object
+from .._storage import folder_path, join_path, read_object
 from ._bag import open_records
 from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
 from ._closing import ClosesOnExit
-from ._concurrent import concurrently
+from ._concurrent import concurrently_on
 from ._datapoints import Datapoint, DatapointSequence, Mask
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._shard_folders import SPEC_FILE
@@ -106,8 +106,9 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._files["refs"] = "refs.bag"
         self._decoders = builtin_decoders if decoders is None else decoders
         names = ["refs", *self._fields]
-        opened = concurrently([functools.partial(open_records, self._path(name), cache_index)
-                               for name in names], network_bound(self._directory))
+        opened = concurrently_on(self._directory,
+                                 [functools.partial(open_records, self._path(name), cache_index)
+                                  for name in names])
         self._refs, *field_readers = opened
         self._readers = dict(zip(self._fields, field_readers))
         self._rows = range(len(self._refs))

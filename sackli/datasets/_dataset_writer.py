@@ -101,7 +101,7 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         if compression:
             self._raw_spec[COMPRESSION_KEY] = dict(compression)
         encoders = encoder_table(self._fields, encoders)
-        self._remote = by_upload(self._directory)
+        self._remote = by_upload(self._directory)  # decided once, where the path enters
         occupied = join_path(self._directory, SPEC_FILE) if self._remote else self._directory
         if object_exists(occupied):
             raise FileExistsError(f"{self._directory}: already exists")

@@ -14,20 +14,20 @@ stability promise. Each name is defined and documented where it says:
   disk, `bags_file_bytes` (`_bag`);
 - refs read in bulk, one field at a time: `ShardFiles`, `FieldRefs` and
   `read_field_refs` (`_ref_columns`);
-- calls run in parallel for a local or a remote dataset: `concurrently`
-  (`_concurrent`).
+- calls run in parallel for a remote dataset, in turn for a local one:
+  `concurrently_on` (`_concurrent`).
 """
 
 from __future__ import annotations
 
 from ._bag import bags_file_bytes, open_records
-from ._concurrent import concurrently
+from ._concurrent import concurrently_on
 from ._recognise import dataset_folders, dataset_layout, layout_folders, reader_folders
 from ._ref_columns import FieldRefs, ShardFiles, read_field_refs
 from ._shard_folders import SPEC_FILE, remove_shard_folder, shard_name
 from ._sharded import shard_folder_bytes
 
-__all__ = ["SPEC_FILE", "FieldRefs", "ShardFiles", "bags_file_bytes", "concurrently",
+__all__ = ["SPEC_FILE", "FieldRefs", "ShardFiles", "bags_file_bytes", "concurrently_on",
            "dataset_folders", "dataset_layout", "layout_folders", "open_records",
            "read_field_refs", "reader_folders", "remove_shard_folder", "shard_folder_bytes",
            "shard_name"]

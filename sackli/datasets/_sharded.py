@@ -12,9 +12,9 @@ import os
 from typing import Any, Mapping
 
 from .._sets import unfinished_writes
-from .._storage import folder_path, join_path, network_bound, on_this_machine
+from .._storage import folder_path, join_path
 from ._closing import ClosesOnExit, DiscardsOnError
-from ._concurrent import concurrently
+from ._concurrent import concurrently_on
 from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._datapoints import Datapoint, DatapointSequence, Mask
@@ -151,10 +151,8 @@ def shard_folders(directory: str) -> list[str]:
 
 
 def _unfinished_shards(directory: str) -> str:
-    """A note naming the unfinished shard writes in local `directory` (a
-    killed writer's), with the command that completes them; "" if none."""
-    if not on_this_machine(directory):
-        return ""
+    """A note naming the unfinished shard writes in `directory` (a killed
+    local writer's), with the command that completes them; "" if none."""
     writes = unfinished_writes(directory)
     if not writes:
         return ""
@@ -209,9 +207,10 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
                 f"{self._directory}: no shard selected (shard_start={shard_start}, "
                 f"shard_step={shard_step}, {len(shard_folders(self._directory))} shards)"
                 f"{_unfinished_shards(self._directory)}")
-        self._readers = concurrently(
-            [functools.partial(DatasetReader, folder, decoders, cache_index) for folder in folders],
-            network_bound(self._directory))
+        self._readers = concurrently_on(
+            self._directory,
+            [functools.partial(DatasetReader, folder, decoders, cache_index)
+             for folder in folders])
         self._stops = list(itertools.accumulate(len(reader) for reader in self._readers))
         self._rows = range(self._stops[-1])
 

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Optional
 
 from .. import _engine
 from .._sets import JOURNAL as JOURNAL_FILE, make_write_folder, path_argument, write_journal
-from .._storage import by_upload, open_upload, sync_folders
+from .._storage import atomic_output, by_upload, sync_folders
 from ._compression import normalize
 from ._base import uint64
 from ._pairs import checked_pairs
@@ -69,7 +69,7 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
     items = checked_pairs(items)  # TypeError at once for a non-iterable
     method = normalize(compress)
     target = path_argument(path, "path")
-    if by_upload(target):
+    if by_upload(target):  # decided once, where the path enters
         return _write_remote(target, items, method)
     if os.path.islink(target):
         target = os.path.realpath(target)
@@ -217,11 +217,7 @@ def _lay_out(keys: list[int], offsets: list[int], lengths: list[int], method: Op
 
 def _upload(staged: BinaryIO, url: str) -> None:
     staged.seek(0)
-    upload = open_upload(url)
-    try:
-        while chunk := staged.read(_COPY_CHUNK):
-            upload.write(chunk)
-        upload.commit()
-    except BaseException:
-        upload.abort()
-        raise
+    with atomic_output(url) as upload:
+        shutil.copyfileobj(staged, upload, _COPY_CHUNK)
+
+

@@ -191,3 +191,31 @@ def test_list_objects_of_a_relative_prefix_gives_relative_paths(tmp_path, monkey
         with open(path, "wb") as file:
             file.write(b"ab")
     assert _storage.list_objects("run-") == [("run-1.bag", 2), ("run-dir/inner", 2)]
+
+
+def test_atomic_output_appears_whole_at_the_end_and_leaves_nothing_on_failure(tmp_path) -> None:
+    path = str(tmp_path / "out.parquet")
+    with _storage.atomic_output(path) as file:
+        file.write(b"first ")
+        assert _listing(tmp_path) != ["out.parquet"]  # under a hidden temporary name
+        file.write(b"second")
+    assert _storage.read_object(path) == b"first second"
+    with pytest.raises(RuntimeError):
+        with _storage.atomic_output(path) as file:
+            file.write(b"cut short")
+            raise RuntimeError("the producer failed")
+    assert _storage.read_object(path) == b"first second"
+    assert _listing(tmp_path) == ["out.parquet"]
+    with pytest.raises(FileNotFoundError, match="the folder does not exist"):
+        with _storage.atomic_output(str(tmp_path / "absent" / "out.parquet")):
+            pass
+
+
+def test_folder_entries_refuses_a_file_and_staging_folders_sit_beside(tmp_path) -> None:
+    (tmp_path / "a.bag").write_bytes(b"")
+    with pytest.raises(NotADirectoryError):
+        _storage.folder_entries(str(tmp_path / "a.bag"))
+    staging = _storage.make_staging_folder(str(tmp_path / "dataset"), "tag-1")
+    assert staging == str(tmp_path / ".dataset.tag-1") and os.path.isdir(staging)
+    remote = _storage.make_staging_folder("gs://bucket/dataset", "tag-1")
+    assert remote == "gs://bucket/dataset/.tag-1"  # a prefix: nothing made, no request
