@@ -11,7 +11,6 @@ from typing import Any, Iterable, Iterator, Sequence, overload
 from . import _engine
 from ._batching import records_per_batch
 from ._options import ReaderOptions, with_overrides
-from ._paths import path_argument
 from ._read_ahead import iterate_indices, iterate_range
 from ._unfinished import explained_missing
 from ._shard_spec import expand_file_spec
@@ -19,7 +18,7 @@ from ._skipping import (
     SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
 )
 from ._consistency import check_opened
-from ._storage import opener_for
+from ._storage import opener_for, path_argument
 
 __all__ = ["Reader", "checked_range"]
 

@@ -10,10 +10,10 @@ from typing import Iterable, NamedTuple
 
 from . import _engine
 from ._format import PARTIAL_MARKER, limits_path_for, partial_folder_prefix
-from ._paths import path_argument
 from ._reader import Reader
 from ._set_recover import recover_set
 from ._shard_spec import shard_name, split_shard_entry, strip_local_prefix
+from ._storage import path_argument
 from ._unfinished import (
     BAG, UnfinishedWrite, unfinished_writes, unfinished_writes_of, write_of_folder,
 )

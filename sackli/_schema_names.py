@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import re
 
-from ._paths import path_argument
 from ._shard_spec import expand_file_spec, is_glob, split_shard_entry, strip_local_prefix
-from ._storage import object_exists
+from ._storage import object_exists, path_argument
 
 __all__ = ["SUFFIX", "find_schema_file", "schema_path", "set_file_path"]
 

@@ -7,8 +7,6 @@ core modules they import besides `sackli` itself). Core modules import the
 modules below directly, never this one. No stability promise. What is here
 (each name is defined, documented and tested where it says):
 
-- path arguments (`_paths`): the one check of a path a user passes, with
-  its one message;
 - file names and format facts (`_format`): where a bag's limits go, the
   local-path prefix, the zstd suffix, unfinished writes' hidden folders,
   the largest shard count;
@@ -31,7 +29,6 @@ from ._format import (
     LIMITS_PREFIX, MAX_SHARDS, has_zstd_suffix, limits_path_for, partial_folder_prefix,
     without_local_prefix,
 )
-from ._paths import path_argument
 from ._recover import recover_write
 from ._schema_names import SUFFIX as SCHEMA_SUFFIX, find_schema_file, schema_path, set_file_path
 from ._set_conflicts import (
@@ -53,7 +50,7 @@ __all__ = [
     "UnfinishedWrite", "bag_shard_opener", "check_shard_count", "choose_shard_set",
     "existing_shard_sets", "expand_file_spec", "explained_missing", "files_of",
     "find_schema_file", "has_zstd_suffix", "limits_path_for", "make_write_folder",
-    "manifest_url", "other_sets_error", "partial_folder_prefix", "path_argument", "recover_write",
+    "manifest_url", "other_sets_error", "partial_folder_prefix", "recover_write",
     "refuse_glob", "refuse_other_sets", "schema_path", "set_file_path", "set_files", "shard_name",
     "spec_of", "split_shard_entry", "strip_local_prefix", "unfinished_writes",
     "unfinished_writes_in_spec", "unfinished_writes_of", "without_local_prefix",

@@ -23,8 +23,7 @@ import re
 from typing import Iterable
 
 from ._format import LIMITS_PREFIX, MAX_SHARDS, without_local_prefix
-from ._paths import path_argument
-from ._storage import canonical_path, is_glob, names_starting
+from ._storage import canonical_path, is_glob, names_starting, path_argument
 from ._storage import expand_glob as _expand_glob
 
 __all__ = [

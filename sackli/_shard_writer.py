@@ -15,11 +15,10 @@ from typing import Any, Iterable
 
 from ._format import LIMIT_BYTES
 from ._options import WriterOptions, with_overrides
-from ._paths import path_argument
 from ._remote_shard import RemoteBagShard, partial_folder
 from ._shard_set import BagShard, OpenShard, ShardSetWriter
 from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
-from ._storage import by_upload
+from ._storage import by_upload, path_argument
 from ._writer import Record, check_placement
 
 __all__ = ["ShardedWriter", "bag_shard_opener"]

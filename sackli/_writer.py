@@ -8,11 +8,10 @@ from typing import Any, Iterable
 
 from . import _engine
 from ._options import LimitsPlacement, WriterOptions, with_overrides
-from ._paths import path_argument
 from ._record_iterables import refuse_single_record
 from ._remote_write import RemoteWrite
 from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
-from ._storage import OpenUpload, by_upload, open_upload
+from ._storage import OpenUpload, by_upload, open_upload, path_argument
 
 __all__ = ["Writer"]
 

@@ -5,7 +5,8 @@ by path. Three stores sit behind one set of functions: local files
 pass any path and never ask which kind it is.
 
 Callers ask a path's store what it can do (`by_upload`, `network_bound`,
-`on_this_machine`), never which store it is.
+`on_this_machine`), never which store it is. A path argument is checked
+here too, once, with one message (`path_argument`).
 
 What every store offers: listings (`list_objects`, and folders:
 `list_folders`, `folder_bytes`, `folder_entries`, `names_starting`, globs
@@ -42,6 +43,7 @@ from ._folders import (
 )
 from ._globs import OwnFile, expand_glob, is_glob
 from ._local import LocalStore
+from ._paths import path_argument
 from ._objects import (
     REMOTE_OPENER, RemoteObject, RemoteOpener, atomic_output, copy_object, delete_object,
     delete_objects, list_objects, object_exists, open_upload, opener_for, put_file, read_object,
@@ -61,5 +63,5 @@ __all__ = ["REMOTE_OPENER", "GcsSettings", "LocalStore", "ObjectStat", "OpenUplo
            "is_file", "is_folder", "is_glob", "is_remote", "join_path", "list_folders",
            "list_objects", "make_staging_folder", "make_unique_folder", "names_starting",
            "network_bound", "normalize", "object_exists", "on_this_machine", "open_upload",
-           "opener_for", "parse", "put_file", "read_object", "remove_folder", "reset_clients",
-           "stat_object", "sync_folders", "using", "write_object"]
+           "opener_for", "parse", "path_argument", "put_file", "read_object", "remove_folder",
+           "reset_clients", "stat_object", "sync_folders", "using", "write_object"]

@@ -16,6 +16,7 @@ import shutil
 from typing import Any
 
 from ._objects import delete_object, list_objects, object_exists
+from ._paths import path_argument
 from ._urls import is_remote, normalize
 
 __all__ = ["folder_bytes", "folder_entries", "folder_path", "is_file", "is_folder", "join_path",
@@ -29,8 +30,8 @@ _ATTEMPTS = 100
 def folder_path(directory: Any) -> str:
     """A folder given as str or os.PathLike, as a str: remote paths spelled
     `gs://bucket/key` (pathlib's `gs:/bucket/key` too), without a trailing
-    slash."""
-    path = normalize(os.fspath(directory))
+    slash. TypeError (`path_argument`'s) for anything else."""
+    path = normalize(path_argument(directory, "directory"))
     return path.rstrip("/") if is_remote(path) else path
 
 

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from .._sets import path_argument
+from .._storage import path_argument
 
 __all__ = ["TableStream", "open_table_stream"]
 

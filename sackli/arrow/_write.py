@@ -14,8 +14,9 @@ import pyarrow as pa
 from .. import ShardedWriter
 from .._bulk import WriterOptions
 from .._sets import (
-    check_shard_count, has_zstd_suffix, path_argument, split_shard_entry, strip_local_prefix,
+    check_shard_count, has_zstd_suffix, split_shard_entry, strip_local_prefix,
 )
+from .._storage import path_argument
 from ._dataset_write import write_dataset_table
 from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder

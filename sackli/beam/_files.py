@@ -18,9 +18,10 @@ from apache_beam.io.filesystems import FileSystems
 from .. import LimitsPlacement
 from .._bulk import ReaderOptions
 from .._sets import (
-    LIMITS_PREFIX, choose_shard_set, limits_path_for, path_argument, split_shard_entry,
+    LIMITS_PREFIX, choose_shard_set, limits_path_for, split_shard_entry,
     without_local_prefix,
 )
+from .._storage import path_argument
 
 __all__ = ["ALLOW", "ALLOW_IF_WILDCARD", "BagFile", "DISALLOW", "check_empty_match_treatment",
            "estimate_pattern_size", "expand_pattern", "split_name"]

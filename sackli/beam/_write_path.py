@@ -33,7 +33,8 @@ import dataclasses
 import os
 import re
 
-from .._sets import MAX_SHARDS, path_argument, without_local_prefix
+from .._sets import MAX_SHARDS, without_local_prefix
+from .._storage import path_argument
 from ._files import split_name
 
 __all__ = ["ShardedPath", "for_unbounded_input", "parse_write_path"]

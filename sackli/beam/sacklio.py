@@ -32,7 +32,8 @@ from apache_beam.typehints.typehints import is_consistent_with
 
 from .. import CompressionZstd, LimitsPlacement
 from .._bulk import ReaderOptions, WriterOptions
-from .._sets import path_argument, strip_local_prefix
+from .._sets import strip_local_prefix
+from .._storage import path_argument
 from ._batched import batched_source, register_batch_coder
 from ._compression import with_compression_type
 from ._display import provided_write_display_data, read_display_data

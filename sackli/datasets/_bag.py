@@ -13,8 +13,7 @@ import os
 from typing import Any
 
 from .. import CompressionNone, CompressionZstd, CorruptionError, LimitsStorage, Reader, Writer
-from .._sets import path_argument
-from .._storage import on_this_machine
+from .._storage import on_this_machine, path_argument
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._field_encoder import all_bytes
 

@@ -17,7 +17,7 @@ import zlib
 from typing import Any, BinaryIO, Iterable
 
 from .._bulk import refuse_single_record
-from .._sets import path_argument
+from .._storage import path_argument
 
 __all__ = ["DEFAULT_GZIP_LEVEL", "RecordFileWriter", "display_name", "gzip_library", "open_binary"]
 

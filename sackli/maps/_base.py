@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._errors import ValidationError, corruption_as_validation_error
-from .._sets import path_argument
-from .._storage import REMOTE_OPENER
+from .._storage import REMOTE_OPENER, path_argument
 from ._ranges import RemoteMapObject
 from ._sources import PathArgument, buffer_of_file, describe, map_path, open_core
 

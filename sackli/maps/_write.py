@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO, Optional
 
 from .. import _engine
-from .._sets import JOURNAL as JOURNAL_FILE, make_write_folder, path_argument, write_journal
-from .._storage import atomic_output, by_upload, sync_folders
+from .._sets import JOURNAL as JOURNAL_FILE, make_write_folder, write_journal
+from .._storage import atomic_output, by_upload, path_argument, sync_folders
 from ._compression import normalize
 from ._base import uint64
 from ._pairs import checked_pairs
