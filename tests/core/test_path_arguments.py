@@ -1,6 +1,6 @@
 """Every public entry point that takes a path refuses a wrong type with one
 message: "{name} must be a str or os.PathLike, not {type}" (bytes paths
-included), from sackli/_paths.py."""
+included), from sackli/_storage/_paths.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 import sackli
 from sackli import datasets, formats, maps
-from sackli._paths import path_argument
+from sackli._storage import path_argument
 
 
 class BytesPathLike(os.PathLike):
