@@ -40,9 +40,9 @@ __all__ = ["DatasetReader", "read_spec"]
 
 _LIMIT_BYTES = 8
 # A mask's plan as _engine.read_datapoints takes it, the engine readers of
-# its fields, and the (field, is_list, decoder) of those decoded in Python
-# after it (custom codecs).
-EngineFields = tuple[Any, list[Any], list[tuple[str, bool, Any]]]
+# refs.bag and of its fields, and the (field, is_list, decoder) of those
+# decoded in Python after it (custom codecs).
+EngineFields = tuple[Any, Any, list[Any], list[tuple[str, bool, Any]]]
 # (index in the plan, position in the spec, field, type) of each field read.
 PlanFields = list[tuple[int, int, str, FieldType]]
 # What a reader keeps per mask (see _compile).
@@ -171,7 +171,8 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
             engine_readers.append(reader_core(self._readers[field]))
             if self._native_kinds[position] is None:
                 decode_here.append((field, ftype.is_list, decode))
-        engine = (plan, engine_readers, decode_here) if all(
+        # The engine readers are taken here, once per mask, not per read.
+        engine = (plan, reader_core(self._refs), engine_readers, decode_here) if all(
             decode is not None for _, _, decode in decode_here) else None
         # One engine call for one datapoint costs more than a record read
         # (~0.8 us against ~0.1-0.3), but less than a loop over a list's
@@ -248,8 +249,8 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         the fields of other codecs decoded here; None when they must be read
         field by field (something in them is out of the ordinary: the engine
         returns a DatasetReadError)."""
-        plan, readers, decode_here = engine
-        datapoints = _engine.read_datapoints(reader_core(self._refs), rows, plan, readers)
+        plan, refs, readers, decode_here = engine
+        datapoints = _engine.read_datapoints(refs, rows, plan, readers)
         if type(datapoints) is not list:
             return None
         if not decode_here:
