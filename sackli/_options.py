@@ -22,6 +22,7 @@ import os
 from typing import Any, Union
 
 from . import _engine
+from ._storage import check_cache_dir
 
 __all__ = [
     "AccessPattern",
@@ -253,6 +254,14 @@ class ReaderOptions:
       cache_policy: how reads use the page cache.
       read_ahead_bytes: how far iterators read ahead in the background
         (0: no background read-ahead).
+      cache_dir: a local folder where what is fetched from `gs://` and
+        `s3://` objects is kept, so that later reads (by any process of the
+        host) come from local disk (docs/cache.md). None: the folder
+        `SACKLI_CACHE_DIR` names when the reader opens, or no cache. Local
+        files are never cached.
+      cache_max_bytes: the cache's budget in bytes: the least recently used
+        blocks are evicted to stay within it. None: `SACKLI_CACHE_MAX_BYTES`,
+        else 10 GiB.
     """
 
     sharding_layout: ShardingLayout = ShardingLayout.CONCATENATED
@@ -263,6 +272,8 @@ class ReaderOptions:
     access_pattern: AccessPattern = AccessPattern.SYSTEM
     cache_policy: CachePolicy = CachePolicy.SYSTEM
     read_ahead_bytes: int = 1 << 20
+    cache_dir: Union[str, None] = None
+    cache_max_bytes: Union[int, None] = None
 
     def __post_init__(self) -> None:
         _set_checked(self, "sharding_layout", _check_enum("sharding_layout", self.sharding_layout, ShardingLayout))
@@ -273,6 +284,10 @@ class ReaderOptions:
         _set_checked(self, "access_pattern", _check_enum("access_pattern", self.access_pattern, AccessPattern))
         _set_checked(self, "cache_policy", _check_enum("cache_policy", self.cache_policy, CachePolicy))
         _set_checked(self, "read_ahead_bytes", _check_int("read_ahead_bytes", self.read_ahead_bytes, 0))
+        if self.cache_dir is not None:
+            _set_checked(self, "cache_dir", check_cache_dir(self.cache_dir))
+        if self.cache_max_bytes is not None:
+            _check_int("cache_max_bytes", self.cache_max_bytes, 1)
         # What the engine's open takes, built once per options object (not a
         # field: no part of equality, repr or replace(); not pickled).
         object.__setattr__(self, "_engine_options", _engine.ReaderBindingOptions(

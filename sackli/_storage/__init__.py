@@ -21,7 +21,9 @@ Bags themselves are read by the engine: local ones it opens and maps
 itself; for remote ones it calls `RemoteOpener` (see `opener_for`), whose
 handles (`RemoteObject`) have a `size` and `read(offset, length)`; its read
 planner coalesces neighbouring records into one ranged GET and runs up to
-`max_parallelism` requests at once. Remote writers stream into
+`max_parallelism` requests at once. With a cache folder (`read_cache`: `SACKLI_CACHE_DIR`, or a reader's
+`cache_dir`) those reads go through a block cache on local disk shared by
+every process of the host (`_read_cache`). Remote writers stream into
 `open_upload` streams (only a bag's limits wait in a local file) and commit
 them on close.
 
@@ -49,6 +51,7 @@ from ._objects import (
     delete_objects, list_objects, object_exists, open_upload, opener_for, put_file, read_object,
     reset_clients, stat_object, sync_folders, write_object,
 )
+from ._read_cache import check_cache_dir, read_cache
 from ._settings import GcsSettings, S3Settings, StorageSettings, current_settings, using
 from ._store import ObjectStat, Store
 from ._traits import by_upload, network_bound, on_this_machine
@@ -58,10 +61,10 @@ from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, 
 __all__ = ["REMOTE_OPENER", "GcsSettings", "LocalStore", "ObjectStat", "OpenUpload", "OwnFile",
            "RemoteObject", "RemoteOpener", "RemotePath", "S3Settings", "StorageSettings",
            "Store", "Upload", "UploadFile", "atomic_output", "base_name", "by_upload",
-           "canonical_path", "copy_object", "current_settings", "delete_object",
-           "delete_objects", "expand_glob", "folder_bytes", "folder_entries", "folder_path",
+           "canonical_path", "check_cache_dir", "copy_object", "current_settings",
+           "delete_object", "delete_objects", "expand_glob", "folder_bytes", "folder_entries", "folder_path",
            "is_file", "is_folder", "is_glob", "is_remote", "join_path", "list_folders",
            "list_objects", "make_staging_folder", "make_unique_folder", "names_starting",
            "network_bound", "normalize", "object_exists", "on_this_machine", "open_upload",
-           "opener_for", "parse", "path_argument", "put_file", "read_object", "remove_folder",
-           "reset_clients", "stat_object", "sync_folders", "using", "write_object"]
+           "opener_for", "parse", "path_argument", "put_file", "read_cache", "read_object",
+           "remove_folder", "reset_clients", "stat_object", "sync_folders", "using", "write_object"]

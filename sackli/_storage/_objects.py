@@ -11,6 +11,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from ._gcs import GcsStore
 from ._local import LocalStore, sync_folders as _sync_local_folders
+from ._read_cache import ReadCache, read_cache
 from ._s3 import S3Store
 from ._settings import S3Settings, StorageSettings, current_settings
 from ._store import ObjectStat, Store
@@ -57,9 +58,13 @@ class RemoteObject:
     """One remote object as the engine reads it: its size, identity and
     metadata (fetched once, on open) and ranged reads with retries, each
     checked to be the range asked for of the version seen at open (a
-    replaced object raises OSError instead of serving other bytes)."""
+    replaced object raises OSError instead of serving other bytes).
 
-    def __init__(self, url: str | RemotePath, store: Store | None = None) -> None:
+    With a `cache` (`read_cache`), reads go through it: blocks of this
+    version of the object already on local disk are served from there."""
+
+    def __init__(self, url: str | RemotePath, store: Store | None = None,
+                 cache: ReadCache | None = None) -> None:
         self._path = url if isinstance(url, RemotePath) else parse(url)
         self.url = self._path.url
         # Kept (by default the store of the settings in effect now): the
@@ -67,9 +72,19 @@ class RemoteObject:
         # opener's context is not.
         self._store = _current_store(self._path) if store is None else store
         self.size, self.identity, self.metadata = self._store.stat(self._path)
+        self._cache = cache
+        self._cache_key = (None if cache is None
+                           else cache.object_key(self._path, self.identity, self.size))
 
     def read(self, offset: int, length: int) -> bytes:
-        """Bytes [offset, offset + length) in one request (with retries)."""
+        """Bytes [offset, offset + length): from the cache, or in one
+        request (with retries)."""
+        if self._cache_key is not None:
+            return self._cache.read(self._cache_key, self.size, offset, length,  # type: ignore[union-attr]
+                                    self._fetch)
+        return self._fetch(offset, length)
+
+    def _fetch(self, offset: int, length: int) -> bytes:
         return self._store.read(self._path, offset, length, self.identity or None)
 
 
@@ -85,13 +100,16 @@ class RemoteOpener:
 
     `known`: the remote paths already told apart and parsed (`opener_for`);
     other paths (local ones, the limits files the engine derives) are told
-    apart as they come."""
+    apart as they come. `cache`: where the objects' reads are cached
+    (`read_cache`), None for no cache."""
 
     def __init__(self, record: bool = False,
-                 known: dict[str, RemotePath | None] | None = None) -> None:
+                 known: dict[str, RemotePath | None] | None = None,
+                 cache: ReadCache | None = None) -> None:
         self.opened: dict[str, RemoteObject] | None = {} if record else None
         self._settings = current_settings()
         self._known = known or {}
+        self._cache = cache
 
     def _parsed(self, path: str) -> RemotePath | None:
         return self._known[path] if path in self._known else remote_path(path)
@@ -99,11 +117,14 @@ class RemoteOpener:
     def _settings_now(self) -> StorageSettings | None:
         return self._settings
 
+    def _cache_now(self) -> ReadCache | None:
+        return self._cache
+
     def __call__(self, path: str) -> RemoteObject | None:
         parsed = self._parsed(path)
         if parsed is None:
             return None
-        remote = RemoteObject(parsed, _store(parsed, self._settings_now()))
+        remote = RemoteObject(parsed, _store(parsed, self._settings_now()), self._cache_now())
         if self.opened is not None:
             self.opened[remote.url] = remote
         return remote
@@ -116,21 +137,27 @@ class RemoteOpener:
 
 
 class _FollowingOpener(RemoteOpener):
-    """A `RemoteOpener` for Python callers: the settings in effect at each call."""
+    """A `RemoteOpener` for Python callers: the settings in effect at each
+    call, and the cache the environment names then (`SACKLI_CACHE_DIR`)."""
 
     def _settings_now(self) -> StorageSettings | None:
         return current_settings()
+
+    def _cache_now(self) -> ReadCache | None:
+        return read_cache()
 
 
 REMOTE_OPENER: RemoteOpener = _FollowingOpener()
 
 
-def opener_for(paths: list[str]) -> RemoteOpener | None:
+def opener_for(paths: list[str], cache_dir: str | None = None,
+               cache_max_bytes: int | None = None) -> RemoteOpener | None:
     """The engine's opener for a bag of `paths` (canonical, see
     `canonical_path`): a recording `RemoteOpener` when any is remote, None
     when all are local (the engine then opens them without calling back
     into Python). Each path is told apart here, once: the opener keeps the
-    answers."""
+    answers. Its objects' reads are cached as `read_cache(cache_dir,
+    cache_max_bytes)` says (by default, as the environment says)."""
     known: dict[str, RemotePath | None] = {}
     any_remote = False
     for path in paths:
@@ -140,7 +167,9 @@ def opener_for(paths: list[str]) -> RemoteOpener | None:
                 known[path] = parse(path)
             except ValueError:
                 pass  # raised when the engine opens it, in its turn
-    return RemoteOpener(record=True, known=known) if any_remote else None
+    if not any_remote:
+        return None
+    return RemoteOpener(record=True, known=known, cache=read_cache(cache_dir, cache_max_bytes))
 
 
 def reset_clients() -> None:

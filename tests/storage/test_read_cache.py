@@ -1,0 +1,303 @@
+"""The local cache of remote reads (`cache_dir`, sackli/_storage/_read_cache.py)
+on moto's S3, fake-gcs-server and gcp-storage-emulator: what a second pass
+downloads (counted by the proxy in front of each real server), the budget,
+replaced objects, damaged entries and processes sharing one cache."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import random
+import uuid
+
+import numpy as np
+import pytest
+
+import sackli
+from sackli._storage import _read_cache
+from remote_helpers import (  # loaded through conftest.py
+    SEPARATE, TAIL, Remote, emulated_gcs, gcs_emulator, servers, write_bag,
+)
+
+# Small blocks, so that KB-sized bags span hundreds of them.
+BLOCK = 4096
+ON_DISK, IN_MEMORY = sackli.LimitsStorage.ON_DISK, sackli.LimitsStorage.IN_MEMORY
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(_read_cache, "BLOCK_BYTES", BLOCK)
+    for name in (_read_cache.ENV_DIR, _read_cache.ENV_MAX_BYTES):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(params=["s3", "gs", "gcs-emulator"])
+def store(request):
+    """A `Remote` on moto's S3, fake-gcs-server or gcp-storage-emulator,
+    with a fresh folder and zeroed counts."""
+    if request.param == "gcs-emulator":
+        return request.getfixturevalue("emulated_gcs")
+    remote = Remote(request.param, request.getfixturevalue("servers"),
+                    f"cache-{uuid.uuid4().hex[:8]}/")
+    remote.proxy.reset_faults()
+    remote.proxy.reset_counts()
+    return remote
+
+
+def records(n: int = 600, seed: int = 0) -> list[bytes]:
+    rng = random.Random(seed)
+    return [rng.randbytes(rng.randrange(0, 400)) for _ in range(n)]
+
+
+def cache_files(folder) -> dict[str, int]:
+    """{path: size} of every file in the cache folder."""
+    return {os.path.join(root, name): os.path.getsize(os.path.join(root, name))
+            for root, _, names in os.walk(folder) for name in names}
+
+
+def entries(folder) -> list[str]:
+    return sorted(path for path in cache_files(folder) if os.path.basename(path) != "usage")
+
+
+def fetched(remote) -> tuple[dict, int]:
+    counts = dict(remote.proxy.counts)
+    counts.pop("LIST", None)  # a spec's `@*` or a manifest look-up, not record bytes
+    return counts, remote.proxy.bytes_sent["GET"]
+
+
+READS = {
+    "batch": lambda reader, order: reader.read_indices(order),
+    "iterate_indices": lambda reader, order: list(reader.read_indices_iter(iter(order), 37)),
+    "single": lambda reader, order: [reader[i] for i in order],
+    "iterate": lambda reader, order: [list(reader)[i] for i in order],
+}
+
+
+@pytest.mark.parametrize("how", READS)
+@pytest.mark.parametrize("placement", [TAIL, SEPARATE], ids=["tail", "separate"])
+@pytest.mark.parametrize("limits", [ON_DISK, IN_MEMORY], ids=["on_disk", "in_memory"])
+def test_a_second_epoch_fetches_no_record_bytes(store, tmp_path, how, placement, limits):
+    data = records()
+    url = store.url("bag.bagz")
+    write_bag(url, data, limits_placement=placement)
+    objects = 2 if placement == SEPARATE else 1
+    order = list(range(len(data)))
+    random.Random(1).shuffle(order)
+    options = sackli.Reader.Options(limits_placement=placement, limits_storage=limits,
+                                    cache_dir=str(tmp_path / "cache"), cache_max_bytes=1 << 30)
+    read = READS[how]
+    reader = sackli.Reader(url, options)
+    store.proxy.reset_counts()
+    assert read(reader, order) == [data[i] for i in order]
+    counts, first_bytes = fetched(store)
+    assert first_bytes > 0 and counts.get("GET", 0) > 0
+    # The same reader again: nothing at all.
+    store.proxy.reset_counts()
+    assert read(reader, order[::-1]) == [data[i] for i in order[::-1]]
+    assert fetched(store) == ({}, 0)
+    # A new reader: a metadata request per object (its identity), no bytes.
+    store.proxy.reset_counts()
+    again = sackli.Reader(url, options)
+    assert read(again, order) == [data[i] for i in order]
+    counts, second_bytes = fetched(store)
+    assert second_bytes == 0 and set(counts) <= {"HEAD"}, counts
+    assert counts.get("HEAD", 0) <= 2 * objects
+
+
+def test_each_block_is_fetched_once(store, tmp_path):
+    # Opening fetches the last block (the tail, then the limits: cached);
+    # the record then spans the blocks before it and the last one: only
+    # the missing run is fetched.
+    data = bytes(range(256)) * 200
+    url = store.url("blob.bag")
+    write_bag(url, [data])
+    store.proxy.reset_counts()
+    reader = sackli.Reader(url, cache_dir=str(tmp_path), cache_max_bytes=1 << 30)
+    assert reader[0] == data
+    assert fetched(store) == ({"HEAD": 1, "GET": 2}, len(data) + 8)  # the whole object
+    store.proxy.reset_counts()
+    assert reader[0] == data and fetched(store) == ({}, 0)
+
+
+def test_the_environment_names_the_cache(store, tmp_path, monkeypatch):
+    data = records(100)
+    url = store.url("env.bag")
+    write_bag(url, data)
+    monkeypatch.setenv("SACKLI_CACHE_DIR", str(tmp_path / "env-cache"))
+    monkeypatch.setenv("SACKLI_CACHE_MAX_BYTES", "1M")
+    assert list(sackli.Reader(url)) == data
+    assert entries(tmp_path / "env-cache")
+    store.proxy.reset_counts()
+    assert list(sackli.Reader(url)) == data
+    assert fetched(store)[1] == 0
+
+
+def test_a_pickled_reader_keeps_its_cache(store, tmp_path):
+    data = records(200)
+    url = store.url("pickled.bag")
+    write_bag(url, data)
+    reader = sackli.Reader(url, cache_dir=str(tmp_path / "c"), cache_max_bytes=10 ** 7)
+    assert reader.read_indices(range(200)) == data
+    copy = pickle.loads(pickle.dumps(reader[10:]))
+    assert copy.options.cache_dir == str(tmp_path / "c")
+    store.proxy.reset_counts()
+    assert list(copy) == data[10:]
+    assert fetched(store)[1] == 0
+
+
+def test_the_budget_holds_and_recent_blocks_stay(store, tmp_path):
+    data = records(1500)  # about 300 KB: 75 blocks
+    url = store.url("big.bag")
+    write_bag(url, data)
+    budget = 40 * 1024
+    folder = tmp_path / "small"
+    reader = sackli.Reader(url, cache_dir=str(folder), cache_max_bytes=budget)
+    for i in range(0, len(data), 50):
+        assert reader.read_range(i, 50) == data[i:i + 50]
+        assert sum(cache_files(folder).values()) <= budget
+    assert len(entries(folder)) >= 6
+    # The last records read are still cached; the first ones are gone.
+    store.proxy.reset_counts()
+    assert reader.read_range(len(data) - 20, 20) == data[-20:]
+    assert fetched(store)[1] == 0
+    assert reader.read_range(0, 20) == data[:20]
+    assert fetched(store)[1] > 0
+
+
+def test_an_entry_larger_than_the_budget_is_not_kept(store, tmp_path):
+    url = store.url("tiny-budget.bag")
+    write_bag(url, records(100))
+    folder = tmp_path / "tiny"
+    assert list(sackli.Reader(url, cache_dir=str(folder), cache_max_bytes=100)) == records(100)
+    assert entries(folder) == []
+
+
+def test_a_replaced_object_is_read_fresh(store, tmp_path):
+    url = store.url("replaced.bag")
+    old, new = [b"a" * 100] * 50, [b"b" * 100] * 50  # the same size
+    write_bag(url, old)
+    options = sackli.Reader.Options(cache_dir=str(tmp_path), cache_max_bytes=1 << 20)
+    assert list(sackli.Reader(url, options)) == old
+    write_bag(url, new)
+    store.proxy.reset_counts()
+    assert list(sackli.Reader(url, options)) == new
+    assert fetched(store)[1] >= 50 * 100
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "header"])
+def test_a_damaged_entry_is_fetched_again(store, tmp_path, damage):
+    data = records(300)
+    url = store.url("damaged.bag")
+    write_bag(url, data)
+    options = sackli.Reader.Options(cache_dir=str(tmp_path), cache_max_bytes=1 << 30)
+    assert list(sackli.Reader(url, options)) == data
+    good = {path: open(path, "rb").read() for path in entries(tmp_path)}
+    assert len(good) > 5
+    for path, content in good.items():
+        with open(path, "r+b") as file:  # in place: also under this process's open entries
+            if damage == "flip":
+                file.seek(len(content) - 1 - len(content) // 3)
+                file.write(bytes([content[len(content) - 1 - len(content) // 3] ^ 0x10]))
+            elif damage == "truncate":
+                file.truncate(len(content) - 1)
+            elif damage == "empty":
+                file.truncate(0)
+            else:
+                file.seek(20)  # the payload length
+                file.write(b"\xff")
+    if damage == "header":
+        # A header is checked when a process opens the entry: as another
+        # process would (this one keeps checked entries open).
+        for cache in list(_read_cache._LIVE):
+            cache.forget_open()
+    store.proxy.reset_counts()
+    reader = sackli.Reader(url, options)
+    order = list(range(len(data)))
+    random.Random(2).shuffle(order)
+    assert reader.read_indices(order) == [data[i] for i in order]
+    assert fetched(store)[1] >= sum(map(len, data))
+    # Each damaged file was dropped and a good entry published in its place.
+    assert {path: open(path, "rb").read() for path in entries(tmp_path)} == good
+
+
+@pytest.mark.parametrize("budget", [1 << 30, 48 * 1024], ids=["roomy", "tight"])
+def test_four_processes_share_one_cache(store, tmp_path, budget):
+    data = records(1200, seed=7)
+    url = store.url("shared.bag")
+    write_bag(url, data)
+    folder = str(tmp_path / "shared")
+    # Pickled readers, as DataLoader workers get them: the cache goes along.
+    reader = sackli.Reader(url, cache_dir=folder, cache_max_bytes=budget, max_parallelism=4)
+    orders = [np.random.default_rng(seed).permutation(len(data)) for seed in range(8)]
+    # Forked, so that the workers keep this module's small blocks.
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        results = pool.starmap(sackli.Reader.read_indices, [(reader, order) for order in orders])
+    for order, got in zip(orders, results):
+        assert got == [data[i] for i in order]
+    files = cache_files(folder)
+    usage = os.path.join(folder, "v1", "usage")
+    assert sum(files.values()) <= budget
+    assert not [path for path in files if ".tmp-" in os.path.basename(path)]
+    # The count is never below what is there.
+    assert int(open(usage).read()) >= sum(files.values()) - files[usage]
+    # Every entry left is whole and valid: read them all, nothing fetched.
+    if budget > 1 << 20:
+        assert len(entries(folder)) == -(-(sum(map(len, data)) + 8 * len(data)) // BLOCK)
+        store.proxy.reset_counts()
+        fresh = _read_cache.ReadCache(folder, budget)
+        for path in entries(folder):
+            key, block = os.path.basename(path).split("-")
+            assert fresh._acquire(bytes.fromhex(key), int(block), os.path.getsize(path)
+                                  - _read_cache._header_bytes(BLOCK)) is not None or \
+                fresh._acquire(bytes.fromhex(key), int(block), _last_length(path)) is not None
+        assert list(sackli.Reader(url, cache_dir=folder, cache_max_bytes=budget)) == data
+        assert fetched(store)[1] == 0
+
+
+def _last_length(path: str) -> int:
+    """The payload length of an entry shorter than a block (an object's last)."""
+    size = os.path.getsize(path)
+    return next(n for n in range(BLOCK) if n + _read_cache._header_bytes(n) == size)
+
+
+def test_local_files_are_never_cached(tmp_path):
+    path = str(tmp_path / "local.bag")
+    write_bag(path, [b"x", b"y"])
+    folder = tmp_path / "cache"
+    assert list(sackli.Reader(path, cache_dir=str(folder))) == [b"x", b"y"]
+    assert not folder.exists()
+
+
+@pytest.mark.parametrize("options, error, message", [
+    ({"cache_max_bytes": 0}, ValueError, "cache_max_bytes must be >= 1, not 0"),
+    ({"cache_max_bytes": "1G"}, TypeError, "cache_max_bytes must be an int, not str"),
+    ({"cache_max_bytes": True}, TypeError, "cache_max_bytes must be an int, not bool"),
+    ({"cache_dir": 3}, TypeError, "cache_dir must be a str or os.PathLike, not int"),
+    ({"cache_dir": b"/tmp"}, TypeError, "cache_dir must be a str or os.PathLike, not bytes"),
+    ({"cache_dir": "s3://bucket/cache"}, ValueError, "cache_dir must be a local folder"),
+    ({"cache_dir": ""}, ValueError, "cache_dir must not be empty"),
+])
+def test_options_are_checked(options, error, message):
+    with pytest.raises(error, match=message):
+        sackli.Reader.Options(**options)
+
+
+def test_a_pathlike_cache_dir_and_a_missing_folder(store, tmp_path):
+    url = store.url("created.bag")
+    write_bag(url, [b"r"])
+    folder = tmp_path / "a" / "b"
+    assert sackli.Reader(url, cache_dir=folder)[0] == b"r"
+    assert entries(folder)
+
+
+def test_a_cache_dir_that_is_a_file_or_a_bad_budget_is_an_error(store, tmp_path, monkeypatch):
+    url = store.url("errors.bag")
+    write_bag(url, [b"r"])
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(NotADirectoryError, match="is not a folder"):
+        sackli.Reader(url, cache_dir=str(tmp_path / "file"))
+    monkeypatch.setenv("SACKLI_CACHE_DIR", str(tmp_path / "env"))
+    monkeypatch.setenv("SACKLI_CACHE_MAX_BYTES", "lots")
+    with pytest.raises(ValueError, match="SACKLI_CACHE_MAX_BYTES must be a number of bytes"):
+        sackli.Reader(url)
