@@ -26,16 +26,18 @@ _LIMIT_BYTES = 8
 _PENDING_BYTES = 4 << 20
 
 
-def open_records(path: str, cache_index: bool = True) -> Reader:
+def open_records(path: str, cache_index: bool = True, **cache: Any) -> Reader:
     """The `bags` records of the file at `path` as a sackli.Reader view
-    (record 0 of the view is `bags` record 0).
+    (record 0 of the view is `bags` record 0). `cache`: the reader's
+    `cache_dir` and `cache_max_bytes` options, when given.
 
     Raises FileNotFoundError when it is missing and sackli.CorruptionError
     when it is not a `bags` file (truncated, or its first record does not
     start at offset 0).
     """
     storage = LimitsStorage.IN_MEMORY if cache_index else LimitsStorage.ON_DISK
-    reader = Reader(path, limits_storage=storage)
+    reader = Reader(path, limits_storage=storage,
+                    **{name: value for name, value in cache.items() if value is not None})
     # Every bags file holds the leading empty record (its first offset, 0).
     if len(reader) == 0 or len(reader[0]) != 0:
         raise CorruptionError(
@@ -193,15 +195,22 @@ class BagReader(ClosesOnExit):
       path: the file.
       cache_index: keep the offsets in memory (True) or read them from the
         file when needed (False).
+      cache_dir, cache_max_bytes: keep what is fetched from `gs://` / `s3://`
+        objects in this local folder, within this many bytes (see
+        `sackli.Reader.Options`; by default `SACKLI_CACHE_DIR` and
+        `SACKLI_CACHE_MAX_BYTES`).
 
     Raises:
       FileNotFoundError: the file does not exist.
       sackli.CorruptionError: it is not a `bags` file.
     """
 
-    def __init__(self, path: str | os.PathLike[str], cache_index: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], cache_index: bool = True, *,
+                 cache_dir: str | os.PathLike[str] | None = None,
+                 cache_max_bytes: int | None = None) -> None:
         self._path = path_argument(path, "path")
-        self._records = open_records(self._path, cache_index)
+        self._records = open_records(self._path, cache_index, cache_dir=cache_dir,
+                                     cache_max_bytes=cache_max_bytes)
         self._size = bags_file_bytes(self._records)
 
     @property

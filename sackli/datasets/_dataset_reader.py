@@ -87,6 +87,10 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         `sackli.datasets.decoders`.
       cache_index: keep each file's offsets in memory (True) or read them
         from the file when needed (False).
+      cache_dir, cache_max_bytes: keep what is fetched from `gs://` / `s3://`
+        objects in this local folder, within this many bytes (see
+        `sackli.Reader.Options`; by default `SACKLI_CACHE_DIR` and
+        `SACKLI_CACHE_MAX_BYTES`).
 
     Raises:
       FileNotFoundError: spec.json, refs.bag or a field's file is missing.
@@ -100,6 +104,9 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         directory: str | os.PathLike[str],
         decoders: Mapping[str, Any] | None = None,
         cache_index: bool = True,
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
         self._directory = folder_path(directory)
         self._fields, self._files = read_spec(self._directory)
@@ -107,7 +114,9 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         self._decoders = builtin_decoders if decoders is None else decoders
         names = ["refs", *self._fields]
         opened = concurrently_on(self._directory,
-                                 [functools.partial(open_records, self._path(name), cache_index)
+                                 [functools.partial(open_records, self._path(name), cache_index,
+                                                    cache_dir=cache_dir,
+                                                    cache_max_bytes=cache_max_bytes)
                                   for name in names])
         self._refs, *field_readers = opened
         self._readers = dict(zip(self._fields, field_readers))

@@ -183,6 +183,7 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
     dataset folder as one sequence of datapoints (shard by shard), with the
     DatasetReader interface: `r[i]`, `r[i, mask]`, views, `read_indices`
     (one batch per shard and field), `read_indices_iter`, iteration.
+    The arguments are DatasetReader's, and `shard_start` / `shard_step`.
 
     Raises:
       FileNotFoundError: `directory` (or a file of a shard) is missing.
@@ -196,6 +197,9 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
         cache_index: bool = True,
         shard_start: int = 0,
         shard_step: int = 1,
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
         if shard_start < 0 or shard_step < 1:
             raise ValueError(
@@ -209,7 +213,8 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
                 f"{_unfinished_shards(self._directory)}")
         self._readers = concurrently_on(
             self._directory,
-            [functools.partial(DatasetReader, folder, decoders, cache_index)
+            [functools.partial(DatasetReader, folder, decoders, cache_index,
+                               cache_dir=cache_dir, cache_max_bytes=cache_max_bytes)
              for folder in folders])
         self._stops = list(itertools.accumulate(len(reader) for reader in self._readers))
         self._rows = range(self._stops[-1])

@@ -20,6 +20,8 @@ from remote_helpers import (  # loaded through conftest.py
     SEPARATE, TAIL, Remote, emulated_gcs, gcs_emulator, servers, write_bag,
 )
 
+# The servers' fixtures, named so that pytest finds them here.
+FIXTURES = (servers, gcs_emulator, emulated_gcs)
 # Small blocks, so that KB-sized bags span hundreds of them.
 BLOCK = 4096
 ON_DISK, IN_MEMORY = sackli.LimitsStorage.ON_DISK, sackli.LimitsStorage.IN_MEMORY
