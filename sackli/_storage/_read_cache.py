@@ -330,8 +330,8 @@ class ReadCache:
 
     def _publish(self, key: bytes, block: int, payload: memoryview) -> None:
         """Keeps a fetched block, within the budget. A cache that cannot be
-        written (full disk, permissions) warns once and serves reads all
-        the same."""
+        written (full disk, permissions) warns once: the reads are served
+        all the same."""
         header = _encode(key, block, payload)
         size = len(header) + len(payload)
         if size > self.max_bytes:
@@ -359,7 +359,7 @@ class ReadCache:
             if not self._warned:
                 self._warned = True
                 warnings.warn(f"sackli read cache {self.folder}: cannot keep fetched bytes "
-                              f"({error}); reads continue uncached", RuntimeWarning, stacklevel=2)
+                              f"({error}); reads go on, served from the network", RuntimeWarning, stacklevel=2)
 
     def _evict(self, incoming: int) -> int:
         """Counts the cache (under the lock), deletes temporary files (none

@@ -87,10 +87,11 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         `sackli.datasets.decoders`.
       cache_index: keep each file's offsets in memory (True) or read them
         from the file when needed (False).
-      cache_dir, cache_max_bytes: keep what is fetched from `gs://` / `s3://`
-        objects in this local folder, within this many bytes (see
-        `sackli.Reader.Options`; by default `SACKLI_CACHE_DIR` and
-        `SACKLI_CACHE_MAX_BYTES`).
+      cache_dir: a local folder that keeps what is fetched from `gs://` /
+        `s3://` objects (see `sackli.Reader.Options`; by default
+        `SACKLI_CACHE_DIR`, or none).
+      cache_max_bytes: the cache's budget (by default
+        `SACKLI_CACHE_MAX_BYTES`, or 10 GiB).
 
     Raises:
       FileNotFoundError: spec.json, refs.bag or a field's file is missing.
