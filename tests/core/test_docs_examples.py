@@ -37,6 +37,7 @@ ONE_FOLDER_TIMEOUT_SECONDS = 900
 # (page, section, reason) of every block the pages mark to skip: only what
 # cannot run on a test machine (PyTorch, real cloud buckets).
 SKIPPED = [
+    ("docs/cache.md", "The read cache: remote bytes on local disk", "needs a bucket"),
     ("docs/cloud.md", "Cloud storage: `gs://` and `s3://`",
      "needs a GCS bucket and an S3 bucket"),
     ("docs/loaders.md", "PyTorch", "needs PyTorch"),
