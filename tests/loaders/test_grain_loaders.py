@@ -12,16 +12,8 @@ from sackli import datasets
 
 grain = pytest.importorskip("grain")
 
-N = 101
-RECORDS = [b"record %d" % i for i in range(N)]
+N = 101  # records of the bag that conftest.py writes
 
-
-@pytest.fixture(scope="module")
-def path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("bags") / "train.bagz"
-    with sackli.Writer(path) as writer:
-        writer.write_many(RECORDS)
-    return path
 
 
 def _resumed(pipeline, k):
@@ -36,11 +28,11 @@ def _resumed(pipeline, k):
 
 
 @pytest.mark.parametrize("k", [0, 1, 9, 25])
-def test_a_reader_pipeline_resumes_exactly(path, k) -> None:
+def test_a_reader_pipeline_resumes_exactly(path, records, k) -> None:
     pipeline = grain.MapDataset.source(sackli.Reader(path)).shuffle(seed=4).batch(4)
     first, rest, whole = _resumed(pipeline, k)
     assert [batch.tolist() for batch in first + rest] == [batch.tolist() for batch in whole]
-    assert sorted(record for batch in whole for record in batch.tolist()) == sorted(RECORDS)
+    assert sorted(record for batch in whole for record in batch.tolist()) == sorted(records)
 
 
 def test_a_dataset_reader_is_a_grain_source(tmp_path) -> None:

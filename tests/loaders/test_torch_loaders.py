@@ -16,20 +16,12 @@ stateful_dataloader = pytest.importorskip("torchdata.stateful_dataloader")
 # torchdata 0.11 calls a torch function that torch 2.13 deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated")
 
-N = 101
-RECORDS = [b"record %d" % i for i in range(N)]
+N = 101  # records of the bag that conftest.py writes
 
 
 class Stream(sackli.EpochStream, torch.utils.data.IterableDataset):
     pass
 
-
-@pytest.fixture(scope="module")
-def path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("bags") / "train.bagz"
-    with sackli.Writer(path) as writer:
-        writer.write_many(RECORDS)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +46,7 @@ def _first_batches(loader, k):
 
 
 @pytest.mark.parametrize("k", [0, 1, 4, 7, 33])
-def test_a_stateful_loader_resumes_the_epoch_exactly(path, k) -> None:
+def test_a_stateful_loader_resumes_the_epoch_exactly(path, records, k) -> None:
     dataset = Stream(sackli.Reader(path), seed=7)
     dataset.set_epoch(2)
     first, state = _first_batches(_stateful(dataset), k)
@@ -65,11 +57,11 @@ def test_a_stateful_loader_resumes_the_epoch_exactly(path, k) -> None:
     loader = _stateful(resumed)
     loader.load_state_dict(state)
     rest = [record for batch in loader for record in batch]
-    assert sorted(first + rest) == sorted(RECORDS)
+    assert sorted(first + rest) == sorted(records)
     assert set(first).isdisjoint(rest)
     # The next epoch starts afresh.
     resumed.set_epoch(3)
-    assert sorted(record for batch in loader for record in batch) == sorted(RECORDS)
+    assert sorted(record for batch in loader for record in batch) == sorted(records)
 
 
 def test_a_datasets_reader_resumes_under_a_stateful_loader(dataset_folder) -> None:
@@ -81,7 +73,7 @@ def test_a_datasets_reader_resumes_under_a_stateful_loader(dataset_folder) -> No
     assert sorted([datapoint["i"] for datapoint in first] + rest) == list(range(N))
 
 
-def test_loaders_of_a_bigger_world_finish_the_epoch(path) -> None:
+def test_loaders_of_a_bigger_world_finish_the_epoch(path, records) -> None:
     """Two ranks (plain DataLoaders with two workers, batches of 3) take two
     rounds of batches each; three ranks then read the rest once."""
     taken = []
@@ -102,4 +94,4 @@ def test_loaders_of_a_bigger_world_finish_the_epoch(path) -> None:
         assert len(share) == 26  # 77 left: ceil(77 / 3), one repeated
         rest += share
     assert set(taken).isdisjoint(rest)
-    assert set(taken + rest) == set(RECORDS) and len(rest) == N - consumed + 1
+    assert set(taken + rest) == set(records) and len(rest) == N - consumed + 1
