@@ -20,7 +20,9 @@ Internal interface: _engine, _bulk, _sets
 """
 
 from ._engine import CorruptionError
+from ._epoch_stream import EpochStream
 from ._index import Index, MultiIndex
+from ._index_stream import IndexStream
 from ._options import (
     AccessPattern,
     CachePolicy,
@@ -53,7 +55,9 @@ __all__ = [
     "CompressionNone",
     "CompressionZstd",
     "CorruptionError",
+    "EpochStream",
     "Index",
+    "IndexStream",
     "LimitsPlacement",
     "LimitsStorage",
     "MultiIndex",

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ._skipping import SkipHandler, one_by_one
 
-__all__ = ["iterate_indices", "iterate_range"]
+__all__ = ["index_batches", "iterate_range"]
 
 # What a failing batch raises for a bad record; other errors (Ctrl-C, a bad
 # index) pass through as they are.
@@ -80,12 +80,13 @@ def _bad_index_error(core: Any, value: Any) -> Exception:
     return IndexError(f"index {index} out of range for a reader of {len(core)} records")
 
 
-def iterate_indices(core: Any, indices: Iterable[Any], batch: int,
-                    on_skip: SkipHandler | None = None) -> Iterator[bytes]:
-    """Records at `indices` (any iterable, pulled lazily) of a reader core.
+def index_batches(core: Any, indices: Iterable[Any], batch: int,
+                  on_skip: SkipHandler | None = None) -> Iterator[Iterable[bytes]]:
+    """The records at `indices` (any iterable, pulled lazily) of a reader
+    core, in batches: lists, or one record at a time after a failed batch.
 
-    An exception raised by the iterable, or a bad index, surfaces at the
-    `next()` that would have returned the record at that position.
+    An exception raised by the iterable, or a bad index, surfaces after the
+    records before its position.
     """
     source = iter(indices)
     take_next: Callable[[], Any] = source.__next__
@@ -103,28 +104,25 @@ def iterate_indices(core: Any, indices: Iterable[Any], batch: int,
             return chunk, error, True
         return chunk, None, False
 
-    def batches() -> Iterator[list[bytes]]:
-        sizes = _batch_sizes(batch)
-        pending: collections.deque = collections.deque()
-        exhausted = False
-        while pending or not exhausted:
-            while not exhausted and len(pending) <= _BATCHES_AHEAD:
-                chunk, error, exhausted = pull(next(sizes))
-                valid = core.valid_prefix(chunk)
-                if valid < len(chunk):
-                    error = _bad_index_error(core, chunk[valid])
-                    del chunk[valid:]
-                    exhausted = True
-                read = core.start_records(chunk) if chunk else None
-                pending.append((read, chunk, error))
-            read, chunk, error = pending.popleft()
-            if read is not None:
-                try:
-                    records = read.result()
-                except _RECORD_ERRORS:
-                    records = one_by_one(core, chunk, on_skip)
-                yield records
-            if error is not None:
-                raise error
-
-    return itertools.chain.from_iterable(batches())
+    sizes = _batch_sizes(batch)
+    pending: collections.deque = collections.deque()
+    exhausted = False
+    while pending or not exhausted:
+        while not exhausted and len(pending) <= _BATCHES_AHEAD:
+            chunk, error, exhausted = pull(next(sizes))
+            valid = core.valid_prefix(chunk)
+            if valid < len(chunk):
+                error = _bad_index_error(core, chunk[valid])
+                del chunk[valid:]
+                exhausted = True
+            read = core.start_records(chunk) if chunk else None
+            pending.append((read, chunk, error))
+        read, chunk, error = pending.popleft()
+        if read is not None:
+            try:
+                records: Iterable[bytes] = read.result()
+            except _RECORD_ERRORS:
+                records = one_by_one(core, chunk, on_skip)
+            yield records
+        if error is not None:
+            raise error

@@ -11,7 +11,8 @@ from typing import Any, Iterable, Iterator, Sequence, overload
 from . import _engine
 from ._batching import records_per_batch
 from ._options import ReaderOptions, with_overrides
-from ._read_ahead import iterate_indices, iterate_range
+from ._index_stream import IndexStream
+from ._read_ahead import index_batches, iterate_range
 from ._unfinished import explained_missing
 from ._shard_spec import expand_file_spec
 from ._skipping import (
@@ -366,17 +367,25 @@ class Reader(collections.abc.Sequence):
     def read_indices_iter(
         self, indices: Iterable[int], read_ahead: int | None = None, *,
         skip_corrupt: SkipHandler | None = None,
-    ) -> Iterator[bytes]:
+    ) -> IndexStream:
         """Iterates over the records at `indices`, any iterable (infinite
         generators too), reading ahead in parallel.
 
         Indices are pulled lazily, a batch ahead. An exception raised by the
         iterable, or a bad index, surfaces at the `next()` of its position.
         `skip_corrupt`: as for `read_range_iter`.
+
+        The iterator keeps its position for checkpoints: `state_dict()` is a
+        small dict, and `load_state_dict(state)` makes a new iterator over
+        the same indices continue where that one stopped (docs/loaders.md,
+        "Stream state").
         """
         on_skip = checked_handler(skip_corrupt)
         batch = self._batch_records() if read_ahead is None else max(1, read_ahead)
-        return iterate_indices(self._core, indices, batch, on_skip)
+        core = self._core
+        return IndexStream.over(
+            indices, len(core),
+            lambda chosen, counted_skip: index_batches(core, chosen, batch, counted_skip), on_skip)
 
     def approximate_bytes_per_record(self) -> float:
         """Stored (possibly compressed) bytes per record of the whole bag.

@@ -38,6 +38,7 @@ def shard_indices(
     worker_id: int = 0,
     num_workers: int = 1,
     drop_remainder: bool = False,
+    consumed: int = 0,
 ) -> Any:
     """The record indices that worker `worker_id` of rank `rank` reads in `epoch`.
 
@@ -55,6 +56,26 @@ def shard_indices(
     `num_records % world_size` records of the order are left out instead.
     Workers of one rank may differ by one index (a data loader merges them).
 
+    Resuming mid-epoch, also with another world size: `consumed=K` says that
+    the ranks have together read the first K indices of the epoch's order,
+    which is what ranks reading their shares in lockstep (as synchronous
+    data-parallel training does) have done after K / world_size indices
+    each. The rest of the order, from its K-th entry on, is then dealt out
+    as above to the `world_size` ranks given now (which may be more or fewer
+    than before) and their workers, so together they read each remaining
+    record once, and every rank the same count. The repeats of
+    `drop_remainder=False` come from the start of the remaining order; with
+    `drop_remainder=True`, the last `(num_records - K) % world_size` records
+    of the order are left out. K always counts from the start of the epoch,
+    however many resumes came before; K >= num_records leaves nothing.
+    `consumed=0` is the whole epoch.
+
+    Under a data loader with `num_workers` workers and batches of `B`, a
+    rank's indices are taken a batch per worker in turn, so they are a
+    prefix of the rank's share after whole rounds: K is exact when each rank
+    has taken a multiple of `num_workers` batches, K = world_size * steps * B
+    (docs/loaders.md, "Elastic resumes").
+
     Args:
       num_records: the number of records, e.g. `len(reader)`.
       epoch: the epoch number; each gives a new order when `shuffle`.
@@ -69,6 +90,8 @@ def shard_indices(
       num_workers: the number of loader workers of each rank (e.g.
         `torch.utils.data.get_worker_info()`'s `num_workers`).
       drop_remainder: leave records out rather than repeat some (see above).
+      consumed: how many indices of the epoch's order all ranks together
+        have read already (see above); 0 for the start of the epoch.
 
     Returns:
       A one-dimensional numpy int64 array, for `reader.read_indices`,
@@ -88,12 +111,15 @@ def shard_indices(
     except ImportError:
         raise ImportError("sackli.shard_indices needs numpy: pip install numpy") from None
     num_records, epoch, seed = (operator.index(v) for v in (num_records, epoch, seed))
+    consumed = operator.index(consumed)
     rank, world_size = operator.index(rank), operator.index(world_size)
     worker_id, num_workers = operator.index(worker_id), operator.index(num_workers)
     if num_records < 0:
         raise ValueError(f"num_records must be >= 0, not {num_records}")
     if epoch < 0 or seed < 0:
         raise ValueError(f"epoch and seed must be >= 0, not {epoch} and {seed}")
+    if consumed < 0:
+        raise ValueError(f"consumed must be >= 0, not {consumed}")
     if not 0 <= rank < world_size:
         raise ValueError(f"rank must be in [0, world_size={world_size}), not {rank}")
     if not 0 <= worker_id < num_workers:
@@ -103,10 +129,12 @@ def shard_indices(
         order = _permutation(np, num_records, seed, epoch)
     else:
         order = np.arange(num_records, dtype=np.int64)
+    order = order[consumed:]
+    remaining = len(order)
     if drop_remainder:
-        order = order[: num_records - num_records % world_size]
-    elif num_records % world_size and num_records > 0:
-        padded = -(-num_records // world_size) * world_size
+        order = order[: remaining - remaining % world_size]
+    elif remaining % world_size and remaining > 0:
+        padded = -(-remaining // world_size) * world_size
         order = np.resize(order, padded)  # repeats the order from its start
     mine = order[rank::world_size][worker_id::num_workers]
     return np.ascontiguousarray(mine, dtype=np.int64)

@@ -6,7 +6,8 @@
 # (scikit-build-core, pybind11, and cmake and ninja when the machine has
 # none). No root, no apt, no network beyond the package index. Every
 # dependency is held to the version pinned in requirements/dev.lock
-# (scripts/lock.sh).
+# (scripts/lock.sh); with the test extra, scripts/install_loaders.sh adds the
+# data loaders tests/loaders/ runs under (requirements/loaders.lock).
 #   SACKLI_EXTRAS=test,bench   which extras (default: test; bench adds what
 #                              benchmarks/*.py need)
 # Extra arguments go to pip install, e.g. --config-settings=... (see
@@ -33,3 +34,6 @@ fi
 
 echo "== building and installing sackli[$EXTRAS] into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
 "${PIP[@]}" install --quiet --constraint "$LOCK" "${BUILD_PINS[@]}" "$@" ".[$EXTRAS]"
+if [[ ",$EXTRAS," == *,test,* ]]; then
+  PYTHON="$PYTHON" bash scripts/install_loaders.sh
+fi

@@ -7,6 +7,14 @@
 # differ between Pythons carry markers. Then it checks that every pinned
 # version has a Linux x86_64 wheel for Python 3.10-3.14.
 #
+# Then requirements/loaders.lock (scripts/install_loaders.sh installs it):
+# requirements/loaders.in (PyTorch's CPU build, torchdata, Grain) resolved
+# for Linux x86_64 CPython 3.11 only, within dev.lock's pins, taking torch's
+# +cpu wheel from PyTorch's index (https://download.pytorch.org/whl/cpu;
+# TORCH_WHEELS=/a/folder takes it from a folder of wheels instead). It is
+# kept out of the universal lock: PyPI's torch for Linux pulls the CUDA
+# libraries, gigabytes the tests do not need.
+#
 #   pip install uv && bash scripts/lock.sh     # UV=/path/to/uv picks another uv
 #
 # Pins already in the lock are kept where the requirements still allow them;
@@ -46,3 +54,18 @@ for version in 3.10 3.11 3.12 3.13 3.14; do
   fi
 done
 echo "wrote $LOCK ($(grep -c '^[A-Za-z0-9]' "$LOCK") pins)"
+
+LOADERS_LOCK=requirements/loaders.lock
+if [ -n "${TORCH_WHEELS:-}" ]; then
+  TORCH_SOURCE=(--find-links "$TORCH_WHEELS")
+else
+  TORCH_SOURCE=(--index https://download.pytorch.org/whl/cpu)
+fi
+# unsafe-best-match: PyTorch's index holds some of PyPI's packages too; the
+# best version of each wins, wherever it is (dev.lock's pins hold them).
+"$UV" pip compile --quiet --no-config --default-index "$INDEX" "${TORCH_SOURCE[@]}" \
+  --index-strategy unsafe-best-match \
+  --python-platform x86_64-manylinux_2_28 --python-version 3.11 \
+  --custom-compile-command "bash scripts/lock.sh" \
+  --constraint "$LOCK" requirements/loaders.in --output-file "$LOADERS_LOCK"
+echo "wrote $LOADERS_LOCK ($(grep -c '^[A-Za-z0-9]' "$LOADERS_LOCK") pins)"

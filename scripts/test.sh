@@ -3,9 +3,9 @@
 # user would install: a fresh virtualenv .venv-test/ (a previous one is
 # deleted first); scripts/wheel.sh builds the sdist and, from it, the
 # manylinux wheel into dist/; the wheel is installed binary-only, then its
-# pinned test dependencies; pytest runs against the installed package (the
-# Beam worker test gets the wheel as SACKLI_WHEEL). Extra arguments go to
-# pytest.
+# pinned test dependencies and the data loaders (scripts/install_loaders.sh);
+# pytest runs against the installed package (the Beam worker test gets the
+# wheel as SACKLI_WHEEL). Extra arguments go to pytest.
 #   BASE_PYTHON=python3.12   the interpreter the virtualenv is made from
 #                            (default: python3)
 #   PYTHON=/path/to/python   skip the fresh virtualenv: install into and test
@@ -37,6 +37,7 @@ fi
 echo "== installing $(basename "$SACKLI_WHEEL") binary-only, then its test dependencies"
 "${PIP[@]}" install --only-binary=:all: --no-deps --force-reinstall "$SACKLI_WHEEL"
 "${PIP[@]}" install --constraint "$LOCK" "$SACKLI_WHEEL[test]"
+bash scripts/install_loaders.sh
 
 echo "== running the test suite"
 # PYTHONSAFEPATH keeps the source tree off sys.path: tests import the

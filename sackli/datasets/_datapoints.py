@@ -10,6 +10,8 @@ import itertools
 import operator
 from typing import Any, Iterable, Iterator, Mapping
 
+from .. import IndexStream
+
 __all__ = ["DatapointSequence"]
 
 Datapoint = dict[str, Any]
@@ -100,10 +102,15 @@ class DatapointSequence:
         """Iterates over the datapoints at `indices` (any iterable, infinite
         ones too), reading the next `read_ahead` datapoints in a background
         thread while the current ones are consumed. An error of the iterable
-        or a bad index surfaces at its position."""
+        or a bad index surfaces at its position.
+
+        The iterator keeps its position for checkpoints: `state_dict()` and
+        `load_state_dict(state)`, as `sackli.Reader.read_indices_iter`'s."""
         if read_ahead < 1:
             raise ValueError(f"read_ahead must be at least 1, not {read_ahead}")
-        return _read_ahead(self, iter(indices), mask, read_ahead)
+        return IndexStream.over(
+            indices, len(self._rows),
+            lambda chosen, _: _read_ahead(self, iter(chosen), mask, read_ahead))
 
     def __iter__(self) -> Iterator[Datapoint]:
         """Iterates over all datapoints, reading ahead in batches."""
@@ -121,7 +128,8 @@ def _chunk(source: Iterator[Any], size: int) -> tuple[list[Any], BaseException |
 
 def _read_ahead(
     sequence: DatapointSequence, source: Iterator[Any], mask: Mask | None, size: int
-) -> Iterator[Datapoint]:
+) -> Iterator[list[Datapoint]]:
+    """The datapoints at the indices of `source`, in batches of `size`."""
     executor = concurrent.futures.ThreadPoolExecutor(1, "sackli-datasets-read-ahead")
 
     def submit() -> tuple[Any, BaseException | None, bool]:
@@ -141,7 +149,7 @@ def _read_ahead(
             future, error, done = pending
             if not done:
                 pending = submit()
-            yield from future.result()
+            yield future.result()
             if error is not None:
                 raise error
             if done:

@@ -10,6 +10,9 @@ line before a block changes what runs:
     <!-- docs-test: continue -->       runs the block after the one before
                                        it on the same page, in one program
     <!-- docs-test: skip (reason) -->  does not run it; the reason is listed
+    <!-- docs-test: needs (a, b) -->    runs it where modules a and b are
+                                       installed (CI installs them), else
+                                       skips it
 
 The skipped blocks are pinned in SKIPPED below, so a new skip is a visible
 change to this file. Signatures and other text that is not a program go in
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib.util
 import json
 import os
 import pathlib
@@ -35,15 +39,16 @@ TIMEOUT_SECONDS = 240
 ONE_FOLDER_TIMEOUT_SECONDS = 900
 
 # (page, section, reason) of every block the pages mark to skip: only what
-# cannot run on a test machine (PyTorch, real cloud buckets).
+# cannot run on a test machine (real cloud buckets). Blocks that need a package
+# CI installs apart (PyTorch, Grain) are marked `needs` instead.
 SKIPPED = [
     ("docs/cache.md", "The read cache: remote bytes on local disk", "needs a bucket"),
     ("docs/cloud.md", "Cloud storage: `gs://` and `s3://`",
      "needs a GCS bucket and an S3 bucket"),
-    ("docs/loaders.md", "PyTorch", "needs PyTorch"),
 ]
 
-_MARK = re.compile(r"<!--\s*docs-test:\s*(continue|skip\s*\((?P<reason>[^)]*)\))\s*-->")
+_MARK = re.compile(r"<!--\s*docs-test:\s*(continue|skip\s*\((?P<reason>[^)]*)\)"
+                   r"|needs\s*\((?P<modules>[^)]*)\))\s*-->")
 
 
 def pages() -> list[pathlib.Path]:
@@ -61,6 +66,11 @@ class Program:
     section: str
     code: str
     skip: str | None = None
+    needs: tuple[str, ...] = ()
+
+    def missing(self) -> list[str]:
+        """The modules it needs that are not installed here."""
+        return [module for module in self.needs if importlib.util.find_spec(module) is None]
 
     @property
     def name(self) -> str:
@@ -100,7 +110,9 @@ def programs(page: str, text: str) -> list[Program]:
                 found[-1].code += code
             else:
                 reason = mark.group("reason") if mark is not None and mark.group("reason") else None
-                found.append(Program(page, start, section, code, reason))
+                needs = mark.group("modules") if mark is not None and mark.group("modules") else ""
+                found.append(Program(page, start, section, code, reason,
+                                     tuple(name.strip() for name in needs.split(",") if name.strip())))
             mark = None
             continue
         elif line.strip():
@@ -210,6 +222,8 @@ def test_api_reference_lists_every_public_name(module: str, page: str) -> None:
 def test_docs_block_runs(program: Program, tmp_path) -> None:
     if program.skip:
         pytest.skip(f"{program.name}: {program.skip}")
+    if program.missing():
+        pytest.skip(f"{program.name}: needs {', '.join(program.missing())}")
     completed = subprocess.run(
         [sys.executable, "-c", program.code], cwd=tmp_path, capture_output=True, text=True,
         timeout=TIMEOUT_SECONDS, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
@@ -246,7 +260,8 @@ def test_docs_blocks_run_in_one_folder(tmp_path) -> None:
     """The blocks that `test_docs_block_runs` runs, all in one folder in page
     order (README first): a reader who tries the examples one after another
     must not hit the files an earlier example left."""
-    runnable = [(program.name, program.code) for program in PROGRAMS if not program.skip]
+    runnable = [(program.name, program.code) for program in PROGRAMS
+                if not program.skip and not program.missing()]
     assert runnable[0][0].startswith("README.md:")
     listing = tmp_path / "programs.json"
     listing.write_text(json.dumps(runnable), encoding="utf-8")

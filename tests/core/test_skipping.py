@@ -207,3 +207,14 @@ def test_cat_prints_up_to_the_damage_then_skips_with_the_flag(damaged):
     assert skipping.returncode == 1
     assert skipping.stdout.splitlines() == [RECORDS[1].decode()]
     assert "skipped index 57" in skipping.stderr and "skipped index 3" in skipping.stderr
+
+
+def test_a_streams_position_counts_the_records_it_skipped(damaged):
+    """A checkpoint taken after a skip resumes after it, not one record early."""
+    reader = sackli.Reader(damaged)
+    stream = reader.read_indices_iter(range(N), read_ahead=8, skip_corrupt=sackli.SkippedRecords())
+    assert [next(stream) for _ in range(3)] == [RECORDS[1], RECORDS[2], RECORDS[5]]
+    assert stream.position == 6  # indices 0-5 taken, three of them skipped
+    later = reader.read_indices_iter(range(N), read_ahead=8, skip_corrupt=sackli.SkippedRecords())
+    later.load_state_dict(stream.state_dict())
+    assert [next(stream) for _ in range(3)] == [next(later) for _ in range(3)] == RECORDS[6:9]

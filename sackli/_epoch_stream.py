@@ -1,0 +1,192 @@
+"""`EpochStream`: a ready iterable dataset over a reader, an epoch at a
+time, that data loaders can checkpoint.
+
+It works out which indices this rank and loader worker read (with
+`shard_indices`) and reads them with `read_indices_iter`; its position is
+a small dict (`state_dict`). It needs no framework: it reads PyTorch's
+distributed rank and loader worker only from a torch that the program has
+already imported, and never imports torch itself.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from typing import Any, Iterator
+
+from ._shard_indices import shard_indices
+
+__all__ = ["EpochStream"]
+
+_STATE_KEYS = {"epoch", "consumed", "stream"}
+
+
+def _distributed() -> tuple[int, int] | None:
+    """(rank, world size) of an initialised torch.distributed, else None."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return dist.get_rank(), dist.get_world_size()
+
+
+def _worker() -> tuple[int, int]:
+    """(id, count) of the PyTorch loader worker this runs in; (0, 1) outside one."""
+    data = sys.modules.get("torch.utils.data")
+    info = data.get_worker_info() if data is not None else None
+    return (0, 1) if info is None else (info.id, info.num_workers)
+
+
+def _count(name: str, value: Any) -> int:
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {value!r}") from None
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0, not {number}")
+    return number
+
+
+class EpochStream:
+    """The records (or datapoints) this rank and loader worker read in an
+    epoch, as an iterable dataset that data loaders can checkpoint.
+
+    Each `iter()` reads this process's share of the current epoch, chosen by
+    `sackli.shard_indices` (a permutation seeded by `(seed, epoch)`, dealt to
+    ranks and then to loader workers), with `source.read_indices_iter`.
+    `set_epoch(epoch, consumed=K)` moves to an epoch, or resumes one after
+    its first K indices, with any world size (see `shard_indices`).
+    `state_dict()` is this worker's position as a small dict; after
+    `load_state_dict(state)`, the next `iter()` continues from it exactly
+    (later ones start their epoch afresh).
+
+    Rank and world size: `rank` and `world_size` when given; else those of
+    `torch.distributed` when the program has imported and initialised it
+    (looked up when the stream is made, at `set_epoch` and at each
+    `iter()`); else 0 of 1. The loader worker: PyTorch's
+    `torch.utils.data.get_worker_info()` when torch is imported; else 0 of
+    1. The stream never imports torch: with PyTorch, make it an
+    `IterableDataset` by mixing the two.
+
+    Args:
+      source: what to read: a `sackli.Reader`, a `sackli.datasets` reader,
+        or anything with `len()` and `read_indices_iter(indices)`.
+      seed: the seed shared by every rank and worker of a run.
+      shuffle: a new order every epoch (else index order).
+      drop_remainder: leave records out rather than repeat some so that
+        every rank reads as many (see `shard_indices`).
+      rank: this process among the training processes.
+      world_size: the number of training processes.
+
+    Example:
+      >>> class Stream(sackli.EpochStream, torch.utils.data.IterableDataset):
+      ...     pass
+      >>> dataset = Stream(sackli.Reader("train@*.bagz"), seed=1234)
+      >>> loader = torchdata.stateful_dataloader.StatefulDataLoader(
+      ...     dataset, batch_size=256, num_workers=4)
+      >>> for epoch in range(10):
+      ...     dataset.set_epoch(epoch)
+      ...     for batch in loader: ...
+    """
+
+    def __init__(self, source: Any, *, seed: int = 0, shuffle: bool = True,
+                 drop_remainder: bool = False, rank: int | None = None,
+                 world_size: int | None = None) -> None:
+        if not hasattr(source, "read_indices_iter") or not hasattr(source, "__len__"):
+            raise TypeError(
+                "EpochStream reads a sackli.Reader, a sackli.datasets reader or anything "
+                f"with len() and read_indices_iter(), not {type(source).__name__}")
+        if (rank is None) != (world_size is None):
+            raise ValueError("give both rank and world_size, or neither (torch.distributed's)")
+        if rank is not None:
+            rank, world_size = _count("rank", rank), _count("world_size", world_size)
+            if rank >= world_size:
+                raise ValueError(f"rank must be in [0, world_size={world_size}), not {rank}")
+        self.source = source
+        self.seed = _count("seed", seed)
+        self.shuffle, self.drop_remainder = bool(shuffle), bool(drop_remainder)
+        self._explicit = rank is not None
+        self._rank, self._world_size = (rank, world_size) if rank is not None else (0, 1)
+        self._epoch = self._consumed = 0
+        self._stream: Any = None   # the stream the last iter() gave, in this process
+        self._loaded: Any = None   # a loaded stream state, for the next iter()
+        self._update_world()
+
+    def _update_world(self) -> None:
+        if not self._explicit:
+            self._rank, self._world_size = _distributed() or (self._rank, self._world_size)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next `iter()` reads."""
+        return self._epoch
+
+    @property
+    def consumed(self) -> int:
+        """How many indices of the epoch's order all ranks had read before
+        this epoch's streams started (see `set_epoch`)."""
+        return self._consumed
+
+    def set_epoch(self, epoch: int, consumed: int = 0) -> None:
+        """Reads `epoch` from the next `iter()` on, skipping the first
+        `consumed` indices of its order, which all ranks together have read
+        (for a resume with another world size; see `shard_indices`). Call
+        it before each epoch, as with PyTorch's `DistributedSampler`. It
+        drops a state loaded and not yet used."""
+        self._epoch, self._consumed = _count("epoch", epoch), _count("consumed", consumed)
+        self._stream = self._loaded = None
+        self._update_world()
+
+    def indices(self) -> Any:
+        """The indices this rank and loader worker read in the current
+        epoch (after `consumed`), a numpy int64 array."""
+        self._update_world()
+        worker_id, num_workers = _worker()
+        return shard_indices(
+            len(self.source), epoch=self._epoch, seed=self.seed, shuffle=self.shuffle,
+            rank=self._rank, world_size=self._world_size, worker_id=worker_id,
+            num_workers=num_workers, drop_remainder=self.drop_remainder,
+            consumed=self._consumed)
+
+    def __iter__(self) -> Iterator[Any]:
+        stream = self.source.read_indices_iter(self.indices())
+        if self._loaded is not None:
+            try:
+                stream.load_state_dict(self._loaded)
+            except ValueError as error:
+                worker_id, num_workers = _worker()
+                raise ValueError(
+                    f"the loaded state is of another share of epoch {self._epoch} than this "
+                    f"one (rank {self._rank} of {self._world_size}, loader worker {worker_id} "
+                    f"of {num_workers}): a state resumes the same seed, world size, rank and "
+                    "workers; with another world, resume with set_epoch(epoch, consumed=K) "
+                    f"({error})") from None
+        self._loaded, self._stream = None, stream
+        return stream
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where this rank and worker are: `{"epoch": ..., "consumed": ...,
+        "stream": ...}`, the last one the position of the stream the last
+        `iter()` returned (None before the first), all small ints."""
+        stream = self._stream.state_dict() if self._stream is not None else self._loaded
+        return {"epoch": self._epoch, "consumed": self._consumed, "stream": stream}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Makes the next `iter()` continue where the stream of `state` (a
+        `state_dict()`, of the same source, seed, world size, rank and
+        loader worker) stopped."""
+        if not isinstance(state, dict) or set(state) != _STATE_KEYS:
+            raise TypeError(f"an EpochStream's state is the dict state_dict() returns, not {state!r}")
+        epoch, consumed = _count("epoch", state["epoch"]), _count("consumed", state["consumed"])
+        if state["stream"] is not None and not isinstance(state["stream"], dict):
+            raise TypeError(f"a stream's state is a dict, not {state['stream']!r}")
+        self._epoch, self._consumed = epoch, consumed
+        self._loaded, self._stream = state["stream"], None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy (a loader worker's) starts its own streams: the one this
+        # process is reading stays here.
+        return {**self.__dict__, "_stream": None}
+
+    def __repr__(self) -> str:
+        return (f"<sackli.EpochStream epoch {self._epoch} (consumed {self._consumed}) of "
+                f"{len(self.source)} records, rank {self._rank} of {self._world_size}>")
