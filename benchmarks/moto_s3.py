@@ -2,7 +2,7 @@
 read from S3 (remote_read.py, remote_cache.py, beam_tfrecord.py
 --remote-ranges). The proxy (tests/remote_servers.py's FaultProxy) adds
 `proxy.latency` seconds to every request and counts requests and response
-bytes by kind; tests/storage/test_bench_moto_s3.py checks both."""
+bytes by kind; tests/storage/test_latency_proxy.py checks both."""
 
 from __future__ import annotations
 
@@ -25,24 +25,20 @@ def serve_s3() -> Iterator[tuple[MotoServer, FaultProxy]]:
     both on exit, putting the environment back. Yields (server, proxy):
     create buckets through `server.url` (not counted), read through the
     proxy (counted)."""
-    settings = dict(AWS_ENDPOINT_URL="", AWS_ACCESS_KEY_ID="bench",
-                    AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
-    saved = {name: os.environ.get(name) for name in settings}
+    saved = dict(os.environ)
     server = MotoServer()
     try:
         server.start()
         proxy = FaultProxy("s3", server.url).start()
         try:
-            os.environ.update(settings, AWS_ENDPOINT_URL=proxy.url)
+            os.environ.update(AWS_ENDPOINT_URL=proxy.url, AWS_ACCESS_KEY_ID="bench",
+                              AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
             _storage.reset_clients()
             yield server, proxy
         finally:
             proxy.stop()
     finally:
         server.close()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        os.environ.clear()
+        os.environ.update(saved)
         _storage.reset_clients()

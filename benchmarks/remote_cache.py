@@ -49,6 +49,7 @@ import os
 import pathlib
 import platform
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -112,6 +113,7 @@ class Epochs:
     def __init__(self, proxy: Any, orders: list[Any], expected: list[int], batch_size: int) -> None:
         self.proxy, self.orders, self.expected, self.batch_size = proxy, orders, expected, batch_size
         self.samples: dict[str, list[dict[str, float]]] = {}
+        self.opened: list[sackli.Reader] = []
 
     def run(self, case: str, epoch: int, open_reader: Callable[[], sackli.Reader | None] | None = None,
             reader: sackli.Reader | None = None) -> sackli.Reader | None:
@@ -124,6 +126,7 @@ class Epochs:
             reader = open_reader()
             if reader is None:
                 return None
+            self.opened.append(reader)
         crc = read_epoch(reader, self.orders[epoch - 1], self.batch_size)
         seconds = time.perf_counter() - start
         if crc != self.expected[epoch - 1]:
@@ -134,6 +137,12 @@ class Epochs:
             "heads": counts["HEAD"], "bytes": sum(sent.values())})
         return reader
 
+    def close(self) -> None:
+        """Closes the Readers `run` opened (before their folders go)."""
+        for reader in self.opened:
+            reader.close()
+        self.opened.clear()
+
     def median(self, key: str) -> dict[str, float]:
         samples = self.samples[key]
         return {field: statistics.median(s[field] for s in samples) for field in samples[0]}
@@ -141,21 +150,26 @@ class Epochs:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="10,000 records of 1-4 KiB")
-    parser.add_argument("--records", type=int, default=20_000)
-    parser.add_argument("--min-size", type=int, default=4096, help="smallest record, bytes")
-    parser.add_argument("--max-size", type=int, default=12288, help="largest record, bytes")
+    parser.add_argument("--quick", action="store_true",
+                        help="10,000 records of 1-4 KiB, 3 rounds (unless given below)")
+    parser.add_argument("--records", type=int, help="default 20,000 (--quick: 10,000)")
+    parser.add_argument("--min-size", type=int, help="smallest record, bytes: default 4,096 (--quick: 1,024)")
+    parser.add_argument("--max-size", type=int, help="largest record, bytes: default 12,288 (--quick: 4,096)")
     parser.add_argument("--shards", type=int, default=32, help="objects in the bucket")
     parser.add_argument("--latency-ms", type=float, default=20.0, help="added to every request")
     parser.add_argument("--parallelism", type=int, default=32, help="max_parallelism of the S3 Readers")
     parser.add_argument("--batch-size", type=int, default=0,
                         help="read_indices in batches of N (default 0: read_indices_iter)")
-    parser.add_argument("--cache-max-bytes", type=int, default=2 << 30)
-    parser.add_argument("--repeat", type=int, default=1, help="rounds of the S3 cases (medians)")
+    parser.add_argument("--cache-max-bytes", type=int, default=2 << 30,
+                        help="cache_max_bytes of the cache cases (default 2 GiB: the whole bag)")
+    parser.add_argument("--repeat", type=int, help="rounds of the S3 cases (medians): default 1 (--quick: 3)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args()
-    if args.quick:
-        args.records, args.min_size, args.max_size = 10_000, 1024, 4096
+    defaults = (dict(records=10_000, min_size=1024, max_size=4096, repeat=3) if args.quick
+                else dict(records=20_000, min_size=4096, max_size=12288, repeat=1))
+    for option, value in defaults.items():
+        if getattr(args, option) is None:
+            setattr(args, option, value)
 
     name = NAME.format(args.shards)
     records = make_records(args.records, args.min_size, args.max_size)
@@ -176,8 +190,8 @@ def main() -> None:
         url = f"s3://{BUCKET}/{name}"
 
         # The local copy gives each order's checksum, then its times.
-        local = sackli.Reader(local_spec)
-        expected = [read_epoch(local, order, args.batch_size) for order in orders]
+        with sackli.Reader(local_spec) as local:
+            expected = [read_epoch(local, order, args.batch_size) for order in orders]
         epochs = Epochs(proxy, orders, expected, args.batch_size)
         for epoch in (1, 2, 3):
             epochs.run("local copy", epoch, lambda: sackli.Reader(local_spec))
@@ -203,6 +217,9 @@ def main() -> None:
                 continue
             epochs.run("S3, cache", 2, reader=reader)
             epochs.run("S3, cache, new Reader", 3, opened)
+            epochs.close()
+            shutil.rmtree(cache_dir)
+        epochs.close()
 
     local_seconds = statistics.median(local_times)
     results = []
@@ -235,7 +252,7 @@ def main() -> None:
     for row in results:
         epoch = "each" if row["epoch"] is None else row["epoch"]
         versus = f"{row['relative_to_no_cache']:.2f}x" if "relative_to_no_cache" in row else ""
-        print(f"| {row['case']} | {epoch} | {row['seconds']:.2f} | {row['records_per_s']:,.0f} | "
+        print(f"| {row['case']} | {epoch} | {row['seconds']:.3f} | {row['records_per_s']:,.0f} | "
               f"{row['requests']:,.0f} | {row['gets']:,.0f} | {row['bytes'] / 1e6:,.1f} | "
               f"{row['relative_to_local']:.1f}x | {versus} |")
     if args.json:

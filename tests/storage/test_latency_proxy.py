@@ -16,8 +16,6 @@ import boto3
 
 import sackli
 
-import remote_servers  # noqa: F401  (loaded through conftest.py, before moto_s3 asks for it)
-
 BUCKET = "sackli-latency-proxy"
 
 
@@ -25,7 +23,7 @@ def _load_moto_s3():
     path = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "moto_s3.py"
     spec = importlib.util.spec_from_file_location("bench_moto_s3", path)
     module = importlib.util.module_from_spec(spec)
-    saved = list(sys.path)  # the module puts tests/ on sys.path for scripts
+    saved = list(sys.path)  # the module puts tests/ on sys.path (for remote_servers)
     try:
         spec.loader.exec_module(module)
     finally:
