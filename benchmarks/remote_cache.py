@@ -20,7 +20,7 @@ The cache cases run only when the installed sackli's Reader accepts
 and prints the other rows.
 
 An epoch reads through `reader.read_indices_iter(order)` by default: what a
-training loop does with `shard_indices` (docs/training.md), and its background
+training loop does with `shard_indices` (docs/loaders.md), and its background
 read-ahead plans ~`read_ahead_bytes` of records at a time, so neighbouring
 records share GETs. `--batch-size N` reads with `reader.read_indices` in
 batches of N instead (fewer records per plan: more, smaller GETs).
@@ -30,14 +30,14 @@ requests and MB through the proxy, and the time relative to the local copy
 and to no cache (epoch 2 against no cache's epoch 2; a newly opened Reader
 against no cache's epoch 1, which also opens one).
 
-    python benchmarks/remote_cache.py --quick          # 10,000 records of 1-4 KiB (~20 MB), ~1 min
-    python benchmarks/remote_cache.py                  # 20,000 records of 4-12 KiB (~120 MB), ~5 min
-
 The bag is split into `--shards` objects because moto's server copies a whole
 object for every ranged GET (one 40 MB object made each epoch 8x slower). On
 two cores the proxy and moto together answer ~250-300 requests/s, which is
-what bounds an epoch without a cache: each one costs about one GET per 2-3
-records here, however many are in flight.
+what bounds an epoch without a cache (about one GET per 4-5 records of 1-4
+KiB, per record of 4-12 KiB), however many requests are in flight.
+
+    python benchmarks/remote_cache.py --quick          # 10,000 records of 1-4 KiB (~20 MB), ~1 min
+    python benchmarks/remote_cache.py                  # 20,000 records of 4-12 KiB (~120 MB), ~3-5 min
     python benchmarks/remote_cache.py --latency-ms 50 --batch-size 256 --json out.json
 """
 
