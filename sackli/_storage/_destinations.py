@@ -23,15 +23,20 @@ import tempfile
 import uuid
 from typing import BinaryIO, Iterator
 
+from ._folders import make_unique_folder
 from ._local import LocalStore, sync_folders
 from ._objects import atomic_output, object_exists, reset_clients
-from ._folders import make_unique_folder
 from ._staged import LocalStagedFile, StagedFile, UploadStagedFile
-from ._upload import OpenUpload
 from ._traits import MAX_PARALLEL_REQUESTS
+from ._upload import OpenUpload
 from ._urls import is_remote
 
 __all__ = ["LocalDestination", "UploadDestination", "WriteDestination", "write_destination"]
+
+_LOCAL = LocalStore()
+# A staged output's buffer: large writes (a map's values) go out in fewer calls.
+_OUTPUT_BUFFER = 256 << 10
+
 
 def write_destination(path: str) -> "WriteDestination":
     """Where a write of `path` (a file, a folder, a shard spec) goes: a
@@ -52,7 +57,7 @@ class WriteDestination:
     with `atomic=False`); an object exists only once uploaded whole."""
     parallel_opens: int
     """How many files of the destination to open or close at once: more
-    than one only where each waits on the network."""
+    than one only where each waits on the network (`parallel_requests`)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -124,7 +129,7 @@ class WriteDestination:
         beside the target when None) and renamed onto it (a symbolic link is
         written through), fsynced first and the folder after when
         `durable`; on a bucket an upload committed then. On error nothing
-        appears (a `staged` file stays with the folder holding it)."""
+        appears, and nothing is left."""
         raise NotImplementedError
         yield  # pragma: no cover - a generator, for the type checker
 
@@ -174,20 +179,9 @@ class LocalDestination(WriteDestination):
 
     @contextlib.contextmanager
     def output(self, staged: str | None = None, *, durable: bool = False) -> Iterator[BinaryIO]:
-        target = os.path.realpath(self.path) if os.path.islink(self.path) else self.path
-        if staged is None:
-            with LocalStore().writing(target, durable=durable) as file:
-                yield file
-            return
-        # Not mkstemp: the file gets the umask's mode, as open() gives.
-        with open(staged, "wb", buffering=256 << 10) as file:
+        with _LOCAL.writing(self.path, durable=durable, staged=staged,
+                            buffering=_OUTPUT_BUFFER) as file:
             yield file
-            if durable:
-                file.flush()
-                os.fsync(file.fileno())
-        os.replace(staged, target)
-        if durable:
-            sync_folders([target])
 
     def before_cleanup(self) -> None:
         pass

@@ -90,6 +90,7 @@ def test_a_local_output_appears_whole_on_success_only(tmp_path, staged_in):
         assert target.read_bytes() == b"old"
     assert target.read_bytes() == b"new"
     assert sorted(os.listdir(tmp_path)) == ([".work", "out.bin"] if staged_in else ["out.bin"])
+    assert not staged_in or os.listdir(tmp_path / ".work") == []
 
 
 def test_a_local_output_writes_through_a_link(tmp_path):
