@@ -202,6 +202,14 @@ class SetManifest:
         self._old: bytes | None = None
         self._begun = False
 
+    @classmethod
+    def of_set(cls, paths: list[str], writer: str) -> "SetManifest | None":
+        """The manifest of the shard set `paths` when it has one (on a
+        bucket); None for a set on local disk, published by renames."""
+        if manifest_url(_storage.normalize(paths[0])) is None:
+            return None
+        return cls(paths, writer)
+
     def begin(self) -> None:
         """Marks the set as being published (keeps the old manifest)."""
         try:

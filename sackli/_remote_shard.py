@@ -18,7 +18,7 @@ from . import _bulk
 from ._format import limits_path_for
 from ._options import LimitsPlacement, WriterOptions
 from ._shard_set import BagShard
-from ._storage import copy_object, delete_objects
+from ._storage import WriteDestination, copy_object, delete_objects
 
 __all__ = ["RemoteBagShard", "partial_folder"]
 
@@ -36,11 +36,12 @@ class RemoteBagShard(BagShard):
     `partial` (a single bag, not a set) it is written straight to `path`
     and appears when finished."""
 
-    def __init__(self, path: str, options: WriterOptions, partial: str | None) -> None:
+    def __init__(self, path: str, options: WriterOptions, partial: str | None,
+                 destination: WriteDestination) -> None:
         self._separate = options.limits_placement == LimitsPlacement.SEPARATE
         self._hidden = partial is not None
         self._temp = partial + path.rpartition("/")[2] if self._hidden else path
-        super().__init__(self._temp, options, uploads=True)
+        super().__init__(self._temp, options, destination.at(self._temp))
 
     def finish(self) -> None:
         self._writer.close()  # the hidden object (and its limits object) appear

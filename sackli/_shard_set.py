@@ -43,7 +43,6 @@ import bisect
 import dataclasses
 import itertools
 import os
-import tempfile
 import uuid
 from typing import Any, Callable, Iterable, Protocol
 
@@ -57,7 +56,10 @@ from ._record_iterables import refuse_single_record
 from ._set_conflicts import check_shard_count, refuse_other_sets, remove_other_sets
 from ._set_journal import COMPANION_RULES, SetJournal
 from ._shard_spec import refuse_glob, shard_name
-from ._storage import delete_objects, read_object, reset_clients, sync_folders, write_object
+from ._storage import (
+    LocalDestination, WriteDestination, delete_objects, read_object, sync_folders, write_destination,
+    write_object,
+)
 from ._writer import Writer
 
 __all__ = [
@@ -134,11 +136,11 @@ class BagShard:
     """A bag shard written by `sackli.Writer`, which keeps it in its own
     hidden partial folder until `publish` renames it onto the target."""
 
-    def __init__(self, path: str, options: WriterOptions, uploads: bool = False) -> None:
+    def __init__(self, path: str, options: WriterOptions, destination: WriteDestination) -> None:
         # `path` is ready (a shard's name, the set's spec parsed once),
-        # `options` resolved and `uploads` decided (a local file unless the
-        # set is uploaded): the Writer parses and checks none of it again.
-        self._writer = Writer._at(path, options, uploads)
+        # `options` resolved and `destination` decided (the set's, at
+        # `path`): the Writer parses and checks none of it again.
+        self._writer = Writer._at(path, options, destination)
 
     @property
     def writer(self) -> Writer:
@@ -221,10 +223,11 @@ class ShardSetWriter:
       overwrite: replace other shard sets of the name (another count),
         deleted once this one is published; without it they are refused
         (FileExistsError; `sackli._set_conflicts`).
-      uploads: whether the set's files are objects uploaded to gs:// or
-        s3:// (no journal, no rename, nothing kept to recover), as the
-        caller decided where `spec` entered; by default local files,
-        renamed into place.
+      destination: where the set is written (`write_destination(spec)`),
+        as the caller decided where `spec` entered: local files renamed into
+        place, with a journal, kept for recovery; or objects uploaded to
+        gs:// or s3:// (no journal, no rename, nothing kept to recover). By
+        default decided here.
 
     Raises ValueError for a `max_shard_bytes` that does not go with `spec`
     or a shard count outside 1 to 99,999.
@@ -234,7 +237,7 @@ class ShardSetWriter:
                  open_shard: OpenShard, *, record_overhead: int,
                  max_shard_bytes: int | None = None, num_records: int | None = None,
                  durable: bool = False, journal_options: WriterOptions | None = None,
-                 overwrite: bool = False, uploads: bool = False) -> None:
+                 overwrite: bool = False, destination: WriteDestination | None = None) -> None:
         check_shard_count(spec)  # `x@0.bag` would be written under that literal name
         refuse_glob(spec, spec)
         by_size = sharded is not None and sharded[1] == "*"
@@ -251,7 +254,7 @@ class ShardSetWriter:
             refuse_other_sets(spec, None)
         self._overwrite = overwrite
         self._spec = spec
-        self._uploads = uploads
+        self._destination = write_destination(spec) if destination is None else destination
         self._sharded = sharded is not None
         self._durable = durable
         self._open_shard = open_shard
@@ -286,7 +289,8 @@ class ShardSetWriter:
         self._ratio = 1.0  # stored bytes per payload byte, learnt as we write
         self._payload = 0  # payload bytes written to the open shard
         self._journal: SetJournal | None = None
-        if journal_options is not None and sharded is not None and not self._uploads:
+        if (journal_options is not None and sharded is not None
+                and self._destination.keeps_unfinished):
             mode = "size" if by_size else "spool" if self._spooling else "count"
             self._journal = SetJournal(spec, journal_options, mode,
                                        None if mode != "count" else list(self._counts),
@@ -374,27 +378,27 @@ class ShardSetWriter:
         if self._spooling:
             if self._spool is None:
                 if self._journal is not None:
-                    self._spool = BagShard(self._journal.spool_path(),
-                                           dataclasses.replace(_spool_options(), atomic=False))
+                    spool = self._journal.spool_path()
+                    self._spool = BagShard(spool,
+                                           dataclasses.replace(_spool_options(), atomic=False),
+                                           self._destination.at(spool))
                 else:
-                    self._spool = BagShard(self._spool_path(), _spool_options())
+                    # Spooled beside the set, or (for an upload) on local
+                    # disk: read back at once, never published.
+                    spool = self._destination.scratch_path(
+                        f"{self._base}.sackli-spool{self._suffix}.bag")
+                    self._spool = BagShard(spool, _spool_options(), LocalDestination(spool))
             return self._spool
         if self._shard is None:
             name = self._next_path()
             if self._journal is not None:
-                self._shard = BagShard(self._journal.shard_path(name),
-                                       self._journal.shard_options)
+                path = self._journal.shard_path(name)
+                self._shard = BagShard(path, self._journal.shard_options,
+                                       self._destination.at(path))
             else:
                 self._shard = self._open_shard(name)
             self._payload = 0
         return self._shard
-
-    def _spool_path(self) -> str:
-        name = f"{self._base}.sackli-spool{self._suffix}.bag"
-        if self._uploads:  # spooled on local disk, read back at once
-            name = os.path.join(tempfile.gettempdir(),
-                                f".sackli-spool-{os.getpid()}-{uuid.uuid4().hex[:12]}.bag")
-        return name
 
     def _next_path(self) -> str:
         if self._max_shard_bytes is not None:
@@ -513,8 +517,10 @@ class ShardSetWriter:
     def _publish(self) -> None:
         """Writes the companions, then moves every finished shard onto its
         name; on a bucket inside a manifest's "publishing" ... "complete"."""
-        if self._uploads and self._sharded:
-            self._manifest = SetManifest(self._paths, f"pid {os.getpid()} {uuid.uuid4().hex[:12]}")
+        if self._sharded:  # a set on a bucket has a manifest (_consistency)
+            self._manifest = SetManifest.of_set(self._paths,
+                                                f"pid {os.getpid()} {uuid.uuid4().hex[:12]}")
+        if self._manifest is not None:
             self._manifest.begin()
         files = self._write_companions()
         for shard, target in zip(self._finished, self._paths):
@@ -562,7 +568,7 @@ class ShardSetWriter:
         bucket keeps no unfinished write)."""
         if self._closed:
             return
-        if self._uploads:
+        if not self._destination.keeps_unfinished:  # a bucket keeps no unfinished write
             self.abort()
             return
         self._closed = True
@@ -579,10 +585,7 @@ class ShardSetWriter:
         """Stops writing and deletes every file written so far; files of the
         set that were already published are deleted too."""
         self._closed = True
-        if self._uploads:
-            # The failure may have left a connection out of step (answers
-            # off by one): the cleanup goes out on fresh connections.
-            reset_clients()
+        self._destination.before_cleanup()
         shards = list(self._finished)
         for open_shard in (self._shard, self._spool):
             if open_shard is not None:

@@ -18,22 +18,23 @@ from ._options import WriterOptions, with_overrides
 from ._remote_shard import RemoteBagShard, partial_folder
 from ._shard_set import BagShard, OpenShard, ShardSetWriter
 from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
-from ._storage import by_upload, path_argument
+from ._storage import WriteDestination, path_argument, write_destination
 from ._writer import Record, check_placement
 
 __all__ = ["ShardedWriter", "bag_shard_opener"]
 
 
 def bag_shard_opener(spec: str, options: WriterOptions, sharded: bool,
-                     uploads: bool) -> OpenShard:
-    """How the set `spec` (a shard set if `sharded`, uploaded if `uploads`,
-    as its writer parsed and decided) opens a shard at its ready path: a
-    local `Writer` that stays in its partial folder until published, or a
-    remote shard (`_remote_shard`)."""
-    if not uploads:
-        return lambda path: BagShard(path, options)
+                     destination: WriteDestination) -> OpenShard:
+    """How the set `spec` (a shard set if `sharded`, written to
+    `destination`, as its writer parsed and decided) opens a shard at its
+    ready path: a `Writer` whose file grows in its partial folder until it
+    is renamed into place (local), else a shard streamed into a hidden
+    object and copied into place (`_remote_shard`)."""
+    if destination.grows_in_place:
+        return lambda path: BagShard(path, options, destination.at(path))
     partial = partial_folder(spec) if sharded else None
-    return lambda path: RemoteBagShard(path, options, partial)
+    return lambda path: RemoteBagShard(path, options, partial, destination)
 
 
 class ShardedWriter:
@@ -119,20 +120,19 @@ class ShardedWriter:
         self._spec = spec
         # Decided once, where the path enters: the set, its shards and the
         # checks here take it (an upload: no folder, nothing kept to recover).
-        self._uploads = by_upload(spec)
-        check_placement(spec, options, self._uploads)
-        folder = os.path.dirname(spec)
-        if folder and not self._uploads and not os.path.isdir(folder):
-            raise FileNotFoundError(2, f"{file_spec}: the folder does not exist", folder)
+        self._destination = write_destination(spec)
+        check_placement(spec, options, self._destination)
+        self._destination.check_folder(file_spec)
         # The spec is parsed here, once: the set and the shard opener take
         # it parsed, and every shard gets its ready path.
         sharded = split_shard_entry(spec)
         self._set = ShardSetWriter(
-            spec, sharded, bag_shard_opener(spec, options, sharded is not None, self._uploads),
+            spec, sharded,
+            bag_shard_opener(spec, options, sharded is not None, self._destination),
             record_overhead=LIMIT_BYTES,
             max_shard_bytes=max_shard_bytes, num_records=num_records,
             durable=options.durable, journal_options=options, overwrite=overwrite,
-            uploads=self._uploads)
+            destination=self._destination)
 
     @property
     def paths(self) -> list[str]:
@@ -192,7 +192,7 @@ class ShardedWriter:
         if shard_set is None or shard_set.closed:
             return
         # Closing here would publish a write cut short as if it were complete.
-        kept = "" if self._uploads else (
+        kept = "" if not self._destination.keeps_unfinished else (
             f"; what was written is kept: `sackli recover {self._spec}` completes it")
         warnings.warn(f"sackli.ShardedWriter({self._spec!r}) was not closed: nothing was "
                       f"published{kept}", ResourceWarning, source=self)

@@ -31,7 +31,7 @@ from typing import Any
 
 from ._format import PARTIAL_MARKER, partial_folder_prefix
 from ._shard_spec import split_shard_entry, strip_local_prefix
-from ._storage import on_this_machine
+from ._storage import local_entries
 
 __all__ = [
     "JOURNAL", "UnfinishedWrite", "explained_missing", "make_write_folder", "read_journal", "unfinished_writes",
@@ -138,10 +138,8 @@ def unfinished_writes(folder: str) -> list[UnfinishedWrite]:
     its `limits.<name>` looks like a complete bag's SEPARATE limits. None
     in a remote folder: only a local writer leaves an unfinished write (a
     bucket keeps nothing of a write that did not complete)."""
-    if not on_this_machine(folder):
-        return []
     try:
-        entries = os.listdir(folder or ".")
+        entries = local_entries(folder)  # none in a bucket
     except OSError:
         return []
     found = [write for entry in entries if (write := _write_in(folder, entry)) is not None]

@@ -7,22 +7,25 @@ import warnings
 from typing import Any, Iterable
 
 from . import _engine
+from ._consistency import limits_metadata
+from ._format import limits_path_for
 from ._options import LimitsPlacement, WriterOptions, with_overrides
 from ._record_iterables import refuse_single_record
-from ._remote_write import RemoteWrite
 from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
-from ._storage import OpenUpload, by_upload, open_upload, path_argument
+from ._storage import (
+    OpenUpload, StagedFile, UploadDestination, WriteDestination, path_argument, write_destination,
+)
 
 __all__ = ["Writer"]
 
 Record = Any  # bytes, str (written as UTF-8), bytearray, memoryview, any buffer
 
 
-def check_placement(spec: str, options: WriterOptions, uploads: bool) -> None:
+def check_placement(spec: str, options: WriterOptions, destination: WriteDestination) -> None:
     """ValueError when `options` ask for a write in place where there is no
-    place to write into: a `gs://` or `s3://` object (`uploads`, as the
-    writer of `spec` decided)."""
-    if not options.atomic and uploads:
+    place to write into: a `gs://` or `s3://` object (`destination`, as the
+    writer of `spec` decided it)."""
+    if not options.atomic and not destination.grows_in_place:
         raise ValueError(
             f"{spec}: atomic=False writes into the file as it grows, which a bucket "
             "cannot do: a gs:// or s3:// object appears only when its upload completes. "
@@ -114,53 +117,52 @@ class Writer:
         self._path = strip_local_prefix(spec)
         _refuse_shard_spec(spec, self._path)
         refuse_glob(spec, self._path)
-        uploads = by_upload(self._path)  # decided once, where the path enters
-        check_placement(self._path, self._options, uploads)
-        self._open(uploads)
+        destination = write_destination(self._path)  # decided once, where the path enters
+        check_placement(self._path, self._options, destination)
+        self._open(destination.stage_file())
 
     @classmethod
-    def _at(cls, path: str, options: WriterOptions, uploads: bool) -> "Writer":
+    def _at(cls, path: str, options: WriterOptions, destination: WriteDestination) -> "Writer":
         """A Writer of one shard of a set, as `sackli.ShardedWriter` hands it
         over: `path` is ready (the set parsed and checked its spec once: no
-        prefix, no glob), `options` are resolved and `uploads` says whether
-        the set is uploaded (gs://, s3://), so nothing is parsed or checked
-        again per shard, but that the shard's name is no spec itself
-        (`x@2@3.bag` names its shards `x-00000-of-00002@3.bag`, which no
-        reader could open by name)."""
+        prefix, no glob), `options` are resolved and `destination` (at
+        `path`) is the set's, decided where its spec entered, so nothing is
+        parsed or checked again per shard, but that the shard's name is no
+        spec itself (`x@2@3.bag` names its shards `x-00000-of-00002@3.bag`,
+        which no reader could open by name)."""
         _refuse_shard_spec(path, path)
         writer = cls.__new__(cls)
         writer._options = options
         writer._path = path
-        writer._open(uploads)
+        writer._open(destination.stage_file())
         return writer
 
-    def _open(self, uploads: bool) -> None:
-        self._remote: RemoteWrite | None = None
-        if uploads:
-            self._open_remote(open_upload)
-        else:
-            self._core = _engine.WriterCore(self._path, self._options._engine_options)
-
-    def _open_remote(self, opener: OpenUpload, tag_limits: bool = True) -> None:
-        # The records stream into an upload; only the limits stay local.
-        self._remote = RemoteWrite(self._path, opener, tag_limits)
+    def _open(self, staged: StagedFile, tag_limits: bool = True) -> None:
+        # Locally the engine writes the file under a temporary name and
+        # renames it; for an object the records stream into an upload and
+        # only the limits stay local (see StagedFile).
+        self._staged = staged
+        # Whether a SEPARATE limits object names the version of its records
+        # (only for sackli's own objects: not for Beam's temporary objects,
+        # which Beam renames by copying).
+        self._tag_limits = tag_limits
         try:
-            self._core = _engine.WriterCore(
-                self._remote.local_path, self._options._engine_options,
-                stream=self._remote.records, url=self._path)
+            self._core = _engine.WriterCore(staged.local_path, self._options._engine_options,
+                                            stream=staged.stream, url=staged.url)
         except BaseException:
-            self._remote.discard()
+            staged.discard()
             raise
 
     @classmethod
     def _uploading(cls, url: str, options: WriterOptions, opener: OpenUpload) -> "Writer":
         """A Writer of the remote `url` whose uploads `opener` opens (the
         Beam sink's, configured by the pipeline options)."""
-        check_placement(url, options, uploads=True)
+        destination = UploadDestination(url)
+        check_placement(url, options, destination)
         writer = cls.__new__(cls)
         writer._options = options
         writer._path = url
-        writer._open_remote(opener, tag_limits=False)
+        writer._open(destination.stage_file(opener), tag_limits=False)
         return writer
 
     @property
@@ -237,33 +239,35 @@ class Writer:
         """
         if self._core.closed:
             return
-        remote, self._remote = self._remote, None
         try:
             self._core.close()
-            if remote is not None:
-                remote.publish(self._options.limits_placement == LimitsPlacement.SEPARATE)
+            # The engine renamed a SEPARATE limits file onto `limits.<name>`
+            # beside what it wrote; an object's goes up after the records.
+            beside = []
+            if self._options.limits_placement == LimitsPlacement.SEPARATE:
+                beside.append((limits_path_for(self._staged.local_path),
+                               limits_path_for(self._path)))
+            self._staged.publish(beside, self._limits_metadata if self._tag_limits else None)
         except BaseException:
-            if remote is not None:
-                remote.discard()
+            self._staged.discard()
             raise
+
+    def _limits_metadata(self, version: str) -> dict[str, str]:
+        # A limits object names the version of its records (_consistency).
+        return limits_metadata(self._path, version)
 
     def _discard(self) -> None:
         """Stops writing and deletes the temporary files; `path` is left as
         it was. In place (`atomic=False`), what was written stays at `path`
         with its limits file, for `sackli.recover`."""
         self._core.discard()
-        if self._remote is not None:
-            self._remote.discard()
-            self._remote = None
+        self._staged.discard()
 
     def _abandon(self) -> None:
         """Stops writing without publishing: a local write keeps what it
         wrote for `sackli.recover` (what a crash after a flush leaves); a
         remote one is discarded (a bucket keeps no unfinished upload)."""
-        if self._remote is not None:
-            self._discard()
-        else:
-            self._core.abandon()
+        self._staged.abandon(self._core, self._discard)
 
     def __del__(self) -> None:
         core = getattr(self, "_core", None)
@@ -271,7 +275,7 @@ class Writer:
             return
         # Closing here would publish a write cut short (an exception outside
         # `with`) as if it were complete.
-        kept = "" if self._remote is not None else (
+        kept = "" if not self._staged.keeps_unfinished else (
             f"; the records written so far are kept in {os.path.dirname(core.partial_path)}: "
             f"`sackli recover {self._path}` completes them")
         warnings.warn(f"sackli.Writer({self._path!r}) was not closed: nothing was "

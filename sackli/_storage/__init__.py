@@ -4,7 +4,14 @@ by path. Three stores sit behind one set of functions: local files
 (boto3). A path's store is decided here, where the path comes in: callers
 pass any path and never ask which kind it is.
 
-Callers ask a path's store what it can do (`by_upload`, `network_bound`,
+A writer takes the path's `WriteDestination` once, where the path enters
+(`write_destination`: a `LocalDestination` or an `UploadDestination`), and
+calls its methods for what differs: whether a name is taken, where a write
+is staged (`stage_file`: a `StagedFile`; `staging_folder`, `scratch_path`,
+`output`), how it is published and discarded, whether a write cut short is
+kept for recovery, how many files to open at once. Other callers ask the
+store for what it holds (`local_entries`, `open_local`: nothing of a
+bucket) or what it can do (`parallel_requests`, `by_upload`,
 `on_this_machine`), never which store it is. A path argument is checked
 here too, once, with one message (`path_argument`).
 
@@ -41,30 +48,36 @@ from __future__ import annotations
 
 from ._folders import (
     folder_bytes, folder_entries, folder_path, is_file, is_folder, join_path, list_folders,
-    make_staging_folder, make_unique_folder, names_starting, remove_folder,
+    local_entries, make_staging_folder, make_unique_folder, names_starting, remove_folder,
+)
+from ._destinations import (
+    LocalDestination, UploadDestination, WriteDestination, write_destination,
 )
 from ._globs import OwnFile, expand_glob, is_glob
 from ._local import LocalStore
 from ._paths import path_argument
 from ._objects import (
     REMOTE_OPENER, RemoteObject, RemoteOpener, atomic_output, copy_object, delete_object,
-    delete_objects, list_objects, object_exists, open_upload, opener_for, put_file, read_object,
+    delete_objects, list_objects, object_exists, open_local, open_upload, opener_for, put_file, read_object,
     reset_clients, stat_object, sync_folders, write_object,
 )
 from ._read_cache import check_cache_dir, read_cache
 from ._settings import GcsSettings, S3Settings, StorageSettings, current_settings, using
 from ._store import ObjectStat, Store
-from ._traits import by_upload, network_bound, on_this_machine
+from ._staged import StagedFile
+from ._traits import MAX_PARALLEL_REQUESTS, by_upload, on_this_machine, parallel_requests
 from ._upload import OpenUpload, Upload, UploadFile
 from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, parse
 
-__all__ = ["REMOTE_OPENER", "GcsSettings", "LocalStore", "ObjectStat", "OpenUpload", "OwnFile",
-           "RemoteObject", "RemoteOpener", "RemotePath", "S3Settings", "StorageSettings",
-           "Store", "Upload", "UploadFile", "atomic_output", "base_name", "by_upload",
-           "canonical_path", "check_cache_dir", "copy_object", "current_settings",
-           "delete_object", "delete_objects", "expand_glob", "folder_bytes", "folder_entries", "folder_path",
-           "is_file", "is_folder", "is_glob", "is_remote", "join_path", "list_folders",
-           "list_objects", "make_staging_folder", "make_unique_folder", "names_starting",
-           "network_bound", "normalize", "object_exists", "on_this_machine", "open_upload",
-           "opener_for", "parse", "path_argument", "put_file", "read_cache", "read_object",
-           "remove_folder", "reset_clients", "stat_object", "sync_folders", "using", "write_object"]
+__all__ = ["GcsSettings", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS", "ObjectStat",
+           "OpenUpload", "OwnFile", "REMOTE_OPENER", "RemoteObject", "RemoteOpener", "RemotePath",
+           "S3Settings", "StagedFile", "StorageSettings", "Store", "Upload", "UploadDestination",
+           "UploadFile", "WriteDestination", "atomic_output", "base_name", "by_upload",
+           "canonical_path", "check_cache_dir", "copy_object", "current_settings", "delete_object", "delete_objects",
+           "expand_glob", "folder_bytes", "folder_entries", "folder_path", "is_file", "is_folder",
+           "is_glob", "is_remote", "join_path", "list_folders", "list_objects", "local_entries",
+           "make_staging_folder", "make_unique_folder", "names_starting", "normalize",
+           "object_exists", "on_this_machine", "open_local", "open_upload", "opener_for",
+           "parallel_requests", "parse", "path_argument", "put_file", "read_cache", "read_object",
+           "remove_folder", "reset_clients", "stat_object", "sync_folders", "using",
+           "write_destination", "write_object"]

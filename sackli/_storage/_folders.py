@@ -20,7 +20,7 @@ from ._paths import path_argument
 from ._urls import is_remote, normalize
 
 __all__ = ["folder_bytes", "folder_entries", "folder_path", "is_file", "is_folder", "join_path",
-           "list_folders", "make_staging_folder", "make_unique_folder", "names_starting",
+           "list_folders", "local_entries", "make_staging_folder", "make_unique_folder", "names_starting",
            "remove_folder"]
 
 # Attempts at a free folder name: with 64 random bits, a second is already unlikely.
@@ -107,6 +107,14 @@ def names_starting(folder: str, prefix: str, entry: str) -> list[str]:
         raise FileNotFoundError(
             errno.ENOENT, f"{entry}: the folder does not exist", folder
         ) from None
+
+
+def local_entries(folder: str) -> list[str]:
+    """The names in `folder` ('' for the current folder) when it is a
+    folder of this machine, as `os.listdir` gives them (and raises); none
+    in a remote folder: what lives only on local disks (the hidden folders
+    of unfinished writes) is never kept in a bucket."""
+    return [] if is_remote(folder) else os.listdir(folder or ".")
 
 
 def folder_entries(directory: str) -> set[str]:

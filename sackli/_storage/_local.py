@@ -94,21 +94,25 @@ class LocalStore:
             file.write(data)
 
     @contextlib.contextmanager
-    def writing(self, path: str, *, durable: bool = False) -> Iterator[BinaryIO]:
+    def writing(self, path: str, *, durable: bool = False, staged: str | None = None,
+                buffering: int = -1) -> Iterator[BinaryIO]:
         """A binary file that becomes `path` atomically when the block ends
         without error (a reader sees the old file or the new one); on error
         nothing is left. FileNotFoundError when the folder is missing. A
         symbolic link is written through (the file it points to is
         replaced). `durable`: the file is fsynced before the rename and its
-        folder after."""
+        folder after. `staged`: the temporary name to write, on the same
+        file system (in a partial folder of the caller's; replaced if a
+        write cut short left it); by default a hidden unique name beside
+        `path`. `buffering` as `open()`'s."""
         if os.path.islink(path):
             path = os.path.realpath(path)
         folder, name = os.path.split(path)
         # A hidden, unique temporary name (no glob of the bag set matches
         # it), created with the usual permissions (mkstemp's would be 0600).
-        temp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        temp = staged or os.path.join(folder, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         try:
-            file = open(temp, "xb")
+            file = open(temp, "xb" if staged is None else "wb", buffering=buffering)
         except FileNotFoundError:
             raise FileNotFoundError(
                 errno.ENOENT, f"{path}: the folder does not exist", path) from None

@@ -19,7 +19,7 @@ from ._upload import Upload, UploadFile
 from ._urls import RemotePath, is_remote, parse, remote_path
 
 __all__ = ["REMOTE_OPENER", "RemoteObject", "RemoteOpener", "atomic_output", "copy_object",
-           "delete_object", "delete_objects", "list_objects", "object_exists", "open_upload",
+           "delete_object", "delete_objects", "list_objects", "object_exists", "open_local", "open_upload",
            "opener_for", "put_file", "read_object", "reset_clients", "stat_object",
            "sync_folders", "write_object"]
 
@@ -189,6 +189,13 @@ def list_objects(url_prefix: str) -> list[tuple[str, int]]:
         return list(_LOCAL.list(url_prefix))
     remote = parse(url_prefix, object_name=False)
     return list(_current_store(remote).list(remote))
+
+
+def open_local(path: str) -> BinaryIO | None:
+    """`path` opened for reading when it names a file of this machine (the
+    caller closes it); None for a remote object, whose bytes cost requests.
+    OSError as `open()` raises it (IsADirectoryError for a folder)."""
+    return None if is_remote(path) else open(path, "rb")
 
 
 def open_upload(url: str) -> Upload:

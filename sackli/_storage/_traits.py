@@ -1,11 +1,19 @@
 """What a caller may ask of a path's store, so that it never asks which
-store it is: each question names the property its decision rests on."""
+store it is: each question names the property its decision rests on.
+
+Writers do not ask: they hold a `WriteDestination` (`_destinations`),
+whose methods do what differs. These answer the few rules that rest on a
+property of the store itself."""
 
 from __future__ import annotations
 
 from ._urls import is_remote
 
-__all__ = ["by_upload", "network_bound", "on_this_machine"]
+__all__ = ["MAX_PARALLEL_REQUESTS", "by_upload", "on_this_machine", "parallel_requests"]
+
+MAX_PARALLEL_REQUESTS = 16
+"""Requests a caller keeps in flight at once to a store on the network (as
+the maps' ranged reads: sackli.maps._ranges)."""
 
 
 def by_upload(path: str) -> bool:
@@ -17,14 +25,14 @@ def by_upload(path: str) -> bool:
     return is_remote(path)
 
 
-def network_bound(path: str) -> bool:
-    """Whether each request to `path`'s store waits on the network, so that
-    opening or reading many files concurrently pays."""
-    return is_remote(path)
+def parallel_requests(path: str) -> int:
+    """How many files of `path`'s store to open, read or close at once:
+    `MAX_PARALLEL_REQUESTS` where each request waits on the network, one
+    (in turn) for local files."""
+    return MAX_PARALLEL_REQUESTS if is_remote(path) else 1
 
 
 def on_this_machine(path: str) -> bool:
     """Whether `path` names a file of this machine's file systems, which
-    `open()`, `os.path` and `os.listdir` reach (journals of unfinished
-    writes, folders, sniffed file contents live only there)."""
+    `open()`, `os.path` and `os.listdir` reach."""
     return not is_remote(path)

@@ -31,7 +31,7 @@ from .._sets import (
     OpenShard, ShardSetWriter, bag_shard_opener, check_shard_count, refuse_glob, refuse_other_sets,
     split_shard_entry,
 )
-from .._storage import by_upload, delete_objects
+from .._storage import WriteDestination, delete_objects, write_destination
 from ._endpoints import (
     BAG, JSON_LINES, PARQUET, RECORD_OVERHEAD, Source, bag_writer_options, check_output_options,
     files_of, format_of, open_writer, refuse_existing,
@@ -116,19 +116,19 @@ class _TempNamedShard:
             delete_objects(files_of(self._kind, self._temp))
 
 
-def _shard_opener(kind: str, args: argparse.Namespace, sharded: bool, uploads: bool,
-                  json_texts: bool = False) -> OpenShard:
-    """How the destination opens each output file: locally under a
-    `_temp_name`; on gs:// / s3:// (`uploads`; bags only) as
+def _shard_opener(kind: str, args: argparse.Namespace, sharded: bool,
+                  destination: WriteDestination, json_texts: bool = False) -> OpenShard:
+    """How the destination opens each output file: where a file grows in
+    place (locally), under a `_temp_name`; on gs:// / s3:// (bags only) as
     `sackli.ShardedWriter` does, streaming into hidden objects copied into
     place at the end."""
-    if not uploads:
+    if destination.grows_in_place:
         return lambda path: _TempNamedShard(kind, path, args, json_texts)
     if kind != BAG:
         raise UsageError(f"{args.dst}: convert writes bags and Parquet to gs:// and s3://; "
                          "write other formats to a local path")
     return bag_shard_opener(args.dst, sackli.Writer.Options(**bag_writer_options(args.dst, args)),
-                            sharded, uploads=True)
+                            sharded, destination)
 
 
 def _check_distinct(source: Source, outputs: list[str]) -> None:
@@ -196,14 +196,14 @@ def _convert(args: argparse.Namespace) -> int:
     # destination then splits them from a spool at the end (so does a bag
     # read with --skip-corrupt: how many records survive is not known).
     total = source.count() if source_kind == BAG else None
-    uploads = by_upload(args.dst)  # decided once, where the path enters
+    destination = write_destination(args.dst)  # decided once, where the path enters
     shards = ShardSetWriter(
         args.dst, sharded,
-        _shard_opener(kind, args, sharded is not None, uploads,
+        _shard_opener(kind, args, sharded is not None, destination,
                       source.json_texts or printer is not None),
         record_overhead=RECORD_OVERHEAD[kind], max_shard_bytes=args.max_shard_bytes,
         num_records=None if by_size or args.skip_corrupt else total, overwrite=args.force,
-        uploads=uploads)
+        destination=destination)
     _check_distinct(source, shards.paths)
     if not args.force:
         refuse_existing(kind, args.dst)

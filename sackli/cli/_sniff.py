@@ -21,7 +21,7 @@ import zlib
 from typing import Callable, NamedTuple
 
 from .._sets import expand_file_spec, files_of, has_zstd_suffix
-from .._storage import on_this_machine
+from .._storage import open_local
 
 __all__ = ["Kind", "describe", "explain_open_failure", "opening_error", "sniff", "sniff_folder"]
 
@@ -155,12 +155,16 @@ def _gzip(head: bytes, path: str) -> Kind | None:
 def sniff(path: str) -> Kind | None:
     """What the local file at `path` is when it is recognisably not a bag,
     else None (unknown, unreadable, remote, or maybe a damaged bag)."""
-    if not on_this_machine(path):
-        return None
-    if os.path.isdir(path):
-        return sniff_folder(path)
     try:
-        with open(path, "rb") as file:
+        opened = open_local(path)  # None for a remote object: no request
+    except IsADirectoryError:
+        return sniff_folder(path)
+    except OSError:
+        return None
+    if opened is None:
+        return None
+    try:
+        with opened as file:
             size = os.fstat(file.fileno()).st_size
             head = file.read(_HEAD_BYTES)
             file.seek(max(0, size - _TAIL_BYTES))

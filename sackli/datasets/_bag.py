@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from .. import CompressionNone, CompressionZstd, CorruptionError, LimitsStorage, Reader, Writer
-from .._storage import on_this_machine, path_argument
+from .._storage import path_argument, write_destination
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._field_encoder import all_bytes
 
@@ -73,7 +73,8 @@ class BagWriter(DiscardsOnError):
         *, durable: bool = False,
     ) -> None:
         self._path = path_argument(path, "path")
-        if on_this_machine(self._path) and os.path.lexists(self._path):
+        # An object is replaced whole: only a local name counts as taken.
+        if write_destination(self._path).occupied():
             raise FileExistsError(f"{self._path}: already exists")
         self._compressed = compression is not None
         self._writer = Writer(self._path, compression=compression or CompressionNone(),

@@ -14,14 +14,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
 
-from .._storage import network_bound
+from .._storage import MAX_PARALLEL_REQUESTS, parallel_requests
 
 __all__ = ["MAX_CONCURRENT_CALLS", "concurrently", "concurrently_on"]
 
 T = TypeVar("T")
 
-# Requests in flight at once: as the maps' ranged reads (sackli.maps._ranges).
-MAX_CONCURRENT_CALLS = 16
+# Requests in flight at once, at most: the storage layer's bound.
+MAX_CONCURRENT_CALLS = MAX_PARALLEL_REQUESTS
 
 # Set on the threads of a `concurrently`: one inside another (the files of a
 # shard, inside the open of every shard) runs its calls in turn, so the
@@ -29,15 +29,16 @@ MAX_CONCURRENT_CALLS = 16
 _inside = threading.local()
 
 
-def concurrently(calls: Sequence[Callable[[], T]], remote: bool) -> list[T]:
-    """The results of `calls`, in order: run concurrently (at most
-    MAX_CONCURRENT_CALLS at a time) when `remote` and there is more than
-    one, else in turn.
+def concurrently(calls: Sequence[Callable[[], T]], at_once: int) -> list[T]:
+    """The results of `calls`, in order: run concurrently, at most
+    `at_once` (and MAX_CONCURRENT_CALLS) at a time, when `at_once` is more
+    than one and so are the calls, else in turn (as `parallel_requests` or
+    a destination's `parallel_opens` says for the files' store).
 
     If a call raises, the results of the others that have a `close()` are
     closed, and the error of the first failed call (in order) is raised.
     """
-    if not remote or len(calls) < 2 or getattr(_inside, "active", False):
+    if at_once < 2 or len(calls) < 2 or getattr(_inside, "active", False):
         return _in_turn(calls)
 
     def run(call: Callable[[], T]) -> tuple[T | None, BaseException | None]:
@@ -52,7 +53,8 @@ def concurrently(calls: Sequence[Callable[[], T]], remote: bool) -> list[T]:
     # Each call runs in a copy of the caller's context: the storage
     # settings in effect (sackli._storage.using) reach the threads.
     contexts = [contextvars.copy_context() for _ in calls]
-    with ThreadPoolExecutor(min(MAX_CONCURRENT_CALLS, len(calls)), "sackli-remote") as pool:
+    workers = min(at_once, MAX_CONCURRENT_CALLS, len(calls))
+    with ThreadPoolExecutor(workers, "sackli-remote") as pool:
         outcomes = list(pool.map(lambda context, call: context.run(run, call), contexts, calls))
     errors = [error for _, error in outcomes if error is not None]
     if errors:
@@ -64,8 +66,8 @@ def concurrently(calls: Sequence[Callable[[], T]], remote: bool) -> list[T]:
 def concurrently_on(path: str, calls: Sequence[Callable[[], T]]) -> list[T]:
     """`concurrently(calls)`, for calls that each open or close files of
     `path`'s store: concurrent where each request waits on the network, in
-    turn for local files. The one place that asks."""
-    return concurrently(calls, network_bound(path))
+    turn for local files (the store says how many: `parallel_requests`)."""
+    return concurrently(calls, parallel_requests(path))
 
 
 def _in_turn(calls: Sequence[Callable[[], T]]) -> list[T]:

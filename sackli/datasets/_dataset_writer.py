@@ -17,7 +17,6 @@ reached the disk (see _recover).
 from __future__ import annotations
 
 import os
-import shutil
 import warnings
 from typing import Any, Mapping
 
@@ -25,14 +24,12 @@ from ._bag import BagWriter
 from ._closing import DiscardsOnError
 from ._concurrent import concurrently
 from ._builtin_codecs import encoders as builtin_encoders, one_argument
-from .._sets import partial_folder_prefix, write_journal
-from .._storage import (
-    by_upload, folder_path, join_path, make_unique_folder, object_exists, write_object,
-)
+from .._sets import JOURNAL, partial_folder_prefix, write_journal
+from .._storage import folder_path, join_path, write_destination, write_object
 from ._field_encoder import FieldEncoder
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._shard_folders import SPEC_FILE
-from ._recover import dataset_journal, publish_shard_folder
+from ._recover import dataset_journal
 from ._refs import pack_refs
 from ._spec import FieldType, ShardFolder, parse_spec, spec_json
 
@@ -101,14 +98,16 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         if compression:
             self._raw_spec[COMPRESSION_KEY] = dict(compression)
         encoders = encoder_table(self._fields, encoders)
-        self._remote = by_upload(self._directory)  # decided once, where the path enters
-        occupied = join_path(self._directory, SPEC_FILE) if self._remote else self._directory
-        if object_exists(occupied):
+        # Decided once, where the path enters: a local folder is staged in a
+        # hidden folder with a journal and renamed; a remote one's objects
+        # appear one by one, spec.json last (what makes it a shard).
+        self._destination = write_destination(self._directory)
+        if self._destination.occupied(SPEC_FILE):
             raise FileExistsError(f"{self._directory}: already exists")
-        self._partial = self._directory if self._remote else self._make_partial_folder()
+        self._partial = self._destination.staging_folder(self._hidden_prefix())
         self._closed = False
         try:
-            if not self._remote:
+            if self._destination.keeps_unfinished:
                 # Before any record can reach the disk: what `sackli.recover`
                 # needs to finish the shard after a crash.
                 write_journal(self._partial,
@@ -119,7 +118,7 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
                                  self._compression.get(field), durable=durable)
                 for field in self._fields}
         except BaseException:
-            self._remove_partial_folder()
+            self._destination.discard_folder(self._partial)
             raise
         # (encoder, writer, most bytes a record adds to the file beyond its
         # own) of each field, in field order.
@@ -132,22 +131,16 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         # size for compressed ones (see size_at_most).
         self._size_bound = _LIMIT_BYTES * (1 + len(self._fields))
 
-    def _make_partial_folder(self) -> str:
+    def _hidden_prefix(self) -> str:
         # The hidden name sackli's writers use for files: `.<name>.sackli-partial-<tag>`,
         # glob characters of the name percent-encoded as in every writer's folder
         # (_unfinished.make_write_folder): the bags in it are sackli.Writers, which
-        # refuse a path holding a glob pattern. Made as bags makes a shard folder
-        # (0777 less the umask), not 0700.
+        # refuse a path holding a glob pattern. The destination makes it as bags
+        # makes a shard folder (0777 less the umask), not 0700.
         parent, name = os.path.split(os.path.abspath(self._directory))
         for character in "%*?[":
             name = name.replace(character, f"%{ord(character):02X}")
-        prefix = partial_folder_prefix(os.path.join(parent, name))
-        os.makedirs(os.path.dirname(prefix), exist_ok=True)
-        return make_unique_folder(prefix)
-
-    def _remove_partial_folder(self) -> None:
-        if not self._remote:
-            shutil.rmtree(self._partial, ignore_errors=True)
+        return partial_folder_prefix(os.path.join(parent, name))
 
     @property
     def size(self) -> int:
@@ -245,16 +238,14 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         try:
             # A remote file's close finishes its upload: overlapped.
             concurrently([self._refs.close, *(w.close for w in self._writers.values())],
-                         self._remote)
+                         self._destination.parallel_opens)
             # Last: a remote shard counts as written once spec.json exists.
             # Durable: each bag synced itself and the partial folder; spec.json
             # syncs itself and the folder again, then the rename is synced.
             write_object(join_path(self._partial, SPEC_FILE), spec_json(self._raw_spec),
                         durable=self._durable)
-            if not self._remote:
-                if os.path.lexists(self._directory):
-                    raise FileExistsError(f"{self._directory}: created by someone else meanwhile")
-                publish_shard_folder(self._partial, self._directory, self._durable)
+            self._destination.publish_folder(self._partial, durable=self._durable,
+                                             journal=JOURNAL)
         except BaseException:
             self.discard()
             raise
@@ -267,14 +258,15 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         for writer in [self._refs, *self._writers.values()]:
             if not writer.closed:
                 writer.discard()
-        self._remove_partial_folder()
+        self._destination.discard_folder(self._partial)
 
     def __del__(self) -> None:
         # Dropped without close() (an exception outside `with`): publishing
         # here would pass a write cut short for a complete one. A local
         # write keeps what was appended for `sackli.recover`, as a crash
         # after a flush does; a remote one is discarded by its bags.
-        if getattr(self, "_closed", True) or self._remote or not hasattr(self, "_writers"):
+        if (getattr(self, "_closed", True) or not self._destination.keeps_unfinished
+                or not hasattr(self, "_writers")):
             return
         self._closed = True
         warnings.warn(

@@ -38,14 +38,14 @@ from typing import Any, Mapping
 from .. import CorruptionError, Reader, RecoveryReport
 from .. import _engine
 from .._sets import JOURNAL as JOURNAL_FILE, limits_path_for, partial_folder_prefix
-from .._storage import sync_folders, write_object
+from .._storage import LocalDestination, write_object
 from ._bag import BagWriter, open_records
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._shard_folders import SPEC_FILE
 from ._refs import unpack_refs
 from ._spec import FieldType, parse_spec, spec_json
 
-__all__ = ["dataset_journal", "publish_shard_folder", "recover_unfinished"]
+__all__ = ["dataset_journal", "recover_unfinished"]
 
 _MODULE = __name__
 _LIMIT = struct.Struct("<Q")
@@ -109,18 +109,10 @@ def _publish(folder: str, target: str, raw_spec: Mapping[str, Any], durable: boo
     if durable:  # the bags recovered here, before the rename
         _sync_files(folder)
     write_object(os.path.join(folder, SPEC_FILE), spec_json(raw_spec), durable=durable)
-    publish_shard_folder(folder, target, durable)
-
-
-def publish_shard_folder(folder: str, target: str, durable: bool) -> None:
-    """Renames a finished shard's partial `folder` (spec.json written) onto
-    `target`, then removes its journal there: removed after the rename, so
-    that no crash leaves a finished shard in a hidden folder without one (at
-    worst the published shard keeps a stray journal, which readers ignore)."""
-    os.rename(folder, target)
-    os.remove(os.path.join(target, JOURNAL_FILE))
-    if durable:
-        sync_folders([target])
+    # Renamed as `DatasetWriter.close()` renames it; the journal removed
+    # after the rename (at worst the published shard keeps a stray journal,
+    # which readers ignore).
+    LocalDestination(target).publish_folder(folder, durable=durable, journal=JOURNAL_FILE)
 
 
 def _sync_files(folder: str) -> None:

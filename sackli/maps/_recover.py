@@ -30,6 +30,7 @@ from typing import Any, BinaryIO, Mapping
 
 from .. import RecoveryReport
 from .. import _engine
+from .._storage import LocalDestination
 from ._compression import normalize
 from ._write import SPILL_ENTRY, SPILL_FILE, publish, remove_partial, sorted_entries
 
@@ -64,7 +65,7 @@ def recover_unfinished(folder: str, journal: Mapping[str, Any]) -> RecoveryRepor
         _, offset, length = kept[-1] if kept else (0, 0, 0)
         dropped_bytes = os.fstat(spill.fileno()).st_size - (offset + length)
         keys, offsets, lengths = sorted_entries(kept)
-        publish(keys, offsets, lengths, method, spill, folder, target, durable)
+        publish(keys, offsets, lengths, method, spill, folder, LocalDestination(target), durable)
     remove_partial(folder)
     return RecoveryReport(len(keys), dropped, dropped_bytes)
 

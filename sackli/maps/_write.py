@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Optional
 
 from .. import _engine
 from .._sets import JOURNAL as JOURNAL_FILE, make_write_folder, write_journal
-from .._storage import atomic_output, by_upload, path_argument, sync_folders
+from .._storage import WriteDestination, path_argument, write_destination
 from ._compression import normalize
 from ._base import uint64
 from ._pairs import checked_pairs
@@ -69,15 +69,16 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
     items = checked_pairs(items)  # TypeError at once for a non-iterable
     method = normalize(compress)
     target = path_argument(path, "path")
-    if by_upload(target):  # decided once, where the path enters
-        return _write_remote(target, items, method)
-    if os.path.islink(target):
+    if os.path.islink(target):  # its partial folder goes beside the file it names
         target = os.path.realpath(target)
+    destination = write_destination(target)  # decided once, where the path enters
+    if not destination.keeps_unfinished:
+        return _write_unkept(destination, items, method)
     folder = start_partial(target, method, durable)
     try:
         with open(os.path.join(folder, SPILL_FILE), "w+b", buffering=_FILE_BUFFER) as spill:
             keys, offsets, lengths = _spill(items, method, spill)
-            publish(keys, offsets, lengths, method, spill, folder, target, durable)
+            publish(keys, offsets, lengths, method, spill, folder, destination, durable)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -85,14 +86,18 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
     return len(keys)
 
 
-def _write_remote(url: str, items: Iterable[tuple[int, Any]], method: Optional[str]) -> int:
-    """`write` to a bucket: spilled and laid out in local temporary files,
-    then uploaded whole (an interrupted write leaves nothing there)."""
+def _write_unkept(destination: WriteDestination, items: Iterable[tuple[int, Any]],
+                  method: Optional[str]) -> int:
+    """`write` where nothing of a write cut short is kept (a bucket):
+    spilled and laid out in local temporary files, then uploaded whole (an
+    interrupted write leaves nothing there)."""
     with tempfile.TemporaryFile(buffering=_FILE_BUFFER) as spill:
         keys, offsets, lengths = _spill(items, method, spill)
         with tempfile.TemporaryFile(buffering=_FILE_BUFFER) as staged:
             _lay_out(keys, offsets, lengths, method, spill, staged)
-            _upload(staged, url)
+            staged.seek(0)
+            with destination.output() as upload:
+                shutil.copyfileobj(staged, upload, _COPY_CHUNK)
     return len(keys)
 
 
@@ -112,19 +117,13 @@ def start_partial(target: str, method: Optional[str], durable: bool) -> str:
 
 
 def publish(keys: list[int], offsets: list[int], lengths: list[int], method: Optional[str],
-            spill: BinaryIO, folder: str, target: str, durable: bool) -> None:
+            spill: BinaryIO, folder: str, destination: WriteDestination,
+            durable: bool) -> None:
     """Lays the map out in `folder` from the spilled values and renames it
-    onto `target` (fsynced first, and the folder after, when `durable`)."""
-    laid_out = os.path.join(folder, _LAYOUT_FILE)
-    # Not mkstemp: the map gets the umask's mode, as open() gives.
-    with open(laid_out, "wb", buffering=_FILE_BUFFER) as out:
+    onto the target of the local `destination` (fsynced first, and the
+    folder after, when `durable`)."""
+    with destination.output(os.path.join(folder, _LAYOUT_FILE), durable=durable) as out:
         _lay_out(keys, offsets, lengths, method, spill, out)
-        if durable:
-            out.flush()
-            os.fsync(out.fileno())
-    os.replace(laid_out, target)
-    if durable:
-        sync_folders([target])
 
 
 def remove_partial(folder: str) -> None:
@@ -213,11 +212,5 @@ def _lay_out(keys: list[int], offsets: list[int], lengths: list[int], method: Op
         for k in order:
             start = offsets[k]
             write(spilled[start:start + lengths[k]])
-
-
-def _upload(staged: BinaryIO, url: str) -> None:
-    staged.seek(0)
-    with atomic_output(url) as upload:
-        shutil.copyfileobj(staged, upload, _COPY_CHUNK)
 
 

@@ -38,14 +38,14 @@ def test_results_in_order_from_concurrent_calls():
             return Opened(i)
         return run
 
-    results = concurrently([call(i) for i in range(40)], remote=True)
+    results = concurrently([call(i) for i in range(40)], at_once=MAX_CONCURRENT_CALLS)
     assert [r.value for r in results] == list(range(40))
     assert 1 < most[0] <= MAX_CONCURRENT_CALLS
     assert all(r.thread is not threading.current_thread() for r in results)
 
 
 def test_local_opens_run_in_turn_on_the_calling_thread():
-    results = concurrently([lambda i=i: Opened(i) for i in range(5)], remote=False)
+    results = concurrently([lambda i=i: Opened(i) for i in range(5)], at_once=1)
     assert [r.value for r in results] == list(range(5))
     assert {r.thread for r in results} == {threading.current_thread()}
 
@@ -53,10 +53,10 @@ def test_local_opens_run_in_turn_on_the_calling_thread():
 def test_concurrently_inside_another_runs_in_turn():
     def shard(i: int):
         def run() -> list[Opened]:
-            return concurrently([lambda j=j: Opened(10 * i + j) for j in range(3)], remote=True)
+            return concurrently([lambda j=j: Opened(10 * i + j) for j in range(3)], at_once=MAX_CONCURRENT_CALLS)
         return run
 
-    shards = concurrently([shard(i) for i in range(4)], remote=True)
+    shards = concurrently([shard(i) for i in range(4)], at_once=MAX_CONCURRENT_CALLS)
     assert [[r.value for r in files] for files in shards] == [[10 * i + j for j in range(3)]
                                                             for i in range(4)]
     for files in shards:  # each shard's files were opened by its own thread
@@ -78,7 +78,7 @@ def test_the_first_error_in_order_is_raised_and_the_rest_closed(remote):
         return run
 
     with pytest.raises(FileNotFoundError, match="file 3"):
-        concurrently([call(i) for i in range(10)], remote=remote)
+        concurrently([call(i) for i in range(10)], at_once=MAX_CONCURRENT_CALLS if remote else 1)
     assert opened and all(r.closed for r in opened)
     # In turn, the calls after the failed one never ran.
     assert sorted(r.value for r in opened) == ([0, 1, 2, 4, 5, 6, 8, 9] if remote else [0, 1, 2])

@@ -1,4 +1,4 @@
-"""Remote writes stream (sackli/_remote_write.py, _storage/_s3_upload.py,
+"""Remote writes stream (sackli/_storage/_staged.py, _storage/_s3_upload.py,
 _gcs_upload.py): the records leave in parts as they are written, so local
 disk holds only the limits; the object appears only at close; a failed or
 discarded write leaves no object and no unfinished multipart upload. Run

@@ -1,4 +1,4 @@
-"""Remote writes (sackli/_remote_write.py): spooled locally, uploaded whole
+"""Remote writes (sackli/_storage/_staged.py): spooled locally, uploaded whole
 at close, nothing left by a failed write."""
 
 from __future__ import annotations

@@ -165,7 +165,8 @@ def test_a_path_is_told_apart_once_where_it_comes_in(tmp_path) -> None:
     opener = _storage.opener_for([local, "gs://bucket/x.bag"])
     assert opener is not None and opener(local) is None
     assert _storage.on_this_machine(local) and not _storage.by_upload(local)
-    assert _storage.by_upload("s3://bucket/x") and _storage.network_bound("s3://bucket/x")
+    assert _storage.by_upload("s3://bucket/x") and _storage.parallel_requests("s3://bucket/x") > 1
+    assert _storage.parallel_requests(local) == 1
 
 
 def test_a_missing_bag_lists_its_folder_once(tmp_path, monkeypatch) -> None:
