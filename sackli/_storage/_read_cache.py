@@ -167,6 +167,8 @@ class ReadCache:
         self._lock = threading.Lock()
         self._open: collections.OrderedDict[tuple[bytes, int], _OpenEntry] = \
             collections.OrderedDict()
+        # Blocks being fetched by a thread of this process (`_claim`).
+        self._fetching: dict[tuple[bytes, int], threading.Event] = {}
         self._warned = False
         _LIVE.add(self)
 
@@ -193,34 +195,78 @@ class ReadCache:
              fetch: Callable[[int, int], bytes]) -> bytes:
         """Bytes [offset, offset + length) of the object keyed `key` (`size`
         bytes long): cached blocks from disk, the others with `fetch(offset,
-        length)`, one call per contiguous run of missing blocks, kept."""
+        length)`, one call per contiguous run of missing blocks, kept. A
+        block another thread of this process is fetching is waited for, not
+        fetched twice."""
         if length <= 0:
             return b""
         step = self.block_bytes
         end = offset + length
         first, last = offset // step, (end - 1) // step
-        pieces: list[bytes | memoryview | None] = []
-        missing: list[int] = []
-        for block in range(first, last + 1):
+
+        def part(block: int, payload: bytes | memoryview) -> bytes | memoryview:
+            # The part of block `block` (its `payload`) that the read wants.
             base = block * step
-            piece = self._cached(key, block, min(step, size - base),
+            return payload[max(offset, base) - base:min(end, base + step) - base]
+
+        def cached(block: int) -> memoryview | None:
+            base = block * step
+            return self._cached(key, block, min(step, size - base),
                                  max(offset, base) - base, min(end, base + step) - base)
-            pieces.append(piece)
-            if piece is None:
-                missing.append(block)
-        for run_first, run_last in _runs(missing):
-            base = run_first * step
-            data = memoryview(fetch(base, min(size, (run_last + 1) * step) - base))
-            for block in range(run_first, run_last + 1):
-                at = block * step - base
-                payload = data[at:at + step]
+
+        pieces: list[bytes | memoryview | None] = [cached(block) for block in range(first, last + 1)]
+        missing = [block for block, piece in zip(range(first, last + 1), pieces) if piece is None]
+        mine, theirs = self._claim(key, missing)
+        try:
+            for run_first, run_last in _runs(mine):
+                base = run_first * step
+                data = memoryview(fetch(base, min(size, (run_last + 1) * step) - base))
+                for block in range(run_first, run_last + 1):
+                    at = block * step - base
+                    payload = data[at:at + step]
+                    self._publish(key, block, payload)
+                    pieces[block - first] = part(block, payload)
+        finally:
+            self._settle(key, mine)
+        for block, fetched in theirs:
+            fetched.wait()
+            piece = cached(block)
+            if piece is None:  # that fetch failed, or its block was not kept
+                base = block * step
+                payload = memoryview(fetch(base, min(step, size - base)))
                 self._publish(key, block, payload)
-                lo = max(offset, block * step) - block * step
-                hi = min(end, block * step + step) - block * step
-                pieces[block - first] = payload[lo:hi]
+                piece = part(block, payload)
+            pieces[block - first] = piece
         if len(pieces) == 1:
             return bytes(pieces[0])  # type: ignore[arg-type]
         return b"".join(pieces)  # type: ignore[arg-type]
+
+    def _claim(self, key: bytes, blocks: list[int]
+               ) -> tuple[list[int], list[tuple[int, threading.Event]]]:
+        """Splits missing `blocks` into those this thread fetches (now
+        marked as being fetched) and those another thread of this process
+        is fetching already, each with the event set when it is done (the
+        engine's threads read neighbouring ranges at once: without this a
+        first epoch would fetch a shared block once per thread)."""
+        mine: list[int] = []
+        theirs: list[tuple[int, threading.Event]] = []
+        with self._lock:
+            for block in blocks:
+                fetching = self._fetching.get((key, block))
+                if fetching is None:
+                    self._fetching[(key, block)] = threading.Event()
+                    mine.append(block)
+                else:
+                    theirs.append((block, fetching))
+        return mine, theirs
+
+    def _settle(self, key: bytes, blocks: list[int]) -> None:
+        """Ends this thread's fetches of `blocks` (kept or failed): threads
+        waiting for them look in the cache again."""
+        with self._lock:
+            done = [self._fetching.pop((key, block)) for block in blocks]
+        for fetched in done:
+            fetched.set()
 
     def _cached(self, key: bytes, block: int, length: int, lo: int, hi: int) -> memoryview | None:
         """Payload bytes [lo, hi) of a cached block, None when it is not
@@ -397,8 +443,11 @@ class ReadCache:
 
     def forget_open(self) -> None:
         """Closes the entries this process keeps open (after a fork: the
-        child's copies; its lock may have been held by another thread)."""
+        child's copies; its lock may have been held by another thread). The
+        parent's fetches in flight are forgotten too: their threads are not
+        in the child, so nothing would end them."""
         self._lock = threading.Lock()
+        self._fetching = {}
         entries, self._open = list(self._open.values()), collections.OrderedDict()
         for entry in entries:
             try:

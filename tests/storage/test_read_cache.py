@@ -9,13 +9,14 @@ import multiprocessing
 import os
 import pickle
 import random
+import threading
 import uuid
 
 import numpy as np
 import pytest
 
 import sackli
-from sackli._storage import _read_cache
+from sackli._storage import _read_cache, stat_object
 from remote_helpers import (  # loaded through conftest.py
     SEPARATE, TAIL, Remote, emulated_gcs, gcs_emulator, servers, write_bag,
 )
@@ -118,6 +119,38 @@ def test_each_block_is_fetched_once(store, tmp_path):
     assert fetched(store) == ({"HEAD": 1, "GET": 2}, len(data) + 8)  # the whole object
     store.proxy.reset_counts()
     assert reader[0] == data and fetched(store) == ({}, 0)
+
+
+def test_threads_reading_at_once_fetch_each_block_once(store, tmp_path):
+    # Loader threads reading the same records at once (and the engine's own
+    # threads reading neighbouring ranges): a block one thread is fetching
+    # is waited for by the others, so a cold pass downloads each byte of the
+    # object once.
+    data = records(300, seed=3)
+    url = store.url("threads.bagz")
+    write_bag(url, data)
+    size = stat_object(url).size
+    reader = sackli.Reader(url, cache_dir=str(tmp_path), cache_max_bytes=1 << 30)
+    store.proxy.reset_counts()
+    store.proxy.latency = 0.05  # long enough for the threads' reads to overlap
+    start = threading.Barrier(4)
+    results: list[list[bytes]] = []
+
+    def read() -> None:
+        start.wait()
+        results.append(reader.read_indices(range(len(data))))
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        store.proxy.latency = 0.0
+    assert results == [data] * 4
+    counts, got = fetched(store)
+    assert got <= size - 8 and counts["GET"] <= -(-size // BLOCK)
 
 
 def test_the_environment_names_the_cache(store, tmp_path, monkeypatch):
