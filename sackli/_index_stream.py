@@ -127,13 +127,14 @@ class IndexStream(itertools.chain):
              on_skip: Any = None) -> "IndexStream":
         """The stream of the items at `indices` (of a source of `num_items`),
         read in batches by `read`."""
-        if not _is_sequence(indices):
+        measured = _is_sequence(indices)
+        if not measured:
             indices = iter(indices)  # a TypeError here, not at the first next()
         progress = _Progress()
         stream = cls.from_iterable(_batches(progress, indices, read, on_skip))
         stream._progress = progress
         stream._indices = indices
-        if _is_sequence(indices):
+        if measured:
             stream._count, stream._fingerprint = len(indices), _fingerprint(indices, num_items)
         else:
             stream._count = stream._fingerprint = None

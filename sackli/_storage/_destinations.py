@@ -18,12 +18,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import tempfile
 import uuid
 from typing import BinaryIO, Iterator
 
-from ._folders import make_unique_folder
+from ._folders import make_unique_folder, remove_folder
 from ._local import LocalStore, sync_folders
 from ._objects import atomic_output, object_exists, reset_clients
 from ._staged import LocalStagedFile, StagedFile, UploadStagedFile
@@ -148,7 +147,7 @@ class LocalDestination(WriteDestination):
     parallel_opens = 1
 
     def occupied(self, marker: str | None = None) -> bool:
-        return os.path.lexists(self.path)
+        return _LOCAL.exists(self.path)
 
     def check_folder(self, name: object) -> None:
         folder = os.path.dirname(self.path)
@@ -163,7 +162,7 @@ class LocalDestination(WriteDestination):
         return make_unique_folder(hidden_prefix)
 
     def publish_folder(self, staged: str, *, durable: bool, journal: str | None = None) -> None:
-        if os.path.lexists(self.path):
+        if _LOCAL.exists(self.path):
             raise FileExistsError(f"{self.path}: created by someone else meanwhile")
         os.rename(staged, self.path)
         if journal is not None:
@@ -172,7 +171,7 @@ class LocalDestination(WriteDestination):
             sync_folders([self.path])
 
     def discard_folder(self, staged: str) -> None:
-        shutil.rmtree(staged, ignore_errors=True)
+        remove_folder(staged)
 
     def scratch_path(self, beside: str) -> str:
         return beside
