@@ -220,6 +220,12 @@ def _default_parallelism() -> int:
     return _CORES
 
 
+# Requests in flight to an object store: a ranged GET spends most of its time
+# waiting for its first byte (tens of milliseconds), not on this machine's
+# cores, so the default is the same on 2 cores and on 64 (docs/cloud.md).
+DEFAULT_REMOTE_PARALLELISM = 32
+
+
 def _state_without_engine_options(options: Any) -> dict[str, Any]:
     """Pickled state of an options object: its fields (the bindings' options
     object is rebuilt on unpickling)."""
@@ -250,6 +256,10 @@ class ReaderOptions:
       limits_storage: read limits from the file when needed (remote files: a
         page at a time, kept once fetched), or load them all once at open.
       max_parallelism: threads one batch read may use (the caller included).
+      remote_parallelism: requests one batch read of `gs://` or `s3://`
+        objects keeps in flight (opening a shard set too). Object stores
+        answer many requests at once, each after tens of milliseconds, so
+        this is sized for latency, not cores (docs/cloud.md).
       access_pattern: a hint to the OS about the access pattern.
       cache_policy: how reads use the page cache.
       read_ahead_bytes: how far iterators read ahead in the background
@@ -274,6 +284,7 @@ class ReaderOptions:
     read_ahead_bytes: int = 1 << 20
     cache_dir: Union[str, None] = None
     cache_max_bytes: Union[int, None] = None
+    remote_parallelism: int = DEFAULT_REMOTE_PARALLELISM
 
     def __post_init__(self) -> None:
         _set_checked(self, "sharding_layout", _check_enum("sharding_layout", self.sharding_layout, ShardingLayout))
@@ -288,6 +299,8 @@ class ReaderOptions:
             _set_checked(self, "cache_dir", check_cache_dir(self.cache_dir))
         if self.cache_max_bytes is not None:
             _check_int("cache_max_bytes", self.cache_max_bytes, 1)
+        _set_checked(self, "remote_parallelism",
+                     _check_int("remote_parallelism", self.remote_parallelism, 1, _MAX_PARALLELISM))
         # What the engine's open takes, built once per options object (not a
         # field: no part of equality, repr or replace(); not pickled).
         object.__setattr__(self, "_engine_options", _engine.ReaderBindingOptions(
@@ -296,6 +309,7 @@ class ReaderOptions:
             limits_placement=int(self.limits_placement),
             limits_storage=int(self.limits_storage),
             max_parallelism=self.max_parallelism,
+            remote_parallelism=self.remote_parallelism,
             access_pattern=int(self.access_pattern),
             cache_policy=int(self.cache_policy),
         ))

@@ -14,6 +14,8 @@ std::shared_ptr<const Bag> Bag::Open(const std::vector<ShardPath>& paths,
   std::shared_ptr<Bag> bag(new Bag());
   bag->options_ = options;
   bag->options_.max_parallelism = std::max<size_t>(options.max_parallelism, 1);
+  bag->options_.remote_parallelism =
+      std::max<size_t>(options.remote_parallelism, 1);
   const size_t n = paths.size();
   bag->shards_.resize(n);
   std::vector<std::exception_ptr> errors(n);

@@ -22,6 +22,9 @@ struct BagOptions {
   ShardingLayout layout = ShardingLayout::kConcatenated;
   ShardOptions shard;
   size_t max_parallelism = 1;  // threads a batch read may use, caller included
+  // Requests a batch keeps in flight to remote sources (ByteSource::remote):
+  // sized for an object store's latency, not for this machine's cores.
+  size_t remote_parallelism = 1;
 };
 
 struct ShardPath {

@@ -12,6 +12,14 @@ namespace sackli {
 
 class MappingFaults;
 
+// One range of a batch read (ByteSource::ReadMany): `length` bytes at
+// `offset`, into `dst`.
+struct ByteRange {
+  uint64_t offset;
+  size_t length;
+  char* dst;
+};
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -31,7 +39,14 @@ class ByteSource {
   // Reads exactly `length` bytes at `offset` into `dst`. Thread-safe.
   // Throws sackli::Error (kCorruption for a read past the end).
   virtual void Read(uint64_t offset, size_t length, char* dst) const = 0;
-
+  // Reads every range of a batch. Remote sources fetch them concurrently in
+  // one call (one hand-off to the client, not one per range); the default
+  // reads them one by one. Thread-safe; throws as Read does.
+  virtual void ReadMany(const ByteRange* ranges, size_t n) const {
+    for (size_t i = 0; i < n; ++i) {
+      Read(ranges[i].offset, ranges[i].length, ranges[i].dst);
+    }
+  }
 };
 
 // Opens a source by path; the reader uses this seam so that back-ends other

@@ -84,6 +84,13 @@ class RemoteObject:
                                     self._fetch)
         return self._fetch(offset, length)
 
+    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
+        """The bytes of each (offset, length) range, in order: the engine's
+        one call for a batch of coalesced ranges."""
+        if self._cache_key is not None:
+            return [self.read(offset, length) for offset, length in ranges]
+        return self._store.read_many(self._path, ranges, self.identity or None)
+
     def _fetch(self, offset: int, length: int) -> bytes:
         return self._store.read(self._path, offset, length, self.identity or None)
 

@@ -86,6 +86,13 @@ class Store:
         (`changed_error`) once it was replaced."""
         raise NotImplementedError
 
+    def read_many(self, path: RemotePath, ranges: list[tuple[int, int]],
+                  identity: str | None = None) -> list[bytes | memoryview]:
+        """The bytes of each (offset, length) range of the object, in order,
+        each checked as `read` checks it. Back-ends fetch them concurrently
+        where they can; this default reads them one by one."""
+        return [self.read(path, offset, length, identity) for offset, length in ranges]
+
     def read_whole(self, path: RemotePath) -> bytes:
         """The whole object (FileNotFoundError when missing): here its size
         and then its bytes; back-ends that can, in one request."""

@@ -25,9 +25,9 @@ class _CountingRemote:
             self._owner = owner
             self.size = len(self._data)
 
-        def read(self, offset: int, length: int) -> bytes:
-            self._owner.reads += 1
-            return self._data[offset : offset + length]
+        def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+            self._owner.reads += len(ranges)
+            return [self._data[offset : offset + length] for offset, length in ranges]
 
     def __init__(self):
         self.reads = 0
@@ -146,7 +146,7 @@ def test_a_view_that_no_longer_fits_names_its_numbers(bag_path):
 
 _READER_FIELDS = dict(
     compression_mode=0, level=3, dictionary=b"", sharding_layout=0, limits_placement=0,
-    limits_storage=0, max_parallelism=1, access_pattern=0, cache_policy=0,
+    limits_storage=0, max_parallelism=1, remote_parallelism=1, access_pattern=0, cache_policy=0,
 )
 
 

@@ -61,6 +61,7 @@ void RegisterOptions(py::module_& m) {
                        bool raw_literals,
                        int sharding_layout, int limits_placement,
                        int limits_storage, size_t max_parallelism,
+                       size_t remote_parallelism,
                        int access_pattern, int cache_policy) {
              ReaderBindingOptions o;
              o.compression = MakeChoice(compression_mode, level, dictionary, raw_literals);
@@ -70,6 +71,7 @@ void RegisterOptions(py::module_& m) {
              o.bag.shard.storage = ToEnum<LimitsStorage>("limits_storage",
                                                          limits_storage);
              o.bag.max_parallelism = max_parallelism;
+             o.bag.remote_parallelism = remote_parallelism;
              o.access = ToEnum<AccessPattern>("access_pattern", access_pattern);
              o.cache = ToEnum<CachePolicy>("cache_policy", cache_policy);
              return o;
@@ -78,8 +80,8 @@ void RegisterOptions(py::module_& m) {
            py::arg("dictionary"), py::arg("raw_literals") = false,
            py::arg("sharding_layout"),
            py::arg("limits_placement"), py::arg("limits_storage"),
-           py::arg("max_parallelism"), py::arg("access_pattern"),
-           py::arg("cache_policy"));
+           py::arg("max_parallelism"), py::arg("remote_parallelism"),
+           py::arg("access_pattern"), py::arg("cache_policy"));
 
   py::class_<WriterBindingOptions>(m, "WriterBindingOptions",
                                    "How the engine writes a bag (from "

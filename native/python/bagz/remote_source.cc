@@ -30,25 +30,54 @@ class PyByteSource : public ByteSource {
   bool remote() const override { return true; }
 
   void Read(uint64_t offset, size_t length, char* dst) const override {
-    if (offset > size_ || length > size_ - offset) {
-      ThrowCorruption(path_, offset,
-                      "read of " + std::to_string(length) +
-                          " bytes past the end of the object (" +
-                          std::to_string(size_) + " bytes)");
+    const ByteRange range{offset, length, dst};
+    ReadMany(&range, 1);
+  }
+
+  // One call into Python for the whole batch: `handle.read_many` fetches the
+  // ranges (concurrently, on the store's own connections) and returns one
+  // buffer per range.
+  void ReadMany(const ByteRange* ranges, size_t n) const override {
+    size_t asked = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const ByteRange& r = ranges[i];
+      if (r.offset > size_ || r.length > size_ - r.offset) {
+        ThrowCorruption(path_, r.offset,
+                        "read of " + std::to_string(r.length) +
+                            " bytes past the end of the object (" +
+                            std::to_string(size_) + " bytes)");
+      }
+      if (r.length != 0) ++asked;
     }
-    if (length == 0) return;
-    AcquireGil gil;
-    py::object data = handle_.attr("read")(offset, length);
-    py::buffer_info info = py::buffer(data).request();
-    const size_t got = static_cast<size_t>(info.size * info.itemsize);
-    if (got != length) {
+    if (asked == 0) return;
+    AcquireGil gil;  // before any Python object is made
+    py::list wanted;
+    for (size_t i = 0; i < n; ++i) {
+      if (ranges[i].length == 0) continue;
+      wanted.append(py::make_tuple(ranges[i].offset, ranges[i].length));
+    }
+    py::list got = handle_.attr("read_many")(wanted);
+    if (got.size() != asked) {
       throw Error(ErrorKind::kIo,
-                  path_ + ": asked for " + std::to_string(length) +
-                      " bytes at offset " + std::to_string(offset) + ", got " +
-                      std::to_string(got),
+                  path_ + ": asked for " + std::to_string(asked) +
+                      " ranges, got " + std::to_string(got.size()),
                   path_, EIO);
     }
-    std::memcpy(dst, info.ptr, length);
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const ByteRange& r = ranges[i];
+      if (r.length == 0) continue;
+      py::buffer_info info = py::buffer(got[k++]).request();
+      const size_t length = static_cast<size_t>(info.size * info.itemsize);
+      if (length != r.length) {
+        throw Error(ErrorKind::kIo,
+                    path_ + ": asked for " + std::to_string(r.length) +
+                        " bytes at offset " + std::to_string(r.offset) +
+                        ", got " + std::to_string(length),
+                    path_, EIO);
+      }
+      std::memcpy(r.dst, info.ptr, r.length);
+    }
   }
 
  private:
