@@ -109,9 +109,22 @@ void LimitsCache::Fetch(const std::vector<uint64_t>& pages,
     }
   }
   try {
-    ThreadPool::Shared().ParallelFor(runs.size(), parallelism, [&](size_t r) {
-      FetchRun(runs[r].first, runs[r].n);
-    });
+    if (source_->remote()) {
+      // One batch: the source's client keeps every run in flight at once.
+      std::vector<std::string> bytes(runs.size());
+      std::vector<ByteRange> ranges(runs.size());
+      for (size_t r = 0; r < runs.size(); ++r) {
+        ranges[r] = RunRange(runs[r].first, runs[r].n, bytes[r]);
+      }
+      source_->ReadMany(ranges.data(), ranges.size());
+      for (size_t r = 0; r < runs.size(); ++r) {
+        Publish(runs[r].first, runs[r].n, bytes[r]);
+      }
+    } else {
+      ThreadPool::Shared().ParallelFor(runs.size(), parallelism, [&](size_t r) {
+        FetchRun(runs[r].first, runs[r].n);
+      });
+    }
   } catch (...) {
     // Runs that failed or never started are missing again, so that waiting
     // threads stop waiting and the next read tries them again.
@@ -126,12 +139,24 @@ void LimitsCache::Fetch(const std::vector<uint64_t>& pages,
   }
 }
 
-void LimitsCache::FetchRun(uint64_t first, uint64_t n) const {
+ByteRange LimitsCache::RunRange(uint64_t first, uint64_t n,
+                                std::string& bytes) const {
   const uint64_t first_limit = first * kLimitsPerPage;
   const uint64_t limits =
       std::min(n * kLimitsPerPage, count_ - first_limit);
-  std::string bytes(static_cast<size_t>(limits * kLimitBytes), '\0');
-  source_->Read(offset_ + first_limit * kLimitBytes, bytes.size(), bytes.data());
+  bytes.assign(static_cast<size_t>(limits * kLimitBytes), '\0');
+  return ByteRange{offset_ + first_limit * kLimitBytes, bytes.size(), bytes.data()};
+}
+
+void LimitsCache::FetchRun(uint64_t first, uint64_t n) const {
+  std::string bytes;
+  const ByteRange range = RunRange(first, n, bytes);
+  source_->Read(range.offset, range.length, range.dst);
+  Publish(first, n, bytes);
+}
+
+void LimitsCache::Publish(uint64_t first, uint64_t n,
+                          const std::string& bytes) const {
   std::vector<std::unique_ptr<uint64_t[]>> fetched(n);
   for (uint64_t k = 0; k < n; ++k) {
     const uint64_t in_page = LimitsInPage(first + k);

@@ -8,7 +8,8 @@
 //   and the offset).
 // - Each page is fetched once, by one thread; other threads needing it wait
 //   for that fetch instead of issuing their own. Runs of neighbouring missing
-//   pages are fetched in one ranged read each.
+//   pages are fetched in one ranged read each; a remote source gets all the
+//   runs of one fetch in one ReadMany (its client overlaps them).
 // - A failed fetch throws the source's error to the thread that issued it;
 //   its pages stay missing, so the next read (or a waiting thread) tries
 //   again.
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "bagz/byte_source.h"
@@ -54,7 +56,8 @@ class LimitsCache {
 
   // Makes present the pages holding limits `sorted[0, n)` (best ascending;
   // any order and repeats work), fetching the missing ones with at most one read per
-  // run of neighbouring pages, on up to `parallelism` pool threads.
+  // run of neighbouring pages: for a remote source in one ReadMany, for
+  // others on up to `parallelism` pool threads.
   void Prefetch(const uint64_t* sorted, size_t n, size_t parallelism) const;
 
   // Pages fetched so far (for tests and statistics).
@@ -69,6 +72,10 @@ class LimitsCache {
   void Fetch(const std::vector<uint64_t>& pages, size_t parallelism) const;
   // Fetches pages [first, first + n) in one read and publishes them.
   void FetchRun(uint64_t first, uint64_t n) const;
+  // The read of pages [first, first + n), into `bytes` (sized here).
+  ByteRange RunRange(uint64_t first, uint64_t n, std::string& bytes) const;
+  // Makes pages [first, first + n) present, from their stored `bytes`.
+  void Publish(uint64_t first, uint64_t n, const std::string& bytes) const;
   uint64_t LimitsInPage(uint64_t page) const;
 
   const std::shared_ptr<ByteSource> source_;

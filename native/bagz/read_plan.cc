@@ -6,7 +6,9 @@
 #include <exception>
 #include <mutex>
 #include <numeric>
+#include <utility>
 
+#include "bagz/coalescing.h"
 #include "bagz/errors.h"
 #include "bagz/fault_guard.h"
 #include "bagz/prefetch.h"
@@ -21,10 +23,6 @@ namespace {
 constexpr size_t kPrefetchAheadEntries = 2;
 constexpr uint64_t kPrefetchHeadBytes = 512;
 
-// Records of an unmapped source closer than this are read in one request.
-constexpr uint64_t kCoalesceGapBytes = 64 * 1024;
-// A coalesced read stops growing at this size.
-constexpr uint64_t kMaxCoalescedBytes = 8 * 1024 * 1024;
 // Below these amounts of work a batch runs on the calling thread alone: waking
 // helpers would cost more than it saves.
 constexpr uint64_t kParallelCopyBytes = 1024 * 1024;
@@ -220,20 +218,28 @@ void ReadPlan::DropRepeats(const std::vector<uint32_t>& first_of,
 }
 
 void ReadPlan::PrefetchLimits(const std::vector<uint32_t>& order) {
-  // `order` is sorted by shard, then local index: one call per shard.
-  std::vector<uint64_t> locals;
+  // `order` is sorted by shard, then local index: one call per shard. Only
+  // remote shards fetch limits lazily, so shards go side by side, sized for
+  // the store (each call hands its pages to its source in one batch).
+  struct ShardLocals {
+    uint32_t shard;
+    std::vector<uint64_t> locals;
+  };
+  std::vector<ShardLocals> wanted;
   for (size_t k = 0; k < order.size();) {
     const uint32_t s = entries_[order[k]].shard;
-    const Shard& shard = bag_->shard(s);
-    locals.clear();
+    const bool lazily = bag_->shard(s).limits_fetched_lazily();
+    if (lazily) wanted.push_back(ShardLocals{s, {}});
     for (; k < order.size() && entries_[order[k]].shard == s; ++k) {
-      if (shard.limits_fetched_lazily()) {
-        locals.push_back(entries_[order[k]].local);
-      }
+      if (lazily) wanted.back().locals.push_back(entries_[order[k]].local);
     }
-    shard.PrefetchLimits(locals.data(), locals.size(),
-                         bag_->options().max_parallelism);
   }
+  ThreadPool::Shared().ParallelFor(
+      wanted.size(), bag_->options().remote_parallelism, [&](size_t i) {
+        const ShardLocals& w = wanted[i];
+        bag_->shard(w.shard).PrefetchLimits(w.locals.data(), w.locals.size(),
+                                            bag_->options().max_parallelism);
+      });
 }
 
 void ReadPlan::ResolveSpans(const std::vector<uint32_t>& order) {
@@ -276,10 +282,12 @@ void ReadPlan::ResolveSpans(const std::vector<uint32_t>& order) {
 void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
   struct ByteRun {
     uint32_t shard;
-    uint64_t begin, end;
+    CoalescedRun bytes;
     size_t first, last;  // positions in `order`
   };
   std::vector<ByteRun> runs;
+  bool any_remote = false;
+  CoalescingRule rule;
   for (size_t k = 0; k < order.size(); ++k) {
     Entry& e = entries_[order[k]];
     const ByteSource& source = bag_->shard(e.shard).records();
@@ -287,37 +295,73 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
       e.stored = base + e.begin;
       continue;
     }
-    if (!runs.empty()) {
-      // Records in index order start at non-decreasing offsets in a valid
-      // bag, but each extent is validated alone: a record that starts before
-      // the run (its neighbour's limit is corrupt) starts a run of its own.
-      ByteRun& run = runs.back();
-      if (run.shard == e.shard && e.begin >= run.begin &&
-          e.begin <= run.end + kCoalesceGapBytes &&
-          std::max(e.end, run.end) - run.begin <= kMaxCoalescedBytes) {
-        run.end = std::max(run.end, e.end);
-        run.last = k;
-        continue;
-      }
+    // Records in index order start at non-decreasing offsets in a valid
+    // bag, but each extent is validated alone: a record that starts before
+    // the run (its neighbour's limit is corrupt) starts a run of its own.
+    if (!runs.empty() && runs.back().shard == e.shard &&
+        Coalesce(rule, runs.back().bytes, e.begin, e.end)) {
+      runs.back().last = k;
+      continue;
     }
-    runs.push_back(ByteRun{e.shard, e.begin, e.end, k, k});
+    if (runs.empty() || runs.back().shard != e.shard) {
+      rule = CoalescingRule::For(source);
+      any_remote = any_remote || source.remote();
+    }
+    runs.push_back(ByteRun{e.shard, CoalescedRun{e.begin, e.end, e.end - e.begin}, k, k});
   }
   if (runs.empty()) return;
   buffers_.resize(runs.size());
+  const auto place = [&](size_t r) {
+    const ByteRun& run = runs[r];
+    for (size_t k = run.first; k <= run.last; ++k) {
+      Entry& e = entries_[order[k]];
+      if (e.begin < run.bytes.begin || e.end > run.bytes.end) {
+        throw std::logic_error("sackli: a record outside its coalesced read");
+      }
+      e.stored = buffers_[r].data() + (e.begin - run.bytes.begin);
+    }
+  };
+  const auto read_one = [&](size_t r) {
+    const ByteRun& run = runs[r];
+    std::string& buffer = buffers_[r];
+    buffer.resize(static_cast<size_t>(run.bytes.end - run.bytes.begin));
+    bag_->shard(run.shard).records().Read(run.bytes.begin, buffer.size(),
+                                           buffer.data());
+    place(r);
+  };
+  if (!any_remote) {
+    ThreadPool::Shared().ParallelFor(runs.size(), bag_->options().max_parallelism,
+                                     read_one);
+    return;
+  }
+  // Local runs on pool threads as above; each remote source gets all its
+  // runs in one ReadMany (its client keeps them in flight at once), the
+  // sources side by side.
+  std::vector<size_t> local;
+  std::vector<std::pair<size_t, size_t>> remote;  // [first, end) of runs
+  for (size_t r = 0; r < runs.size(); ++r) {
+    if (!bag_->shard(runs[r].shard).records().remote()) {
+      local.push_back(r);
+    } else if (!remote.empty() && runs[remote.back().first].shard == runs[r].shard) {
+      remote.back().second = r + 1;
+    } else {
+      remote.emplace_back(r, r + 1);
+    }
+  }
+  ThreadPool::Shared().ParallelFor(local.size(), bag_->options().max_parallelism,
+                                   [&](size_t i) { read_one(local[i]); });
   ThreadPool::Shared().ParallelFor(
-      runs.size(), bag_->options().max_parallelism, [&](size_t r) {
-        const ByteRun& run = runs[r];
-        std::string& buffer = buffers_[r];
-        buffer.resize(static_cast<size_t>(run.end - run.begin));
-        bag_->shard(run.shard).records().Read(run.begin, buffer.size(),
-                                               buffer.data());
-        for (size_t k = run.first; k <= run.last; ++k) {
-          Entry& e = entries_[order[k]];
-          if (e.begin < run.begin || e.end > run.end) {
-            throw std::logic_error("sackli: a record outside its coalesced read");
-          }
-          e.stored = buffer.data() + (e.begin - run.begin);
+      remote.size(), bag_->options().remote_parallelism, [&](size_t g) {
+        const auto [first, end] = remote[g];
+        std::vector<ByteRange> ranges;
+        ranges.reserve(end - first);
+        for (size_t r = first; r < end; ++r) {
+          const CoalescedRun& bytes = runs[r].bytes;
+          buffers_[r].resize(static_cast<size_t>(bytes.end - bytes.begin));
+          ranges.push_back(ByteRange{bytes.begin, buffers_[r].size(), buffers_[r].data()});
         }
+        bag_->shard(runs[first].shard).records().ReadMany(ranges.data(), ranges.size());
+        for (size_t r = first; r < end; ++r) place(r);
       });
 }
 

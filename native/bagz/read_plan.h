@@ -7,7 +7,11 @@
 //      each run of neighbouring records at once (for remote shards read
 //      lazily, every missing limits page first, in few parallel requests), reads the bytes of sources
 //      that are not memory-mapped (neighbouring records coalesced into one
-//      read), and learns each record's decoded size.
+//      read as bagz/coalescing.h says), and learns each record's decoded
+//      size. Local sources read their runs on up to max_parallelism pool
+//      threads; a remote source (ByteSource::remote) gets all its runs, and
+//      all its missing limits pages, in one ReadMany each, the sources side
+//      by side on up to remote_parallelism threads.
 //   2. Fill(): copies or decompresses every record into its buffer, on the
 //      shared thread pool.
 // Any failing record raises (the first one, by position); no record is ever

@@ -8,8 +8,11 @@
 #include <atomic>
 #include <algorithm>
 #include <numeric>
+#include <mutex>
 #include <random>
+#include <utility>
 
+#include "bagz/coalescing.h"
 #include "bagz/errors.h"
 #include "bagz/stable_order.h"
 #include "bagz/tests/test_bags.h"
@@ -158,6 +161,112 @@ TEST(ReadPlanCoalescing, NeighboursOfAnUnmappedSourceShareOneRead) {
   reads = 0;
   EXPECT_EQ(ReadWithPlan(bag, apart), Pick(records, apart));
   EXPECT_EQ(reads.load(), 2);
+}
+
+// A local file that says it is remote and records every ReadMany call (the
+// ranges of each), as the bindings' Python-backed sources are read.
+class RemoteLikeSource : public ByteSource {
+ public:
+  struct Calls {
+    std::mutex mutex;
+    std::vector<std::vector<std::pair<uint64_t, size_t>>> batches;
+    std::atomic<int> single_reads{0};
+  };
+  RemoteLikeSource(std::shared_ptr<ByteSource> inner, Calls* calls)
+      : inner_(std::move(inner)), calls_(calls) {}
+  uint64_t size() const override { return inner_->size(); }
+  const std::string& path() const override { return inner_->path(); }
+  bool remote() const override { return true; }
+  void Read(uint64_t offset, size_t length, char* dst) const override {
+    ++calls_->single_reads;
+    inner_->Read(offset, length, dst);
+  }
+  void ReadMany(const ByteRange* ranges, size_t n) const override {
+    std::vector<std::pair<uint64_t, size_t>> batch;
+    for (size_t i = 0; i < n; ++i) {
+      batch.emplace_back(ranges[i].offset, ranges[i].length);
+      inner_->Read(ranges[i].offset, ranges[i].length, ranges[i].dst);
+    }
+    std::lock_guard<std::mutex> lock(calls_->mutex);
+    calls_->batches.push_back(std::move(batch));
+  }
+
+ private:
+  std::shared_ptr<ByteSource> inner_;
+  Calls* calls_;
+};
+
+SourceOpener RemoteLikeOpener(RemoteLikeSource::Calls* calls) {
+  const SourceOpener local = LocalOpener(AccessPattern::kSystem, CachePolicy::kDropAfterRead);
+  return SourceOpener{
+      [local, calls](const std::string& p) {
+        return std::make_shared<RemoteLikeSource>(local.open(p), calls);
+      },
+      local.exists};
+}
+
+TEST(CoalescingRule, RemoteRunsWasteAtMostHalfOfWhatTheyAskFor) {
+  const CoalescingRule local{false};
+  const CoalescingRule remote{true};
+  // The header's example: 4K records 8K apart share a local read only.
+  CoalescedRun a{0, 4096, 4096};
+  EXPECT_TRUE(Coalesce(local, a, 12 * 1024, 16 * 1024));
+  EXPECT_EQ(a.end, 16u * 1024);
+  CoalescedRun b{0, 4096, 4096};
+  EXPECT_FALSE(Coalesce(remote, b, 12 * 1024, 16 * 1024));
+  EXPECT_EQ(b.end, 4096u);
+  // 2K apart: 2K wasted of 8K asked.
+  EXPECT_TRUE(Coalesce(remote, b, 6 * 1024, 10 * 1024));
+  EXPECT_EQ(b.asked, 8u * 1024);
+  // Touching records waste nothing, up to the run's cap.
+  CoalescedRun scan{0, 1024, 1024};
+  uint64_t at = 1024;
+  while (Coalesce(remote, scan, at, at + 1024)) at += 1024;
+  EXPECT_EQ(scan.end, CoalescingRule::kMaxRunBytes);
+  // Never past the gap, never backwards.
+  CoalescedRun c{0, 1 << 20, 1 << 20};
+  EXPECT_FALSE(Coalesce(local, c, (1 << 20) + CoalescingRule::kMaxGapBytes + 1, (2 << 20)));
+  CoalescedRun d{100, 200, 100};
+  EXPECT_FALSE(Coalesce(local, d, 50, 300));
+}
+
+TEST(ReadPlanRemote, OneReadManyPerSourceFetchingAtMostOneAndAHalfTimesTheRecords) {
+  TempDir dir;
+  // Records of 1-16 KiB, two shards.
+  std::mt19937 rng(7);
+  std::vector<std::string> records;
+  for (int i = 0; i < 600; ++i) {
+    records.push_back(std::to_string(i) + std::string(1024 + rng() % (15 * 1024), 'r'));
+  }
+  std::vector<std::string> paths = {dir.File("a.bag"), dir.File("b.bag")};
+  testing::WriteTailBag(paths[0], {records.begin(), records.begin() + 300});
+  testing::WriteTailBag(paths[1], {records.begin() + 300, records.end()});
+  RemoteLikeSource::Calls calls;
+  const SourceOpener opener = RemoteLikeOpener(&calls);
+  const auto bag = OpenBag(paths, OpenOptions{}, &opener);  // ON_DISK: limits lazily
+
+  std::vector<uint64_t> all(records.size());
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), rng);
+  for (size_t first = 0; first < all.size(); first += 100) {
+    const std::vector<uint64_t> batch(all.begin() + first, all.begin() + first + 100);
+    calls.batches.clear();
+    calls.single_reads = 0;
+    EXPECT_EQ(ReadWithPlan(bag, batch), Pick(records, batch));
+    EXPECT_EQ(calls.single_reads.load(), 0);
+    uint64_t asked = 0, fetched = 0;
+    for (uint64_t g : batch) asked += records[g].size();
+    size_t record_batches = 0;
+    for (const auto& ranges : calls.batches) {
+      // The first batch of a shard also fetches its (one) limits page.
+      if (ranges.size() == 1 && ranges[0].second <= 300 * 8) continue;
+      ++record_batches;
+      for (const auto& [offset, length] : ranges) fetched += length;
+    }
+    EXPECT_EQ(record_batches, 2u) << "one ReadMany per shard";
+    EXPECT_LE(fetched, asked + asked / 2) << "batch at " << first;
+    EXPECT_GE(fetched, asked);
+  }
 }
 
 // A TAIL bag whose limits are `limits` over `payload` (not checked).

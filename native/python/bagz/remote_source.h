@@ -11,8 +11,10 @@ namespace sackli::python {
 
 // Opens local files through the engine (with `access` and `cache`), and the
 // paths the Python `remote` callback claims through it: remote(path) returns
-// a handle with `size` (int) and `read(offset, length)` -> that many bytes
-// (retries are the handle's business), or None for a local path;
+// a handle with `size` (int) and `read_many([(offset, length), ...])` -> one
+// buffer of that many bytes per range (one call per batch: the handle keeps
+// the ranges in flight at once; retries are its business), or None for a
+// local path;
 // remote.exists(path) returns a bool, or None for a local path. None as
 // `remote`: local files only. Pool threads call the handles with the GIL
 // taken; the Python clients release it while they wait on the network, so
