@@ -22,7 +22,7 @@ import os
 from typing import Any, Union
 
 from . import _engine
-from ._storage import check_cache_dir
+from ._storage import DEFAULT_REMOTE_PARALLELISM as _DEFAULT_REMOTE_PARALLELISM, check_cache_dir
 
 __all__ = [
     "AccessPattern",
@@ -223,7 +223,9 @@ def _default_parallelism() -> int:
 # Requests in flight to an object store: a ranged GET spends most of its time
 # waiting for its first byte (tens of milliseconds), not on this machine's
 # cores, so the default is the same on 2 cores and on 64 (docs/cloud.md).
-DEFAULT_REMOTE_PARALLELISM = 32
+# The storage layer's default (its batches' request pool), so readers and
+# the objects opened without a reader (maps) agree.
+DEFAULT_REMOTE_PARALLELISM = _DEFAULT_REMOTE_PARALLELISM
 
 
 def _state_without_engine_options(options: Any) -> dict[str, Any]:

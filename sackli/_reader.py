@@ -43,7 +43,8 @@ def _open_core(paths: list[str], options: ReaderOptions) -> Any:
     it (`explained_missing`) once."""
     # Remote objects are recorded as they open, to check that they belong
     # together (a SEPARATE bag's two objects, a shard set's manifest).
-    remote = opener_for(paths, options.cache_dir, options.cache_max_bytes)
+    remote = opener_for(paths, options.cache_dir, options.cache_max_bytes,
+                        options.remote_parallelism)
     core = _engine.open_reader(paths, options._engine_options, remote)
     if remote is not None:
         opened, remote.opened = remote.opened or {}, None  # recorded for this check only

@@ -26,9 +26,11 @@ deletions and existence.
 
 Bags themselves are read by the engine: local ones it opens and maps
 itself; for remote ones it calls `RemoteOpener` (see `opener_for`), whose
-handles (`RemoteObject`) have a `size` and `read(offset, length)`; its read
-planner coalesces neighbouring records into one ranged GET and runs up to
-`max_parallelism` requests at once. With a cache folder (`read_cache`: `SACKLI_CACHE_DIR`, or a reader's
+handles (`RemoteObject`) have a `size`, `read(offset, length)` and
+`read_many(ranges)`; its read planner coalesces neighbouring records into
+ranged GETs and hands each object all of a batch's in one `read_many`, which
+keeps up to the reader's `remote_parallelism` of them in flight
+(`Store.read_many`, on the process-wide request threads of `_request_pool`). With a cache folder (`read_cache`: `SACKLI_CACHE_DIR`, or a reader's
 `cache_dir`) those reads go through a block cache on local disk shared by
 every process of the host (`_read_cache`). Remote writers stream into
 `open_upload` streams (only a bag's limits wait in a local file) and commit
@@ -62,6 +64,7 @@ from ._objects import (
     reset_clients, stat_object, sync_folders, write_object,
 )
 from ._read_cache import check_cache_dir, read_cache
+from ._request_pool import DEFAULT_PARALLELISM as DEFAULT_REMOTE_PARALLELISM
 from ._settings import GcsSettings, S3Settings, StorageSettings, current_settings, using
 from ._store import ObjectStat, Store
 from ._staged import StagedFile
@@ -69,7 +72,7 @@ from ._traits import MAX_PARALLEL_REQUESTS, by_upload, on_this_machine, parallel
 from ._upload import OpenUpload, Upload, UploadFile
 from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, parse
 
-__all__ = ["GcsSettings", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS", "ObjectStat",
+__all__ = ["DEFAULT_REMOTE_PARALLELISM", "GcsSettings", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS", "ObjectStat",
            "OpenUpload", "OwnFile", "REMOTE_OPENER", "RemoteObject", "RemoteOpener", "RemotePath",
            "S3Settings", "StagedFile", "StorageSettings", "Store", "Upload", "UploadDestination",
            "UploadFile", "WriteDestination", "atomic_output", "base_name", "by_upload",

@@ -36,6 +36,22 @@ def _media_url(client: Any, path: RemotePath) -> str:
     return f"{base}/download/storage/v1/b/{path.bucket}/o/{quote(path.key, safe='')}"
 
 
+# Connections kept per host, as boto3's max_pool_connections for S3: requests'
+# default of 10 would open and drop a connection for every request of a
+# batch beyond the tenth (`remote_parallelism` keeps 32 in flight).
+_POOL_CONNECTIONS = 128
+
+
+def _widen_pool(session: Any) -> None:
+    """Gives the client's session pools of _POOL_CONNECTIONS per host, where
+    it has requests' plain adapters (an mTLS adapter is left as it is)."""
+    import requests.adapters
+
+    for prefix in ("https://", "http://"):
+        if type(session.adapters.get(prefix)) is requests.adapters.HTTPAdapter:
+            session.mount(prefix, requests.adapters.HTTPAdapter(pool_maxsize=_POOL_CONNECTIONS))
+
+
 def _import_storage() -> Any:
     try:
         from google.cloud import storage
@@ -80,6 +96,7 @@ class GcsStore(Store):
                     if self._settings.credentials is not None:
                         given["credentials"] = self._settings.credentials
                 self._client = storage.Client(**given)
+                _widen_pool(self._client._http)
                 self._pid = os.getpid()
             return self._client
 

@@ -12,6 +12,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 from ._gcs import GcsStore
 from ._local import LocalStore, sync_folders as _sync_local_folders
 from ._read_cache import ReadCache, read_cache
+from ._request_pool import DEFAULT_PARALLELISM
 from ._s3 import S3Store
 from ._settings import S3Settings, StorageSettings, current_settings
 from ._store import ObjectStat, Store
@@ -61,10 +62,13 @@ class RemoteObject:
     replaced object raises OSError instead of serving other bytes).
 
     With a `cache` (`read_cache`), reads go through it: blocks of this
-    version of the object already on local disk are served from there."""
+    version of the object already on local disk are served from there.
+    `parallelism`: requests a batch (`read_many`) keeps in flight at most
+    (the reader's `remote_parallelism`)."""
 
     def __init__(self, url: str | RemotePath, store: Store | None = None,
-                 cache: ReadCache | None = None) -> None:
+                 cache: ReadCache | None = None,
+                 parallelism: int = DEFAULT_PARALLELISM) -> None:
         self._path = url if isinstance(url, RemotePath) else parse(url)
         self.url = self._path.url
         # Kept (by default the store of the settings in effect now): the
@@ -73,6 +77,7 @@ class RemoteObject:
         self._store = _current_store(self._path) if store is None else store
         self.size, self.identity, self.metadata = self._store.stat(self._path)
         self._cache = cache
+        self.parallelism = parallelism
         self._cache_key = (None if cache is None
                            else cache.object_key(self._path, self.identity, self.size))
 
@@ -89,7 +94,8 @@ class RemoteObject:
         one call for a batch of coalesced ranges."""
         if self._cache_key is not None:
             return [self.read(offset, length) for offset, length in ranges]
-        return self._store.read_many(self._path, ranges, self.identity or None)
+        return self._store.read_many(self._path, ranges, self.identity or None,
+                                     parallelism=self.parallelism)
 
     def _fetch(self, offset: int, length: int) -> bytes:
         return self._store.read(self._path, offset, length, self.identity or None)
@@ -108,15 +114,18 @@ class RemoteOpener:
     `known`: the remote paths already told apart and parsed (`opener_for`);
     other paths (local ones, the limits files the engine derives) are told
     apart as they come. `cache`: where the objects' reads are cached
-    (`read_cache`), None for no cache."""
+    (`read_cache`), None for no cache. `parallelism`: requests each
+    object's batches keep in flight at most."""
 
     def __init__(self, record: bool = False,
                  known: dict[str, RemotePath | None] | None = None,
-                 cache: ReadCache | None = None) -> None:
+                 cache: ReadCache | None = None,
+                 parallelism: int = DEFAULT_PARALLELISM) -> None:
         self.opened: dict[str, RemoteObject] | None = {} if record else None
         self._settings = current_settings()
         self._known = known or {}
         self._cache = cache
+        self._parallelism = parallelism
 
     def _parsed(self, path: str) -> RemotePath | None:
         return self._known[path] if path in self._known else remote_path(path)
@@ -131,7 +140,8 @@ class RemoteOpener:
         parsed = self._parsed(path)
         if parsed is None:
             return None
-        remote = RemoteObject(parsed, _store(parsed, self._settings_now()), self._cache_now())
+        remote = RemoteObject(parsed, _store(parsed, self._settings_now()), self._cache_now(),
+                              self._parallelism)
         if self.opened is not None:
             self.opened[remote.url] = remote
         return remote
@@ -158,13 +168,15 @@ REMOTE_OPENER: RemoteOpener = _FollowingOpener()
 
 
 def opener_for(paths: list[str], cache_dir: str | None = None,
-               cache_max_bytes: int | None = None) -> RemoteOpener | None:
+               cache_max_bytes: int | None = None,
+               parallelism: int = DEFAULT_PARALLELISM) -> RemoteOpener | None:
     """The engine's opener for a bag of `paths` (canonical, see
     `canonical_path`): a recording `RemoteOpener` when any is remote, None
     when all are local (the engine then opens them without calling back
     into Python). Each path is told apart here, once: the opener keeps the
     answers. Its objects' reads are cached as `read_cache(cache_dir,
-    cache_max_bytes)` says (by default, as the environment says)."""
+    cache_max_bytes)` says (by default, as the environment says); their
+    batches keep at most `parallelism` requests in flight."""
     known: dict[str, RemotePath | None] = {}
     any_remote = False
     for path in paths:
@@ -176,7 +188,8 @@ def opener_for(paths: list[str], cache_dir: str | None = None,
                 pass  # raised when the engine opens it, in its turn
     if not any_remote:
         return None
-    return RemoteOpener(record=True, known=known, cache=read_cache(cache_dir, cache_max_bytes))
+    return RemoteOpener(record=True, known=known, cache=read_cache(cache_dir, cache_max_bytes),
+                        parallelism=parallelism)
 
 
 def reset_clients() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 from typing import Any, Iterator, NamedTuple
 
+from ._request_pool import DEFAULT_PARALLELISM, map_bounded
 from ._retry import Transient
 from ._upload import Upload
 from ._urls import RemotePath
@@ -87,11 +88,16 @@ class Store:
         raise NotImplementedError
 
     def read_many(self, path: RemotePath, ranges: list[tuple[int, int]],
-                  identity: str | None = None) -> list[bytes | memoryview]:
+                  identity: str | None = None,
+                  parallelism: int = DEFAULT_PARALLELISM) -> list[bytes | memoryview]:
         """The bytes of each (offset, length) range of the object, in order,
-        each checked as `read` checks it. Back-ends fetch them concurrently
-        where they can; this default reads them one by one."""
-        return [self.read(path, offset, length, identity) for offset, length in ranges]
+        each checked as `read` checks it, with at most `parallelism` requests
+        in flight at once. When ranges fail, the error of the first failing
+        one (by position) is raised, as `read` raised it (naming the URL).
+        This default runs `read` for each range on the process-wide request
+        threads (`map_bounded`); back-ends may fetch them their own way."""
+        return map_bounded(lambda span: self.read(path, span[0], span[1], identity),
+                           ranges, parallelism)
 
     def read_whole(self, path: RemotePath) -> bytes:
         """The whole object (FileNotFoundError when missing): here its size

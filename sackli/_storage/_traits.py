@@ -12,8 +12,9 @@ from ._urls import is_remote
 __all__ = ["MAX_PARALLEL_REQUESTS", "by_upload", "on_this_machine", "parallel_requests"]
 
 MAX_PARALLEL_REQUESTS = 16
-"""Requests a caller keeps in flight at once to a store on the network (as
-the maps' ranged reads: sackli.maps._ranges)."""
+"""Files a caller opens, reads or closes at once on a store on the network
+(`parallel_requests`). A batch of ranged reads has its own bound, the
+reader's `remote_parallelism` (`Store.read_many`)."""
 
 
 def by_upload(path: str) -> bool:
