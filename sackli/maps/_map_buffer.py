@@ -207,9 +207,8 @@ class MapBuffer(MapBase):
             extents = [core.extent(position) for position in positions]
         if any(end is None for _, end in extents):  # an object of unknown size
             return {position: self.getindex(position) for position in positions}
-        fetch, parallel = fetcher(self.buffer)
         values = {}
-        for position, stored in zip(positions, fetch_spans(extents, fetch, parallel)):
+        for position, stored in zip(positions, fetch_spans(extents, fetcher(self.buffer))):
             with corruption_as_validation_error():
                 value = core.check_value(position, stored, self.check_crc)
             values[position] = self._finish(position, value)

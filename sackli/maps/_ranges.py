@@ -1,13 +1,13 @@
 """Maps whose bytes are fetched by range (remote objects, or any object that
 answers ``obj[a:b]``): a remote map's header and index come in one ranged GET
-in the common case, and a batch of values in a few coalesced GETs run in
-parallel rather than one request per key."""
+in the common case, and a batch of values in a few coalesced GETs handed to
+the storage layer in one call (`RemoteObject.read_many`, which keeps them in
+flight at once) rather than one request per key."""
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .._storage import RemoteObject
@@ -19,7 +19,9 @@ MAX_RUN = 16 * 1024 * 1024
 # The first GET of a remote map: the header and, for maps of up to about 4,000
 # keys, the whole index with it.
 HEAD_BYTES = 64 * 1024
-MAX_PARALLEL_REQUESTS = 16
+
+# Reads a batch of (begin, end) runs: their bytes, in order.
+RunsFetcher = Callable[[list[tuple[int, int]]], list[bytes]]
 
 
 def coalesce(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -34,16 +36,11 @@ def coalesce(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     return runs
 
 
-def fetch_spans(spans: Sequence[tuple[int, int]], fetch: Callable[[int, int], bytes],
-                parallel: bool) -> list[bytes]:
-    """The bytes of each span, read as coalesced runs with `fetch(begin,
-    end)` (in parallel threads when `parallel`)."""
+def fetch_spans(spans: Sequence[tuple[int, int]], fetch_runs: RunsFetcher) -> list[bytes]:
+    """The bytes of each span, read as coalesced runs in one
+    `fetch_runs(runs)` call."""
     runs = coalesce(spans)
-    if parallel and len(runs) > 1:
-        with ThreadPoolExecutor(min(MAX_PARALLEL_REQUESTS, len(runs))) as pool:
-            contents = list(pool.map(lambda run: fetch(*run), runs))
-    else:
-        contents = [fetch(*run) for run in runs]
+    contents = fetch_runs(runs) if runs else []
     starts = [begin for begin, _ in runs]
     out = []
     for begin, end in spans:
@@ -76,6 +73,14 @@ class RemoteMapObject:
             return self._head[begin:end]
         return self._object.read(begin, end - begin)
 
+    def read_many(self, runs: list[tuple[int, int]]) -> list[bytes]:
+        """Bytes [begin, end) of each run, in order: those beyond the head
+        in one `read_many` of the object (its requests in flight at once)."""
+        far = [(begin, end - begin) for begin, end in runs if end > HEAD_BYTES and end > begin]
+        fetched = iter(self._object.read_many(far) if far else [])
+        return [next(fetched) if end > HEAD_BYTES and end > begin else self.read(begin, end)
+                for begin, end in runs]
+
     def __getitem__(self, window: slice) -> bytes:
         if not isinstance(window, slice):
             raise TypeError("a remote map is read by slices")
@@ -83,8 +88,9 @@ class RemoteMapObject:
         return self.read(begin, end)
 
 
-def fetcher(buffer: Any) -> tuple[Callable[[int, int], bytes], bool]:
-    """How to read [begin, end) of `buffer`, and whether reads may overlap."""
+def fetcher(buffer: Any) -> RunsFetcher:
+    """How to read a batch of [begin, end) runs of `buffer`: a remote map's
+    in one batch of overlapping requests, other buffers' slice by slice."""
     if isinstance(buffer, RemoteMapObject):
-        return buffer.read, True
-    return (lambda begin, end: bytes(buffer[begin:end])), False
+        return buffer.read_many
+    return lambda runs: [bytes(buffer[begin:end]) for begin, end in runs]
