@@ -54,8 +54,9 @@ SEPARATE = sackli.LimitsPlacement.SEPARATE
 INTERLEAVED = sackli.ShardingLayout.INTERLEAVED
 
 
-# The engine's read planner (native/bagz/read_plan.cc): records closer than this
-# are fetched in one request, which stops growing at the second figure.
+# The engine's read planner (native/bagz/coalescing.h): records closer than this
+# are fetched in one request, which stops growing at the second figure (and,
+# remotely, once the bytes between its records would pass half of theirs).
 COALESCE_GAP = 64 * 1024
 
 

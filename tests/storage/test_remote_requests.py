@@ -78,13 +78,17 @@ def test_opening_costs_a_constant_number_of_requests(remote, placement, storage)
 
 def _coalesced_runs(spans: list[tuple[int, int]]) -> int:
     """Requests the planner makes for sorted (begin, end) spans: neighbours
-    closer than COALESCE_GAP share one, up to MAX_COALESCED bytes."""
-    runs, run_begin, run_end = 0, 0, -1
+    closer than COALESCE_GAP share one, up to MAX_COALESCED bytes, while the
+    bytes between them stay at most half of the run's records' (remote
+    sources: native/bagz/coalescing.h)."""
+    runs, run_begin, run_end, asked = 0, 0, -1, 0
     for begin, end in spans:
         if run_end >= 0 and begin <= run_end + COALESCE_GAP and max(end, run_end) - run_begin <= MAX_COALESCED:
-            run_end = max(run_end, end)
-            continue
-        runs, run_begin, run_end = runs + 1, begin, end
+            grown = max(run_end, end) - run_begin
+            if grown - (asked + end - begin) <= (asked + end - begin) // 2:
+                run_end, asked = max(run_end, end), asked + end - begin
+                continue
+        runs, run_begin, run_end, asked = runs + 1, begin, end, end - begin
     return runs
 
 
@@ -111,7 +115,7 @@ def test_spread_out_reads_cost_one_get_per_coalesced_run(remote):
         indices = rng.sample(range(256), 40) + rng.sample(range(256), 5)  # some repeated
         if trial == 3:
             indices = list(range(0, 256, 3))  # a 40 KiB gap: one long run, cut at 8 MiB
-        spans = sorted((i * size, (i + 1) * size) for i in indices)
+        spans = sorted({(i * size, (i + 1) * size) for i in indices})  # repeats read once
         remote.proxy.reset_counts()
         assert reader.read_indices(indices) == [records[i] for i in indices]
         gets = remote.proxy.counts["GET"]
