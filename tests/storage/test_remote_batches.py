@@ -16,6 +16,7 @@ import threading
 import pytest
 
 import sackli
+import sackli.maps
 from sackli._storage import _objects, _request_pool
 from remote_helpers import remote, servers, write_bag  # noqa: F401  (fixtures)
 
@@ -171,6 +172,24 @@ def test_errors_mid_batch_surface_as_from_a_single_read(remote):
     assert type(batch.value) is type(single.value)
     assert batch.value.errno == single.value.errno
     assert re.search(re.escape(url), str(batch.value)), batch.value
+
+
+def test_a_remote_map_batch_keeps_its_requests_in_flight(remote):
+    # Values of 70 KiB; every other value (in the file's order, the index's
+    # Eytzinger order) asked for: each a GET of its own, all of them in one
+    # read_many (the maps once ran 16 at a time).
+    rng = random.Random(5)
+    data = {key: rng.randbytes(70 * 1024) for key in range(96)}
+    url = remote.url("m.mb")
+    sackli.maps.write(url, data.items(), compress=None)
+    mb = sackli.maps.MapBuffer(url)
+    position = mb._core_now().find
+    wanted = sorted(data, key=position)[::2]
+    remote.proxy.latency = LATENCY
+    remote.proxy.reset_counts()
+    assert mb.get_many(wanted) == [data[key] for key in wanted]
+    assert dict(remote.proxy.counts) == {"GET": 48}
+    assert 16 < remote.proxy.max_in_flight <= 32, remote.proxy.max_in_flight
 
 
 def _read_in_child(reader: sackli.Reader, wanted: list[int], queue) -> None:
