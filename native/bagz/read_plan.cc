@@ -279,12 +279,39 @@ void ReadPlan::ResolveSpans(const std::vector<uint32_t>& order) {
   });
 }
 
+std::vector<ReadPlan::ByteRun> ReadPlan::BridgeRemoteGaps(
+    std::vector<ByteRun> runs) const {
+  std::vector<ByteRun> joined;
+  joined.reserve(runs.size());
+  std::vector<CoalescedRun> of_source;
+  for (size_t r = 0; r < runs.size();) {
+    size_t end = r + 1;
+    while (end < runs.size() && runs[end].shard == runs[r].shard) ++end;
+    if (!bag_->shard(runs[r].shard).records().remote()) {
+      joined.insert(joined.end(), runs.begin() + r, runs.begin() + end);
+      r = end;
+      continue;
+    }
+    of_source.clear();
+    for (size_t k = r; k < end; ++k) of_source.push_back(runs[k].bytes);
+    const std::vector<size_t> starts = BridgeGaps(of_source);
+    for (size_t s = 0; s < starts.size(); ++s) {
+      const size_t a = r + starts[s];
+      const size_t b = r + (s + 1 < starts.size() ? starts[s + 1] : end - r);
+      ByteRun read = runs[a];
+      for (size_t k = a + 1; k < b; ++k) {
+        read.bytes.end = std::max(read.bytes.end, runs[k].bytes.end);
+        read.bytes.asked += runs[k].bytes.asked;
+        read.last = runs[k].last;
+      }
+      joined.push_back(read);
+    }
+    r = end;
+  }
+  return joined;
+}
+
 void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
-  struct ByteRun {
-    uint32_t shard;
-    CoalescedRun bytes;
-    size_t first, last;  // positions in `order`
-  };
   std::vector<ByteRun> runs;
   bool any_remote = false;
   CoalescingRule rule;
@@ -310,6 +337,7 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
     runs.push_back(ByteRun{e.shard, CoalescedRun{e.begin, e.end, e.end - e.begin}, k, k});
   }
   if (runs.empty()) return;
+  if (any_remote) runs = BridgeRemoteGaps(std::move(runs));
   buffers_.resize(runs.size());
   const auto place = [&](size_t r) {
     const ByteRun& run = runs[r];

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "bagz/bag.h"
+#include "bagz/coalescing.h"
 #include "bagz/view.h"
 
 namespace sackli {
@@ -118,6 +119,15 @@ class ReadPlan {
   void PrefetchLimits(const std::vector<uint32_t>& order);
   void ResolveSpans(const std::vector<uint32_t>& order);
   void FetchStoredBytes(const std::vector<uint32_t>& order);
+  // One read of stored bytes: records order[first .. last] of one shard.
+  struct ByteRun {
+    uint32_t shard;
+    CoalescedRun bytes;
+    size_t first, last;  // positions in `order`
+  };
+  // The runs of remote shards joined across gaps within the batch's waste
+  // budget (coalescing.h: BridgeGaps); local shards' runs as they are.
+  std::vector<ByteRun> BridgeRemoteGaps(std::vector<ByteRun> runs) const;
   void ResolveDecodedSizes();
 
   std::shared_ptr<const Bag> bag_;

@@ -205,29 +205,69 @@ SourceOpener RemoteLikeOpener(RemoteLikeSource::Calls* calls) {
       local.exists};
 }
 
-TEST(CoalescingRule, RemoteRunsWasteAtMostHalfOfWhatTheyAskFor) {
+TEST(CoalescingRule, RemoteRunsGrowOnlyByTouchingRecords) {
   const CoalescingRule local{false};
   const CoalescingRule remote{true};
-  // The header's example: 4K records 8K apart share a local read only.
+  // 4K records 8K apart share a local read only.
   CoalescedRun a{0, 4096, 4096};
   EXPECT_TRUE(Coalesce(local, a, 12 * 1024, 16 * 1024));
   EXPECT_EQ(a.end, 16u * 1024);
   CoalescedRun b{0, 4096, 4096};
   EXPECT_FALSE(Coalesce(remote, b, 12 * 1024, 16 * 1024));
   EXPECT_EQ(b.end, 4096u);
-  // 2K apart: 2K wasted of 8K asked.
-  EXPECT_TRUE(Coalesce(remote, b, 6 * 1024, 10 * 1024));
-  EXPECT_EQ(b.asked, 8u * 1024);
   // Touching records waste nothing, up to the run's cap.
   CoalescedRun scan{0, 1024, 1024};
   uint64_t at = 1024;
   while (Coalesce(remote, scan, at, at + 1024)) at += 1024;
   EXPECT_EQ(scan.end, CoalescingRule::kMaxRunBytes);
+  EXPECT_EQ(scan.asked, CoalescingRule::kMaxRunBytes);
   // Never past the gap, never backwards.
   CoalescedRun c{0, 1 << 20, 1 << 20};
   EXPECT_FALSE(Coalesce(local, c, (1 << 20) + CoalescingRule::kMaxGapBytes + 1, (2 << 20)));
   CoalescedRun d{100, 200, 100};
   EXPECT_FALSE(Coalesce(local, d, 50, 300));
+}
+
+TEST(CoalescingRule, BridgeGapsSpendsHalfTheAskedBytesOnTheSmallestGaps) {
+  const auto k = [](uint64_t kib) { return kib * 1024; };
+  // The header's example: 12K asked, a budget of 6K: the 1K gap only.
+  EXPECT_EQ(BridgeGaps({{0, k(4), k(4)}, {k(5), k(9), k(4)}, {k(20), k(24), k(4)}}),
+            (std::vector<size_t>{0, 2}));
+  // Smallest first: 2K, then 3K of a 6.5K budget; the 4K gap no longer fits.
+  EXPECT_EQ(BridgeGaps({{0, k(4), k(4)}, {k(8), k(12), k(4)}, {k(14), k(18), k(4)},
+                        {k(21), k(22), k(1)}}),
+            (std::vector<size_t>{0, 1}));
+  // Never backwards (corrupt limits), never over the gap or run caps.
+  EXPECT_EQ(BridgeGaps({{k(8), k(12), k(4)}, {0, k(4), k(4)}}),
+            (std::vector<size_t>{0, 1}));
+  const uint64_t big = CoalescingRule::kMaxRunBytes / 2;
+  EXPECT_EQ(BridgeGaps({{0, big, big}, {big + 1, 2 * big + 1, big}}),
+            (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(BridgeGaps({{0, k(1000), k(1000)},
+                        {k(1000) + CoalescingRule::kMaxGapBytes + 1, k(2100), k(1000)}}),
+            (std::vector<size_t>{0, 1}));
+  EXPECT_TRUE(BridgeGaps({}).empty());
+  // Random batches: within 1.5x, whatever the gaps.
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<CoalescedRun> runs;
+    uint64_t at = 0;
+    for (int i = 0; i < 50; ++i) {
+      at += rng() % k(40);
+      const uint64_t length = 1 + rng() % k(16);
+      runs.push_back({at, at + length, length});
+      at += length;
+    }
+    const std::vector<size_t> starts = BridgeGaps(runs);
+    uint64_t asked = 0, fetched = 0;
+    for (size_t s = 0; s < starts.size(); ++s) {
+      const size_t end = s + 1 < starts.size() ? starts[s + 1] : runs.size();
+      fetched += runs[end - 1].end - runs[starts[s]].begin;
+      EXPECT_LE(runs[end - 1].end - runs[starts[s]].begin, CoalescingRule::kMaxRunBytes);
+    }
+    for (const CoalescedRun& r : runs) asked += r.asked;
+    EXPECT_LE(fetched, asked + asked / 2);
+  }
 }
 
 TEST(ReadPlanRemote, OneReadManyPerSourceFetchingAtMostOneAndAHalfTimesTheRecords) {
