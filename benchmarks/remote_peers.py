@@ -53,8 +53,8 @@ moto copies a whole object for every ranged
 GET (a 170 MB object: ~0.4 s per GET), so on s3 each file is stored as
 shards of at most `--s3-shard-mb` MB; the file column says how many.
 
-    python benchmarks/remote_peers.py --quick          # 2,000 records, direct and +20 ms: ~8 min
-    python benchmarks/remote_peers.py                  # 20,000 records, direct, +20 and +50 ms: ~30 min
+    python benchmarks/remote_peers.py --quick          # 2,000 records, direct and +20 ms: ~7 min
+    python benchmarks/remote_peers.py                  # 20,000 records, direct, +20 and +50 ms: ~30-40 min (estimated from --quick)
     python benchmarks/remote_peers.py --only gs --latency 0,50 --json out.json
 """
 
@@ -95,8 +95,9 @@ WORKLOADS = ("open+len", "open+len @16", "singles", "batch", "scan", "epoch")
 IMPLEMENTATIONS = ("sackli", "sackli cache cold", "sackli cache warm", "bagz", "bagz IN_MEMORY", "upstream")
 LOCAL_IMPLEMENTATIONS = ("local sackli", "local bagz")
 CACHE_MAX_BYTES = 8 << 30
-QUICK = dict(records=2_000, singles=50, batch=500, epoch_records=2_000, latency="0,20", repeat=3)
-FULL = dict(records=20_000, singles=200, batch=2_000, epoch_records=4_000, latency="0,20,50", repeat=3)
+# An epoch costs about a request per record for every peer: it sets the run time.
+QUICK = dict(records=2_000, singles=30, batch=500, epoch_records=500, latency="0,20", repeat=3)
+FULL = dict(records=20_000, singles=50, batch=1_000, epoch_records=1_000, latency="0,20,50", repeat=3)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -557,20 +558,20 @@ def _version(distribution: str) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
-                        help="2,000 records, 50 singles, batch 500, direct and +20 ms, 3 rounds (~8 min)")
+                        help="2,000 records, 30 singles, batch 500, epoch 500, direct and +20 ms, 3 rounds (~7 min)")
     parser.add_argument("--records", type=int, help="records in the bag (default 20,000; --quick 2,000)")
     parser.add_argument("--min-size", type=int, default=1024, help="smallest record, bytes")
     parser.add_argument("--max-size", type=int, default=16384, help="largest record, bytes")
-    parser.add_argument("--singles", type=int, help="random r[i] per run (default 200; --quick 50)")
-    parser.add_argument("--batch", type=int, help="random indices of the batch (default 2,000; --quick 500)")
+    parser.add_argument("--singles", type=int, help="random r[i] per run (default 50; --quick 30)")
+    parser.add_argument("--batch", type=int, help="random indices of the batch (default 1,000; --quick 500)")
     parser.add_argument("--epoch-records", type=int,
-                        help="the epoch is a permutation of this many first records (default 4,000; --quick 2,000)")
+                        help="the epoch is a permutation of this many first records (default 1,000; --quick 500)")
     parser.add_argument("--latency", help="settings, comma-separated ms added per request, 0 = direct "
                                           "(default 0,20,50; --quick 0,20)")
     parser.add_argument("--repeat", type=int, help="rounds, medians taken (default 3)")
     parser.add_argument("--only", choices=("gs", "s3"), help="one scheme (local rows are kept)")
     parser.add_argument("--s3-shard-mb", type=float, default=4.0, help="largest object on s3 (moto), MB")
-    parser.add_argument("--max-row-seconds", type=float, default=90.0,
+    parser.add_argument("--max-row-seconds", type=float, default=60.0,
                         help="a row stops taking runs once its runs add up to this")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take")
     parser.add_argument("--peers-dir", type=pathlib.Path, default=_peer_envs.default_root(),
