@@ -101,6 +101,13 @@ class Store:
 
     def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
         """(url, size) of every object whose key starts with `path.key`."""
+        for url, stat in self.list_stats(path):
+            yield url, stat.size
+
+    def list_stats(self, path: RemotePath) -> Iterator[tuple[str, ObjectStat]]:
+        """(url, stat) of every object whose key starts with `path.key`:
+        size and identity as `stat` gives them, and the metadata the
+        listing carries (GCS: the object's; S3 listings carry none: {})."""
         raise NotImplementedError
 
     def open_upload(self, path: RemotePath) -> Upload:
