@@ -156,3 +156,24 @@ def test_separate_limits_objects_still_get_their_own_head(remote):
     assert remote.proxy.max_in_flight >= 8
     remote.proxy.latency = 0.0
     assert reader.read() == records
+
+
+def test_beam_sizes_the_objects_of_a_comma_list_concurrently(remote):
+    """Beam's file systems size the paths of one match call one after
+    another; the source asks for each object's size concurrently
+    (`remote_parallelism` at once), at most a metadata request or two
+    each (Beam's existence check, then its metadata)."""
+    pytest.importorskip("apache_beam")
+    from sackli.beam._files import estimate_pattern_size
+
+    _write_set(remote, make_records(SHARDS * 4, seed=9))
+    sizes = remote.objects()
+    remote.proxy.latency = LATENCY
+    remote.proxy.reset_counts()
+    total = estimate_pattern_size(_specs(remote)["list"], sackli.Reader.Options())
+    assert total == sum(sizes[name] for name in NAMES)
+    assert remote.proxy.max_in_flight >= 8, remote.proxy.log
+    assert sum(remote.proxy.counts.values()) <= 2 * SHARDS, remote.proxy.log
+    remote.proxy.reset_counts()
+    estimate_pattern_size(_specs(remote)["list"], sackli.Reader.Options(remote_parallelism=1))
+    assert remote.proxy.max_in_flight == 1
