@@ -28,6 +28,7 @@ are: during a publish, or after an interrupted one, they can read a mixture.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -38,8 +39,8 @@ from ._engine import CorruptionError
 from ._format import LIMITS_PREFIX
 
 __all__ = [
-    "RECORDS_OBJECT_KEY", "RECORDS_VERSION_KEY", "SetManifest", "check_opened", "limits_metadata",
-    "manifest_url",
+    "OpenCheck", "RECORDS_OBJECT_KEY", "RECORDS_VERSION_KEY", "SetManifest", "check_opened",
+    "limits_metadata", "manifest_url",
 ]
 
 RECORDS_OBJECT_KEY = "sackli-records-object"
@@ -94,11 +95,35 @@ def check_opened(paths: Iterable[str], opened: Mapping[str, Any]) -> None:
     belong together: a SEPARATE limits object written for another version
     of its records, or a shard set whose manifest says it is being
     published, or names other versions."""
-    if not opened:
-        return
-    _check_limits_pairs(opened)
-    for manifest, shards in _complete_sets(paths).items():
-        _check_set(manifest, shards, opened)
+    OpenCheck(paths, prefetch=False).check(opened)
+
+
+class OpenCheck:
+    """`check_opened` in two steps, so that the manifests' requests overlap
+    the opening of the shards: made before the objects open, it starts
+    reading the manifest of every complete set among `paths` (on the
+    storage layer's pool); `check(opened)` then checks them as
+    `check_opened` does.
+
+    The order does not matter: a manifest names the version of every object
+    of its set, and the check is that each opened object is at that
+    version, whenever either was read."""
+
+    def __init__(self, paths: Iterable[str], prefetch: bool = True) -> None:
+        self._sets = _complete_sets(paths)
+        self._manifests = {
+            url: _storage.Prefetch(functools.partial(_read_manifest, url)) if prefetch else None
+            for url in self._sets}
+
+    def check(self, opened: Mapping[str, Any]) -> None:
+        """Raises as `check_opened` does."""
+        if not opened:
+            return
+        _check_limits_pairs(opened)
+        for url, shards in self._sets.items():
+            manifest = self._manifests[url]
+            _check_set(url, shards, opened,
+                       _read_manifest(url) if manifest is None else manifest.result())
 
 
 def _check_limits_pairs(opened: Mapping[str, Any]) -> None:
@@ -156,8 +181,8 @@ def _read_manifest(url: str) -> dict | None:
         raise CorruptionError(f"{url}: unreadable shard-set manifest ({error})") from None
 
 
-def _check_set(manifest_url_: str, shards: list[str], opened: Mapping[str, Any]) -> None:
-    manifest = _read_manifest(manifest_url_)
+def _check_set(manifest_url_: str, shards: list[str], opened: Mapping[str, Any],
+               manifest: dict | None) -> None:
     if manifest is None:
         return  # written without one (bagz, an older sackli)
     folder, name = _split(manifest_url_)

@@ -18,8 +18,9 @@ from ._shard_spec import expand_file_spec
 from ._skipping import (
     SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
 )
-from ._consistency import check_opened
-from ._storage import opener_for, path_argument
+from ._consistency import OpenCheck
+from ._format import LIMITS_PREFIX
+from ._storage import ObjectStat, base_name, opener_for, path_argument, remembering_listings
 
 __all__ = ["Reader", "checked_range"]
 
@@ -37,19 +38,45 @@ class _ClosedCore:
 _CLOSED = _ClosedCore()
 
 
-def _open_core(paths: list[str], options: ReaderOptions) -> Any:
+def _open_core(paths: list[str], options: ReaderOptions,
+               listed: dict[str, ObjectStat] | None = None) -> Any:
     """The engine's reader of `paths` (canonical, from `expand_file_spec`).
     A missing file raises the engine's FileNotFoundError: callers explain
-    it (`explained_missing`) once."""
+    it (`explained_missing`) once. `listed`: what the listings that found
+    `paths` said of each object (`remembering_listings`), so that those
+    open without a metadata request."""
     # Remote objects are recorded as they open, to check that they belong
     # together (a SEPARATE bag's two objects, a shard set's manifest).
     remote = opener_for(paths, options.cache_dir, options.cache_max_bytes,
-                        options.remote_parallelism)
+                        options.remote_parallelism,
+                        _records_objects(listed) if listed else None)
+    if remote is None:
+        return _engine.open_reader(paths, options._engine_options, None)
+    # The sets' manifests are read while the engine opens the shards (on
+    # remote_parallelism threads): the open takes the round trips of one
+    # shard, not of each in turn. remote_parallelism=1: one request at a time.
+    check = OpenCheck(paths, prefetch=options.remote_parallelism > 1)
     core = _engine.open_reader(paths, options._engine_options, remote)
-    if remote is not None:
-        opened, remote.opened = remote.opened or {}, None  # recorded for this check only
-        check_opened(paths, opened)
+    opened, remote.opened = remote.opened or {}, None  # recorded for this check only
+    check.check(opened)
     return core
+
+
+def _records_objects(listed: dict[str, ObjectStat]) -> dict[str, ObjectStat]:
+    """The listed objects that may open without a HEAD: all but limits
+    objects, whose metadata (which S3 listings do not carry) is checked
+    against their records (`sackli._consistency`), and those listed
+    without an identity to pin reads to."""
+    return {url: stat for url, stat in listed.items()
+            if stat.identity and not base_name(url).startswith(LIMITS_PREFIX)}
+
+
+def _expand_remembering(spec: str) -> tuple[list[str], dict[str, ObjectStat]]:
+    """`expand_file_spec(spec)`, and what its listings said of each object."""
+    if ":" not in spec:  # no URL: nothing remote is listed (the common case, kept cheap)
+        return expand_file_spec(spec), {}
+    with remembering_listings() as listed:
+        return expand_file_spec(spec), listed
 
 
 def _restore_reader(
@@ -157,11 +184,11 @@ class Reader(collections.abc.Sequence):
         spec = path_argument(file_spec, "file_spec")
         resolved = with_overrides(ReaderOptions, options, option_overrides)
         try:
-            paths = expand_file_spec(spec)
+            paths, listed = _expand_remembering(spec)
         except FileNotFoundError as error:
             raise explained_missing(error, spec) from None
         try:
-            core = _open_core(paths, resolved)
+            core = _open_core(paths, resolved, listed)
         except FileNotFoundError as error:
             raise explained_missing(error, ",".join(paths)) from None
         self._init(spec, resolved, paths, core)

@@ -19,8 +19,14 @@ std::shared_ptr<const Bag> Bag::Open(const std::vector<ShardPath>& paths,
   const size_t n = paths.size();
   bag->shards_.resize(n);
   std::vector<std::exception_ptr> errors(n);
+  // A remote shard's open waits on the network (its size, then its tail):
+  // as many at once as a batch keeps requests in flight. Local opens stay
+  // on one thread per core.
+  const size_t open_parallelism = opener.may_open_remote
+                                      ? bag->options_.remote_parallelism
+                                      : bag->options_.max_parallelism;
   ThreadPool::Shared().ParallelFor(
-      n, bag->options_.max_parallelism, [&](size_t i) {
+      n, open_parallelism, [&](size_t i) {
         try {
           bag->shards_[i] =
               Shard::Open(paths[i].path, paths[i].codec, options.shard, opener);

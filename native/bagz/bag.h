@@ -34,7 +34,9 @@ struct ShardPath {
 
 class Bag {
  public:
-  // Opens all shards (in parallel). The first failing shard, in spec order,
+  // Opens all shards in parallel: on max_parallelism threads, or on
+  // remote_parallelism when the opener may open remote sources
+  // (SourceOpener::may_open_remote). The first failing shard, in spec order,
   // raises. INTERLEAVED requires shard sizes that are non-increasing and
   // within 1 of shard 0.
   static std::shared_ptr<const Bag> Open(const std::vector<ShardPath>& shards,

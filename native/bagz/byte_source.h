@@ -54,6 +54,10 @@ class ByteSource {
 struct SourceOpener {
   std::function<std::shared_ptr<ByteSource>(const std::string& path)> open;
   std::function<bool(const std::string& path)> exists;
+  // Whether `open` may return remote sources (ByteSource::remote): each
+  // open is then a few round trips to a store, so Bag::Open runs up to
+  // BagOptions::remote_parallelism of them at once instead of one per core.
+  bool may_open_remote = false;
 };
 
 }  // namespace sackli

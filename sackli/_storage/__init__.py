@@ -15,6 +15,10 @@ bucket) or what it can do (`parallel_requests`, `by_upload`,
 `on_this_machine`), never which store it is. A path argument is checked
 here too, once, with one message (`path_argument`).
 
+Requests that wait on the network and do not depend on each other run
+concurrently on one bounded, fork-safe pool per process (`in_parallel`,
+`Prefetch`: `_executor`).
+
 What every store offers: listings (`list_objects`, and folders:
 `list_folders`, `folder_bytes`, `folder_entries`, `names_starting`, globs
 with `expand_glob`), sizes and identities (`stat_object`), whole reads
@@ -30,7 +34,7 @@ handles (`RemoteObject`) have a `size`, `read(offset, length)` and
 `read_many(ranges)`; its read planner coalesces neighbouring records into
 ranged GETs and hands each object all of a batch's in one `read_many`, which
 keeps up to the reader's `remote_parallelism` of them in flight
-(`Store.read_many`, on the process-wide request threads of `_request_pool`). With a cache folder (`read_cache`: `SACKLI_CACHE_DIR`, or a reader's
+(`Store.read_many`, on the process-wide request threads of `_executor`). With a cache folder (`read_cache`: `SACKLI_CACHE_DIR`, or a reader's
 `cache_dir`) those reads go through a block cache on local disk shared by
 every process of the host (`_read_cache`). Remote writers stream into
 `open_upload` streams (only a bag's limits wait in a local file) and commit
@@ -52,6 +56,7 @@ from ._folders import (
     folder_bytes, folder_entries, folder_path, is_file, is_folder, join_path, list_folders,
     local_entries, make_staging_folder, make_unique_folder, names_starting, remove_folder,
 )
+from ._executor import MAX_THREADS as MAX_REQUEST_THREADS, Prefetch, in_parallel
 from ._destinations import (
     LocalDestination, UploadDestination, WriteDestination, write_destination,
 )
@@ -61,10 +66,10 @@ from ._paths import path_argument
 from ._objects import (
     REMOTE_OPENER, RemoteObject, RemoteOpener, atomic_output, copy_object, delete_object,
     delete_objects, list_objects, object_exists, open_local, open_upload, opener_for, put_file, read_object,
-    reset_clients, stat_object, sync_folders, write_object,
+    remembering_listings, reset_clients, stat_object, sync_folders, write_object,
 )
 from ._read_cache import check_cache_dir, read_cache
-from ._request_pool import DEFAULT_PARALLELISM as DEFAULT_REMOTE_PARALLELISM
+from ._executor import DEFAULT_PARALLELISM as DEFAULT_REMOTE_PARALLELISM
 from ._settings import GcsSettings, S3Settings, StorageSettings, current_settings, using
 from ._store import ObjectStat, Store
 from ._staged import StagedFile
@@ -72,15 +77,15 @@ from ._traits import MAX_PARALLEL_REQUESTS, by_upload, on_this_machine, parallel
 from ._upload import OpenUpload, Upload, UploadFile
 from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, parse
 
-__all__ = ["DEFAULT_REMOTE_PARALLELISM", "GcsSettings", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS", "ObjectStat",
-           "OpenUpload", "OwnFile", "REMOTE_OPENER", "RemoteObject", "RemoteOpener", "RemotePath",
+__all__ = ["DEFAULT_REMOTE_PARALLELISM", "GcsSettings", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS",
+           "MAX_REQUEST_THREADS", "ObjectStat", "OpenUpload", "OwnFile", "Prefetch", "REMOTE_OPENER", "RemoteObject", "RemoteOpener", "RemotePath",
            "S3Settings", "StagedFile", "StorageSettings", "Store", "Upload", "UploadDestination",
            "UploadFile", "WriteDestination", "atomic_output", "base_name", "by_upload",
            "canonical_path", "check_cache_dir", "copy_object", "current_settings", "delete_object", "delete_objects",
-           "expand_glob", "folder_bytes", "folder_entries", "folder_path", "is_file", "is_folder",
-           "is_glob", "is_remote", "join_path", "list_folders", "list_objects", "local_entries",
+           "expand_glob", "folder_bytes", "folder_entries", "folder_path", "in_parallel", "is_file",
+           "is_folder", "is_glob", "is_remote", "join_path", "list_folders", "list_objects", "local_entries",
            "make_staging_folder", "make_unique_folder", "names_starting", "normalize",
            "object_exists", "on_this_machine", "open_local", "open_upload", "opener_for",
            "parallel_requests", "parse", "path_argument", "put_file", "read_cache", "read_object",
-           "remove_folder", "reset_clients", "stat_object", "sync_folders", "using",
+           "remembering_listings", "remove_folder", "reset_clients", "stat_object", "sync_folders", "using",
            "write_destination", "write_object"]

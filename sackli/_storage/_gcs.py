@@ -191,8 +191,9 @@ class GcsStore(Store):
                 raise api_errors.from_http_response(response)
             return response.raw.read(decode_content=False), response.headers
 
-    def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
-        """(url, size) of every object whose name starts with `path.key`."""
+    def list_stats(self, path: RemotePath) -> Iterator[tuple[str, ObjectStat]]:
+        """(url, stat) of every object whose name starts with `path.key`:
+        size, generation and metadata, as `stat` gives them."""
         def listing() -> list:
             blobs = list(self._gcs().list_blobs(
                 path.bucket, prefix=path.key, retry=None, timeout=request_timeout()))
@@ -203,7 +204,9 @@ class GcsStore(Store):
             return blobs
 
         for blob in self._call("LIST", path.url, listing):
-            yield f"gs://{path.bucket}/{blob.name}", int(blob.size)
+            yield (f"gs://{path.bucket}/{blob.name}",
+                   ObjectStat(int(blob.size), "" if blob.generation is None else str(blob.generation),
+                              dict(blob.metadata or {})))
 
     def open_upload(self, path: RemotePath) -> GcsUpload:
         """A resumable upload whose chunks leave as they fill."""

@@ -6,13 +6,14 @@ from a `gs://` / `s3://` URL and hands each to its store (`LocalStore`,
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from ._gcs import GcsStore
 from ._local import LocalStore, sync_folders as _sync_local_folders
 from ._read_cache import ReadCache, read_cache
-from ._request_pool import DEFAULT_PARALLELISM
+from ._executor import DEFAULT_PARALLELISM
 from ._s3 import S3Store
 from ._settings import S3Settings, StorageSettings, current_settings
 from ._store import ObjectStat, Store
@@ -21,8 +22,8 @@ from ._urls import RemotePath, is_remote, parse, remote_path
 
 __all__ = ["REMOTE_OPENER", "RemoteObject", "RemoteOpener", "atomic_output", "copy_object",
            "delete_object", "delete_objects", "list_objects", "object_exists", "open_local", "open_upload",
-           "opener_for", "put_file", "read_object", "reset_clients", "stat_object",
-           "sync_folders", "write_object"]
+           "opener_for", "put_file", "read_object", "remembering_listings", "reset_clients",
+           "stat_object", "sync_folders", "write_object"]
 
 T = TypeVar("T")
 
@@ -64,18 +65,24 @@ class RemoteObject:
     With a `cache` (`read_cache`), reads go through it: blocks of this
     version of the object already on local disk are served from there.
     `parallelism`: requests a batch (`read_many`) keeps in flight at most
-    (the reader's `remote_parallelism`)."""
+    (the reader's `remote_parallelism`).
+
+    `stat`: what a listing made just before said of the object (its size
+    and identity), instead of a metadata request of its own. Reads are
+    pinned to that identity as to a HEAD's, so an object replaced since the
+    listing raises ESTALE at its first read, never serves other bytes."""
 
     def __init__(self, url: str | RemotePath, store: Store | None = None,
                  cache: ReadCache | None = None,
-                 parallelism: int = DEFAULT_PARALLELISM) -> None:
+                 parallelism: int = DEFAULT_PARALLELISM,
+                 stat: ObjectStat | None = None) -> None:
         self._path = url if isinstance(url, RemotePath) else parse(url)
         self.url = self._path.url
         # Kept (by default the store of the settings in effect now): the
         # engine reads ranges later from its own threads, where the
         # opener's context is not.
         self._store = _current_store(self._path) if store is None else store
-        self.size, self.identity, self.metadata = self._store.stat(self._path)
+        self.size, self.identity, self.metadata = self._store.stat(self._path) if stat is None else stat
         self._cache = cache
         self.parallelism = parallelism
         self._cache_key = (None if cache is None
@@ -115,17 +122,21 @@ class RemoteOpener:
     other paths (local ones, the limits files the engine derives) are told
     apart as they come. `cache`: where the objects' reads are cached
     (`read_cache`), None for no cache. `parallelism`: requests each
-    object's batches keep in flight at most."""
+    object's batches keep in flight at most. `listed`: URL -> what a
+    listing just made said of the object (`remembering_listings`), so that
+    opening it needs no metadata request (see `RemoteObject`)."""
 
     def __init__(self, record: bool = False,
                  known: dict[str, RemotePath | None] | None = None,
                  cache: ReadCache | None = None,
-                 parallelism: int = DEFAULT_PARALLELISM) -> None:
+                 parallelism: int = DEFAULT_PARALLELISM,
+                 listed: dict[str, ObjectStat] | None = None) -> None:
         self.opened: dict[str, RemoteObject] | None = {} if record else None
         self._settings = current_settings()
         self._known = known or {}
         self._cache = cache
         self._parallelism = parallelism
+        self._listed = listed or {}
 
     def _parsed(self, path: str) -> RemotePath | None:
         return self._known[path] if path in self._known else remote_path(path)
@@ -141,7 +152,7 @@ class RemoteOpener:
         if parsed is None:
             return None
         remote = RemoteObject(parsed, _store(parsed, self._settings_now()), self._cache_now(),
-                              self._parallelism)
+                              self._parallelism, self._listed.get(parsed.url))
         if self.opened is not None:
             self.opened[remote.url] = remote
         return remote
@@ -169,14 +180,16 @@ REMOTE_OPENER: RemoteOpener = _FollowingOpener()
 
 def opener_for(paths: list[str], cache_dir: str | None = None,
                cache_max_bytes: int | None = None,
-               parallelism: int = DEFAULT_PARALLELISM) -> RemoteOpener | None:
+               parallelism: int = DEFAULT_PARALLELISM,
+               listed: dict[str, ObjectStat] | None = None) -> RemoteOpener | None:
     """The engine's opener for a bag of `paths` (canonical, see
     `canonical_path`): a recording `RemoteOpener` when any is remote, None
     when all are local (the engine then opens them without calling back
     into Python). Each path is told apart here, once: the opener keeps the
     answers. Its objects' reads are cached as `read_cache(cache_dir,
     cache_max_bytes)` says (by default, as the environment says); their
-    batches keep at most `parallelism` requests in flight."""
+    batches keep at most `parallelism` requests in flight; `listed`
+    objects open without a metadata request (`RemoteOpener`)."""
     known: dict[str, RemotePath | None] = {}
     any_remote = False
     for path in paths:
@@ -189,7 +202,7 @@ def opener_for(paths: list[str], cache_dir: str | None = None,
     if not any_remote:
         return None
     return RemoteOpener(record=True, known=known, cache=read_cache(cache_dir, cache_max_bytes),
-                        parallelism=parallelism)
+                        parallelism=parallelism, listed=listed)
 
 
 def reset_clients() -> None:
@@ -201,6 +214,25 @@ def reset_clients() -> None:
         store.reset()
 
 
+# The listings' answers, while a `remembering_listings` block is active.
+_LISTED: contextvars.ContextVar[dict[str, ObjectStat] | None] = contextvars.ContextVar(
+    "sackli_listed", default=None)
+
+
+@contextlib.contextmanager
+def remembering_listings() -> Iterator[dict[str, ObjectStat]]:
+    """A dict that collects, during the block, URL -> stat of every remote
+    object that `list_objects` lists in this context (a `name@*.ext` or a
+    glob being expanded), so that opening them next needs no metadata
+    request each (`opener_for(listed=...)`)."""
+    listed: dict[str, ObjectStat] = {}
+    token = _LISTED.set(listed)
+    try:
+        yield listed
+    finally:
+        _LISTED.reset(token)
+
+
 def list_objects(url_prefix: str) -> list[tuple[str, int]]:
     """(url, size) of every object whose URL starts with `url_prefix`; for
     a local prefix, (path, size) of every file in its folder and below
@@ -208,7 +240,11 @@ def list_objects(url_prefix: str) -> list[tuple[str, int]]:
     if not is_remote(url_prefix):
         return list(_LOCAL.list(url_prefix))
     remote = parse(url_prefix, object_name=False)
-    return list(_current_store(remote).list(remote))
+    stats = list(_current_store(remote).list_stats(remote))
+    listed = _LISTED.get()
+    if listed is not None:
+        listed.update(stats)
+    return [(url, stat.size) for url, stat in stats]
 
 
 def open_local(path: str) -> BinaryIO | None:

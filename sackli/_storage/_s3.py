@@ -166,8 +166,9 @@ class S3Store(Store):
 
         return self._call("GET", path.url, get)
 
-    def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
-        """(url, size) of every object whose key starts with `path.key`."""
+    def list_stats(self, path: RemotePath) -> Iterator[tuple[str, ObjectStat]]:
+        """(url, stat) of every object whose key starts with `path.key`:
+        its size and ETag (S3 listings carry no user metadata)."""
         def pages() -> list[dict]:
             paginator = self._s3().get_paginator("list_objects_v2")
             answers = list(paginator.paginate(Bucket=path.bucket, Prefix=path.key))
@@ -179,7 +180,8 @@ class S3Store(Store):
 
         for page in self._call("LIST", path.url, pages):
             for item in page.get("Contents", []):
-                yield f"s3://{path.bucket}/{item['Key']}", int(item["Size"])
+                yield (f"s3://{path.bucket}/{item['Key']}",
+                       ObjectStat(int(item["Size"]), str(item.get("ETag", "")), {}))
 
     def open_upload(self, path: RemotePath) -> S3Upload:
         """A multipart upload whose parts leave as they fill."""

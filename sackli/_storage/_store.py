@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import errno
+import functools
 from typing import Any, Iterator, NamedTuple
 
-from ._request_pool import DEFAULT_PARALLELISM, map_bounded
+from ._executor import DEFAULT_PARALLELISM, in_parallel
 from ._retry import Transient
 from ._upload import Upload
 from ._urls import RemotePath
@@ -95,9 +96,9 @@ class Store:
         in flight at once. When ranges fail, the error of the first failing
         one (by position) is raised, as `read` raised it (naming the URL).
         This default runs `read` for each range on the process-wide request
-        threads (`map_bounded`); back-ends may fetch them their own way."""
-        return map_bounded(lambda span: self.read(path, span[0], span[1], identity),
-                           ranges, parallelism)
+        threads (`in_parallel`); back-ends may fetch them their own way."""
+        return in_parallel([functools.partial(self.read, path, offset, length, identity)
+                            for offset, length in ranges], parallelism)
 
     def read_whole(self, path: RemotePath) -> bytes:
         """The whole object (FileNotFoundError when missing): here its size
@@ -107,6 +108,13 @@ class Store:
 
     def list(self, path: RemotePath) -> Iterator[tuple[str, int]]:
         """(url, size) of every object whose key starts with `path.key`."""
+        for url, stat in self.list_stats(path):
+            yield url, stat.size
+
+    def list_stats(self, path: RemotePath) -> Iterator[tuple[str, ObjectStat]]:
+        """(url, stat) of every object whose key starts with `path.key`:
+        size and identity as `stat` gives them, and the metadata the
+        listing carries (GCS: the object's; S3 listings carry none: {})."""
         raise NotImplementedError
 
     def open_upload(self, path: RemotePath) -> Upload:

@@ -10,6 +10,7 @@ splitting never read records.
 from __future__ import annotations
 
 import errno
+import functools
 import re
 from typing import Container, NamedTuple
 
@@ -21,7 +22,7 @@ from .._sets import (
     LIMITS_PREFIX, choose_shard_set, limits_path_for, split_shard_entry,
     without_local_prefix,
 )
-from .._storage import path_argument
+from .._storage import in_parallel, is_remote, path_argument
 
 __all__ = ["ALLOW", "ALLOW_IF_WILDCARD", "BagFile", "DISALLOW", "check_empty_match_treatment",
            "estimate_pattern_size", "expand_pattern", "split_name"]
@@ -77,10 +78,18 @@ def _entries(pattern: str) -> list[str]:
     return [without_local_prefix(entry) for entry in entries]
 
 
-def _sizes(paths: list[str]) -> dict[str, int]:
-    """Sizes of existing files among `paths`, in one match call."""
+def _sizes(paths: list[str], at_once: int) -> dict[str, int]:
+    """Sizes of existing files among `paths`: local ones in one match call;
+    remote ones a match each (a metadata request, which Beam's file
+    systems make one after another), `at_once` of them concurrently."""
+    local = [path for path in paths if not is_remote(path)]
+    remote = [path for path in paths if is_remote(path)]
+    results = FileSystems.match(local) if local else []
+    for matched in in_parallel([functools.partial(FileSystems.match, [path]) for path in remote],
+                               at_once):
+        results.extend(matched)
     sizes: dict[str, int] = {}
-    for result in FileSystems.match(paths):
+    for result in results:
         for metadata in result.metadata_list:
             sizes[metadata.path] = metadata.size_in_bytes
     return sizes
@@ -185,7 +194,7 @@ def _resolve(pattern: str, options: ReaderOptions, treatment: str) -> list[BagFi
             if limits not in sizes
         ]
     if to_stat:
-        sizes.update(_sizes(to_stat))
+        sizes.update(_sizes(to_stat, options.remote_parallelism))
     result = []
     for item in files_listed:
         path, size = (item, sizes.get(item)) if isinstance(item, str) else item

@@ -17,7 +17,7 @@ import pytest
 
 import sackli
 import sackli.maps
-from sackli._storage import _objects, _request_pool
+from sackli._storage import _objects
 from remote_helpers import remote, servers, write_bag  # noqa: F401  (fixtures)
 
 
@@ -209,39 +209,3 @@ def test_batches_work_in_a_forked_child(remote):
     finally:
         child.join(timeout=60)
     assert child.exitcode == 0
-
-
-# --- the request pool itself (no store involved) ------------------------------------------
-
-
-def test_map_bounded_raises_the_first_failing_item_and_keeps_order():
-    def call(i: int) -> int:
-        if i in (7, 3):
-            raise ValueError(f"item {i}")
-        return i * i
-
-    assert _request_pool.map_bounded(lambda i: i * i, list(range(50)), 8) == [i * i for i in range(50)]
-    with pytest.raises(ValueError, match="item 3"):
-        _request_pool.map_bounded(call, list(range(10)), 10)
-    assert _request_pool.map_bounded(call, [], 4) == []
-
-
-def test_map_bounded_never_runs_more_than_its_limit():
-    running, peak = 0, 0
-    lock = threading.Lock()
-    release = threading.Event()
-
-    def call(i: int) -> int:
-        nonlocal running, peak
-        with lock:
-            running += 1
-            peak = max(peak, running)
-            if running == 3:
-                release.set()
-        release.wait(10)  # the first three meet; later calls pass
-        with lock:
-            running -= 1
-        return i
-
-    assert _request_pool.map_bounded(call, list(range(30)), 3) == list(range(30))
-    assert peak == 3

@@ -116,7 +116,8 @@ SourceOpener MakeOpener(py::object remote, AccessPattern access,
           if (!found.is_none()) return found.cast<bool>();
         }
         return local.exists(path);
-      }};
+      },
+      /*may_open_remote=*/true};
 }
 
 }  // namespace sackli::python
