@@ -19,9 +19,13 @@ from ._skipping import (
     SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
 )
 from ._consistency import check_opened
-from ._storage import opener_for, path_argument
+from ._storage import opener_for, path_argument, use_cache_engine
 
 __all__ = ["Reader", "checked_range"]
+
+# The read cache's entries are read by the engine (its remote byte sources
+# and the cache's own reads share it).
+use_cache_engine(_engine.BlockCache)
 
 
 class _ClosedCore:
