@@ -25,9 +25,10 @@ constexpr char kMagic[8] = {'s', 'a', 'c', 'k', 'l', 'i', '\0', 'C'};
 // magic, format, chunk bytes, payload bytes, key, block, chunk count.
 constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 8 + kCacheKeyBytes + 8 + 4;
 // Ranges whose chunks span at most this much are read in one pread into a
-// per-thread buffer; longer ones read their whole chunks straight into the
-// destination and only the partial chunks at their ends into the buffer.
-constexpr size_t kScratchBytes = 4 * kCacheChunkBytes;
+// per-thread buffer (one call: a call costs about what 4-8 KiB of copying
+// does); longer ones read their whole chunks straight into the destination
+// and only the partial chunks at their ends into the buffer.
+constexpr size_t kScratchBytes = 64 * 1024;
 constexpr size_t kMaxDamaged = 1024;
 
 uint64_t Chunks(uint64_t length) {

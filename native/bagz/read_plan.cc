@@ -21,9 +21,8 @@ namespace {
 constexpr size_t kPrefetchAheadEntries = 2;
 constexpr uint64_t kPrefetchHeadBytes = 512;
 
-// Records of an unmapped source closer than this are read in one request.
-constexpr uint64_t kCoalesceGapBytes = 64 * 1024;
-// A coalesced read stops growing at this size.
+// A coalesced read (records of an unmapped source closer than its
+// coalesce_gap_bytes(), read as one) stops growing at this size.
 constexpr uint64_t kMaxCoalescedBytes = 8 * 1024 * 1024;
 // Below these amounts of work a batch runs on the calling thread alone: waking
 // helpers would cost more than it saves.
@@ -293,7 +292,7 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
       // the run (its neighbour's limit is corrupt) starts a run of its own.
       ByteRun& run = runs.back();
       if (run.shard == e.shard && e.begin >= run.begin &&
-          e.begin <= run.end + kCoalesceGapBytes &&
+          e.begin <= run.end + source.coalesce_gap_bytes() &&
           std::max(e.end, run.end) - run.begin <= kMaxCoalescedBytes) {
         run.end = std::max(run.end, e.end);
         run.last = k;

@@ -25,7 +25,7 @@ misses: claims, fetches, publishing, the budget and eviction.
 Guarantees:
 - An entry is written under a temporary name in its folder and renamed into
   place while holding the lock: readers see a whole entry or none.
-- Every entry (format 2) carries a CRC-32C of each 4 KiB chunk of its
+- Every entry (format 2) carries a CRC-32C of each 1 KiB chunk of its
   payload (and of its header, which names its key and block). Every byte
   served is checked against them when it is read, so a damaged, truncated
   or foreign file (a link, an entry of format 1) is dropped and fetched

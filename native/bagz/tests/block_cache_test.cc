@@ -92,15 +92,18 @@ TEST(BlockCache, ServesEveryRangeOfAnEntry) {
   TempDir dir;
   BlockCache cache(dir.path(), 8);
   const CacheKey key = KeyOf(2);
-  // 5 chunks and a bit: ranges inside one chunk, across two, from and to
-  // the edges, whole chunks, and the short last chunk.
-  const size_t length = 5 * kChunk + 100;
+  // 100 chunks and a bit: ranges inside one chunk, across two, from and to
+  // the edges, whole chunks, the short last chunk, and ranges longer than
+  // the 64 KiB read in one call (whole chunks straight into the
+  // destination, the cut ones at either end through the buffer).
+  const size_t length = 100 * kChunk + 100;
   const std::string payload = Payload(length);
   Publish(cache, key, 3, payload);
   const std::vector<std::pair<size_t, size_t>> ranges = {
       {0, 1}, {0, kChunk}, {10, 20}, {kChunk - 1, kChunk + 1}, {100, 3 * kChunk + 7},
-      {kChunk, 5 * kChunk}, {5 * kChunk, length}, {length - 1, length}, {0, length},
-      {7, length - 3}, {2 * kChunk + 1, 2 * kChunk + 2}};
+      {kChunk, 5 * kChunk}, {100 * kChunk, length}, {length - 1, length}, {0, length},
+      {7, length - 3}, {2 * kChunk + 1, 2 * kChunk + 2}, {100, 90 * kChunk + 7},
+      {kChunk, 99 * kChunk}, {5, 70 * kChunk}, {kChunk, length - 1}, {3, 64 * kChunk + 2}};
   for (const auto& [lo, hi] : ranges) {
     EXPECT_EQ(ReadPart(cache, key, 3, length, lo, hi), payload.substr(lo, hi - lo))
         << lo << ".." << hi;
@@ -188,13 +191,14 @@ TEST(BlockCache, DamagedShortAndForeignEntriesAreMisses) {
 // chunk k (through the per-thread buffer or straight into the destination,
 // at either end or inside), a hit for the others.
 TEST(BlockCache, EveryChunkARangeTouchesIsChecked) {
-  const size_t length = 8 * kChunk + 10;
+  const size_t length = 80 * kChunk + 10;
   const std::string payload = Payload(length);
   const CacheKey key = KeyOf(11);
   const std::vector<std::pair<size_t, size_t>> ranges = {
-      {kChunk - 10, kChunk + 10}, {100, 7 * kChunk + 50}, {0, length},
-      {2 * kChunk, 6 * kChunk}, {3 * kChunk + 1, 3 * kChunk + 2}, {8 * kChunk, length}};
-  for (size_t chunk = 0; chunk <= 8; ++chunk) {
+      {kChunk - 10, kChunk + 10}, {100, 79 * kChunk + 50}, {0, length},
+      {2 * kChunk, 70 * kChunk}, {3 * kChunk + 1, 3 * kChunk + 2}, {80 * kChunk, length},
+      {kChunk + 5, 72 * kChunk}};
+  for (size_t chunk : {0, 1, 2, 3, 40, 69, 70, 71, 72, 79, 80}) {
     TempDir dir;
     BlockCache cache(dir.path(), 8);
     const std::string path = Publish(cache, key, 0, payload);

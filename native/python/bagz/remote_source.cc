@@ -132,6 +132,11 @@ class PyByteSource : public ByteSource {
   uint64_t size() const override { return size_; }
   const std::string& path() const override { return path_; }
   bool remote() const override { return true; }
+  // Cached: a gap between records costs reading it from disk, and missing
+  // blocks are fetched in runs anyway (`fetch_blocks`).
+  uint64_t coalesce_gap_bytes() const override {
+    return cached_.cache() != nullptr ? 0 : ByteSource::coalesce_gap_bytes();
+  }
 
   void Read(uint64_t offset, size_t length, char* dst) const override {
     const ByteRange range{offset, length, dst};
