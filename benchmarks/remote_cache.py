@@ -15,6 +15,13 @@ the records in that order against the local copy's. Cases:
     Reader on the same folder (warm cache, as a new process would open it:
     about one request per object, nothing else).
 
+Singles (`--singles`, default 1,000): random `reader[i]`, one at a time,
+from the local copy and from the warm cache (the Reader of epoch 2), each
+checked against the local copy's record; the table gives microseconds per
+record (median of the rounds) and the time relative to the local copy.
+`--cache-only` leaves out the rows without a cache (they take most of the
+run) for comparing cache builds.
+
 The cache cases run only when the installed sackli's Reader accepts
 `cache_dir`; otherwise the script says "cache: not available in this sackli"
 and prints the other rows.
@@ -38,6 +45,7 @@ KiB, per record of 4-12 KiB), however many requests are in flight.
 
     python benchmarks/remote_cache.py --quick          # 10,000 records of 1-4 KiB (~20 MB), ~1 min
     python benchmarks/remote_cache.py                  # 20,000 records of 4-12 KiB (~120 MB), ~3-5 min
+    python benchmarks/remote_cache.py --quick --cache-only   # the cache rows and singles, ~20 s
     python benchmarks/remote_cache.py --latency-ms 50 --batch-size 256 --json out.json
 """
 
@@ -107,6 +115,17 @@ def open_cached(url: str, cache_dir: str, cache_max_bytes: int, parallelism: int
         raise
 
 
+def time_singles(reader: sackli.Reader, indices: list[int], local: sackli.Reader) -> float:
+    """Seconds per record of `reader[i]` over `indices`, one at a time (the
+    records checked against `local`'s afterwards, outside the timing)."""
+    start = time.perf_counter()
+    got = [reader[i] for i in indices]
+    seconds = (time.perf_counter() - start) / len(indices)
+    if got != [local[i] for i in indices]:
+        raise AssertionError("singles: records differ from the local copy's")
+    return seconds
+
+
 class Epochs:
     """Times epochs and keeps, per case, the samples and the proxy's counts."""
 
@@ -163,6 +182,9 @@ def main() -> None:
     parser.add_argument("--cache-max-bytes", type=int, default=2 << 30,
                         help="cache_max_bytes of the cache cases (default 2 GiB: the whole bag)")
     parser.add_argument("--repeat", type=int, help="rounds of the S3 cases (medians): default 1 (--quick: 3)")
+    parser.add_argument("--singles", type=int, default=1000,
+                        help="random reader[i] per round, local and warm cache (0: none)")
+    parser.add_argument("--cache-only", action="store_true", help="leave out the rows without a cache")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args()
     defaults = (dict(records=10_000, min_size=1024, max_size=4096, repeat=3) if args.quick
@@ -197,12 +219,20 @@ def main() -> None:
             epochs.run("local copy", epoch, lambda: sackli.Reader(local_spec))
         local_times = [sample["seconds"] for epoch in (1, 2, 3)
                        for sample in epochs.samples[f"local copy|{epoch}"]]
+        singles_order = random.Random(5).choices(range(args.records), k=args.singles)
+        singles: dict[str, list[float]] = {"local copy": [], "S3, warm cache": []}
+        local_reader = sackli.Reader(local_spec)
+        if args.singles:
+            for _ in range(3):
+                singles["local copy"].append(time_singles(local_reader, singles_order, local_reader))
 
         proxy.latency = args.latency_ms / 1000
         cache_available = True
         for round_number in range(args.repeat):
-            reader = epochs.run("S3, no cache", 1, lambda: sackli.Reader(url, max_parallelism=args.parallelism))
-            epochs.run("S3, no cache", 2, reader=reader)
+            if not args.cache_only:
+                reader = epochs.run("S3, no cache", 1,
+                                    lambda: sackli.Reader(url, max_parallelism=args.parallelism))
+                epochs.run("S3, no cache", 2, reader=reader)
             if not cache_available:
                 continue
             cache_dir = os.path.join(folder, f"cache-{round_number}")
@@ -216,10 +246,16 @@ def main() -> None:
                 cache_available = False
                 continue
             epochs.run("S3, cache", 2, reader=reader)
+            if args.singles:
+                proxy.reset_counts()
+                singles["S3, warm cache"].append(time_singles(reader, singles_order, local_reader))
+                if proxy.counts["GET"]:
+                    raise AssertionError("singles from a warm cache sent GETs")
             epochs.run("S3, cache, new Reader", 3, opened)
             epochs.close()
             shutil.rmtree(cache_dir)
         epochs.close()
+        local_reader.close()
 
     local_seconds = statistics.median(local_times)
     results = []
@@ -233,11 +269,18 @@ def main() -> None:
                 continue
             row.update(epoch=None, seconds=local_seconds, records_per_s=args.records / local_seconds,
                        relative_to_local=1.0)
-        if case.startswith("S3, cache"):
+        if case.startswith("S3, cache") and not args.cache_only:
             # Like with like: a new Reader against no cache's epoch 1, which also opens one.
             reference = epochs.median(f"S3, no cache|{2 if epoch == '2' else 1}")["seconds"]
             row["relative_to_no_cache"] = row["seconds"] / reference
         results.append(row)
+    single_rows = []
+    if args.singles and singles["S3, warm cache"]:
+        local_single = statistics.median(singles["local copy"])
+        for case, samples in singles.items():
+            seconds = statistics.median(samples)
+            single_rows.append({"case": case, "microseconds": seconds * 1e6,
+                                "relative_to_local": seconds / local_single})
 
     read = f"read_indices in batches of {args.batch_size}" if args.batch_size else "read_indices_iter"
     print(f"# epochs of {args.records:,} shuffled records ({args.min_size:,}-{args.max_size:,} bytes, "
@@ -255,10 +298,17 @@ def main() -> None:
         print(f"| {row['case']} | {epoch} | {row['seconds']:.3f} | {row['records_per_s']:,.0f} | "
               f"{row['requests']:,.0f} | {row['gets']:,.0f} | {row['bytes'] / 1e6:,.1f} | "
               f"{row['relative_to_local']:.1f}x | {versus} |")
+    if single_rows:
+        print(f"\n# {args.singles:,} random reader[i], one at a time (median of "
+              f"{len(singles['S3, warm cache'])} rounds; local copy: of 3)")
+        print("| case | µs per record | time / local |")
+        print("|---|---|---|")
+        for row in single_rows:
+            print(f"| {row['case']} | {row['microseconds']:.1f} | {row['relative_to_local']:.1f}x |")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(
             {"args": vars(args), "stored_bytes": stored, "cache_available": cache_available,
-             "results": results}, indent=2))
+             "results": results, "singles": single_rows}, indent=2))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,15 @@ from ._skipping import (
 )
 from ._consistency import OpenCheck
 from ._format import LIMITS_PREFIX
-from ._storage import ObjectStat, base_name, opener_for, path_argument, remembering_listings
+from ._storage import (
+    ObjectStat, base_name, opener_for, path_argument, remembering_listings, use_cache_engine,
+)
 
 __all__ = ["Reader", "checked_range"]
+
+# The read cache's entries are read by the engine (its remote byte sources
+# and the cache's own reads share it).
+use_cache_engine(_engine.BlockCache)
 
 
 class _ClosedCore:

@@ -36,6 +36,11 @@ class ByteSource {
   // keep the limits they read from such a source (a page of them at a time
   // with LimitsStorage::kOnDisk, all at open with kInMemory; see shard.h).
   virtual bool remote() const { return false; }
+  // How far apart two records of a batch may lie and still be read with one
+  // Read of an unmapped source (the bytes between come along): worth it
+  // where each read is a request. A source that serves ranges from a local
+  // read cache (fetching the blocks it lacks in runs itself) says 0.
+  virtual uint64_t coalesce_gap_bytes() const { return 64 * 1024; }
   // Reads exactly `length` bytes at `offset` into `dst`. Thread-safe.
   // Throws sackli::Error (kCorruption for a read past the end).
   virtual void Read(uint64_t offset, size_t length, char* dst) const = 0;

@@ -3,6 +3,9 @@
 //
 // - Local files (pread): records closer than kMaxGapBytes share a read of at
 //   most kMaxRunBytes; a gap costs a few microseconds of copying.
+// - Sources whose coalesce_gap_bytes() is smaller (a remote object served
+//   from the read cache says 0: a gap costs reading it from disk) bridge
+//   gaps only up to that.
 // - Remote objects (ByteSource::remote()): records that touch share reads of
 //   up to kMaxRunBytes (a scan wastes nothing). Then BridgeGaps joins those
 //   runs across gaps, the smallest gaps first, while the bytes fetched but
@@ -34,9 +37,13 @@ struct CoalescingRule {
   // Remote sources: only touching records join a run as it grows; gaps are
   // bridged afterwards, batch-wide (BridgeGaps).
   bool bound_waste = false;
+  // The largest gap bridged (ByteSource::coalesce_gap_bytes, at most
+  // kMaxGapBytes).
+  uint64_t max_gap = kMaxGapBytes;
 
   static CoalescingRule For(const ByteSource& source) {
-    return CoalescingRule{source.remote()};
+    return CoalescingRule{source.remote(),
+                          std::min(source.coalesce_gap_bytes(), kMaxGapBytes)};
   }
 };
 
@@ -54,7 +61,7 @@ struct CoalescedRun {
 // joins it.
 inline bool Coalesce(const CoalescingRule& rule, CoalescedRun& run,
                      uint64_t begin, uint64_t end) {
-  const uint64_t max_gap = rule.bound_waste ? 0 : CoalescingRule::kMaxGapBytes;
+  const uint64_t max_gap = rule.bound_waste ? 0 : rule.max_gap;
   if (begin < run.begin || begin > run.end + max_gap) return false;
   const uint64_t new_end = std::max(run.end, end);
   if (new_end - run.begin > CoalescingRule::kMaxRunBytes) return false;
@@ -66,9 +73,12 @@ inline bool Coalesce(const CoalescingRule& rule, CoalescedRun& run,
 // The runs of one remote source in a batch (in offset order, as Coalesce
 // made them) joined across gaps, smallest first, while the unasked bytes of
 // all of them stay within half of the bytes they ask for; no gap over
-// kMaxGapBytes, no read over kMaxRunBytes. Returns, for each read, the
-// index of its first run; a read ends where the next begins.
-inline std::vector<size_t> BridgeGaps(const std::vector<CoalescedRun>& runs) {
+// `max_gap` (at most kMaxGapBytes), no read over kMaxRunBytes. Returns, for
+// each read, the index of its first run; a read ends where the next begins.
+inline std::vector<size_t> BridgeGaps(
+    const std::vector<CoalescedRun>& runs,
+    uint64_t max_gap = CoalescingRule::kMaxGapBytes) {
+  max_gap = std::min(max_gap, CoalescingRule::kMaxGapBytes);
   const size_t n = runs.size();
   uint64_t asked = 0, wasted = 0;
   for (const CoalescedRun& r : runs) {
@@ -83,7 +93,7 @@ inline std::vector<size_t> BridgeGaps(const std::vector<CoalescedRun>& runs) {
   for (size_t i = 1; i < n; ++i) {
     if (runs[i].begin < runs[i - 1].end) continue;  // never backwards
     const uint64_t gap = runs[i].begin - runs[i - 1].end;
-    if (gap <= CoalescingRule::kMaxGapBytes && gap <= budget) {
+    if (gap <= max_gap && gap <= budget) {
       gaps.emplace_back(gap, i);
     }
   }

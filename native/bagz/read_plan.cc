@@ -294,7 +294,8 @@ std::vector<ReadPlan::ByteRun> ReadPlan::BridgeRemoteGaps(
     }
     of_source.clear();
     for (size_t k = r; k < end; ++k) of_source.push_back(runs[k].bytes);
-    const std::vector<size_t> starts = BridgeGaps(of_source);
+    const std::vector<size_t> starts = BridgeGaps(
+        of_source, bag_->shard(runs[r].shard).records().coalesce_gap_bytes());
     for (size_t s = 0; s < starts.size(); ++s) {
       const size_t a = r + starts[s];
       const size_t b = r + (s + 1 < starts.size() ? starts[s + 1] : end - r);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <functional>
 
-#include "maps/crc32c.h"
+#include "bagz/crc32c.h"
 #include "bagz/errors.h"
 #include "bagz/format.h"
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "bagz/codec.h"
-#include "maps/crc32c.h"
+#include "bagz/crc32c.h"
 #include "bagz/errors.h"
 #include "bagz/format.h"
 #include "bagz/thread_pool.h"

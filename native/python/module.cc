@@ -53,6 +53,7 @@ PYBIND11_MODULE(_engine, m) {
   RegisterErrors(m);
   RegisterBuffers(m);
   RegisterOptions(m);
+  RegisterBlockCache(m);
   RegisterReader(m);
   RegisterIndex(m);
   RegisterWriter(m);

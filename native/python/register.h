@@ -19,6 +19,8 @@ void RegisterReader(pybind11::module_& m);     // reader_core.cc
 // production constructor.
 void RegisterIndex(pybind11::module_& m);
 void RegisterWriter(pybind11::module_& m);     // writer.cc
+// block_cache.cc: the read cache's entries (before the readers use them).
+void RegisterBlockCache(pybind11::module_& m);
 void RegisterArrowStream(pybind11::module_& m);  // arrow_stream.cc (after reader)
 void RegisterFastPaths(pybind11::module_& m);  // fast_paths.cc (after reader, index)
 void RegisterIntMap(pybind11::module_& m);     // int_map.cc: sackli.maps' core

@@ -36,7 +36,8 @@ ranged GETs and hands each object all of a batch's in one `read_many`, which
 keeps up to the reader's `remote_parallelism` of them in flight
 (`Store.read_many`, on the process-wide request threads of `_executor`). With a cache folder (`read_cache`: `SACKLI_CACHE_DIR`, or a reader's
 `cache_dir`) those reads go through a block cache on local disk shared by
-every process of the host (`_read_cache`). Remote writers stream into
+every process of the host (`_read_cache`), whose entries the engine reads
+(`use_cache_engine`: the core gives it `_engine.BlockCache`). Remote writers stream into
 `open_upload` streams (only a bag's limits wait in a local file) and commit
 them on close.
 
@@ -68,7 +69,7 @@ from ._objects import (
     delete_objects, list_objects, object_exists, open_local, open_upload, opener_for, put_file, read_object,
     remembering_listings, reset_clients, stat_object, sync_folders, write_object,
 )
-from ._read_cache import check_cache_dir, read_cache
+from ._read_cache import check_cache_dir, read_cache, use_cache_engine
 from ._executor import DEFAULT_PARALLELISM as DEFAULT_REMOTE_PARALLELISM
 from ._settings import GcsSettings, S3Settings, StorageSettings, current_settings, using
 from ._store import ObjectStat, Store
@@ -87,5 +88,5 @@ __all__ = ["DEFAULT_REMOTE_PARALLELISM", "GcsSettings", "LocalDestination", "Loc
            "make_staging_folder", "make_unique_folder", "names_starting", "normalize",
            "object_exists", "on_this_machine", "open_local", "open_upload", "opener_for",
            "parallel_requests", "parse", "path_argument", "put_file", "read_cache", "read_object",
-           "remembering_listings", "remove_folder", "reset_clients", "stat_object", "sync_folders", "using",
-           "write_destination", "write_object"]
+           "remembering_listings", "remove_folder", "reset_clients", "stat_object", "sync_folders",
+           "use_cache_engine", "using", "write_destination", "write_object"]

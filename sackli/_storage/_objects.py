@@ -93,19 +93,38 @@ class RemoteObject:
         request (with retries)."""
         if self._cache_key is not None:
             return self._cache.read(self._cache_key, self.size, offset, length,  # type: ignore[union-attr]
-                                    self._fetch)
+                                    self._fetch_many)
         return self._fetch(offset, length)
 
     def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
         """The bytes of each (offset, length) range, in order: the engine's
         one call for a batch of coalesced ranges."""
         if self._cache_key is not None:
-            return [self.read(offset, length) for offset, length in ranges]
-        return self._store.read_many(self._path, ranges, self.identity or None,
-                                     parallelism=self.parallelism)
+            return self._cache.read_many(self._cache_key, self.size, ranges,  # type: ignore[union-attr,return-value]
+                                         self._fetch_many)
+        return self._fetch_many(ranges)
+
+    def cache_blocks(self) -> tuple[Any, bytes, int] | None:
+        """(the engine's reader of the cache's entries, this version's key,
+        the block size) when reads are cached, else None: the engine then
+        serves cached blocks itself and asks `fetch_blocks` for the rest."""
+        if self._cache_key is None:
+            return None
+        return self._cache.entries, self._cache_key, self._cache.block_bytes  # type: ignore[union-attr]
+
+    def fetch_blocks(self, blocks: list[int]) -> list[memoryview]:
+        """The payload of each of `blocks` (sorted, distinct block numbers
+        the engine did not find cached), fetched one range per run at once
+        and kept in the cache (`ReadCache.fetch_blocks`)."""
+        return self._cache.fetch_blocks(self._cache_key, self.size, blocks,  # type: ignore[union-attr,arg-type]
+                                        self._fetch_many)
 
     def _fetch(self, offset: int, length: int) -> bytes:
         return self._store.read(self._path, offset, length, self.identity or None)
+
+    def _fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
+        return self._store.read_many(self._path, ranges, self.identity or None,
+                                     parallelism=self.parallelism)
 
 
 class RemoteOpener:

@@ -16,13 +16,20 @@ new keys, so its old blocks are never served and simply age out. Beside the
 folders, `v1/usage` holds the bytes the cache holds (an upper bound), and is
 the lock every writer takes (`fcntl.flock`).
 
+Entries are read by the engine (`sackli._engine.BlockCache`,
+native/bagz/block_cache.h), for the engine's own reads of remote bags
+without Python, and for this module's: it finds an entry by its key, checks
+its header, and checks every chunk a read touches. This module keeps the
+misses: claims, fetches, publishing, the budget and eviction.
+
 Guarantees:
 - An entry is written under a temporary name in its folder and renamed into
   place while holding the lock: readers see a whole entry or none.
-- Every entry carries a CRC-32 of each `CHUNK_BYTES` of its payload (and of
-  its header, which names its key and block). Every byte served is checked
-  against them when it is read, so a damaged or truncated file is dropped
-  and fetched again, never served. No fsync: damage is detected instead.
+- Every entry (format 2) carries a CRC-32C of each 1 KiB chunk of its
+  payload (and of its header, which names its key and block). Every byte
+  served is checked against them when it is read, so a damaged, truncated
+  or foreign file (a link, an entry of format 1) is dropped and fetched
+  again, never served. No fsync: damage is detected instead.
 - The budget: `usage` is raised before an entry is published (a crash leaves
   it high, never low); when it would exceed `max_bytes`, the writer holding
   the lock lists the cache, counts what is really there, deletes the least
@@ -35,27 +42,26 @@ Guarantees:
 Each process keeps a few verified entries open (`OPEN_ENTRIES`), so a small
 record costs a `pread` of the chunks it spans and their CRCs, not a fresh
 open and a check of the whole block.
+
+The engine's half comes from the core (`use_cache_engine`, when sackli loads the
+engine): this package imports no other sackli module.
 """
 
 from __future__ import annotations
 
-import collections
 import errno
 import fcntl
 import hashlib
 import os
-import struct
 import threading
-import time
 import warnings
 import weakref
-import zlib
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from ._paths import path_argument
 from ._urls import RemotePath, is_remote
 
-__all__ = ["BLOCK_BYTES", "DEFAULT_MAX_BYTES", "ReadCache", "read_cache"]
+__all__ = ["BLOCK_BYTES", "DEFAULT_MAX_BYTES", "ReadCache", "read_cache", "use_cache_engine"]
 
 # 1 MiB blocks: a ranged GET costs tens of milliseconds before its first
 # byte, about what 1 MiB takes to arrive, so fetching the whole block for a
@@ -63,9 +69,6 @@ __all__ = ["BLOCK_BYTES", "DEFAULT_MAX_BYTES", "ReadCache", "read_cache"]
 # engine coalesces batches into runs of up to 8 MiB) fetches its blocks in
 # one request. A 1 TB cache is a million files, some 4,000 per folder.
 BLOCK_BYTES = 1 << 20
-# Each CRC covers this much payload: a 1 KB record reads and checks at most
-# two chunks (32 KiB), not its whole block.
-CHUNK_BYTES = 16 << 10
 # The budget when only a folder is given.
 DEFAULT_MAX_BYTES = 10 << 30
 # An eviction frees space down to this fraction of the budget, so that it
@@ -80,73 +83,30 @@ TOUCH_SECONDS = 60.0
 ENV_DIR = "SACKLI_CACHE_DIR"
 ENV_MAX_BYTES = "SACKLI_CACHE_MAX_BYTES"
 
+# The layout (folders, names, `usage` and its lock); the entries' own format
+# is in their header (2: CRC-32C; entries of format 1 are misses, replaced
+# when read, evicted otherwise).
 _VERSION_DIR = "v1"
 _USAGE = "usage"
 _TEMPORARY = ".tmp-"
-_MAGIC = b"sackli\x00C"
-_FORMAT = 1
-# magic, format, chunk bytes, payload bytes, key digest, block, chunk count;
-# then a u32 CRC per chunk, then a u32 CRC of all that.
-_HEAD = struct.Struct("<8sIIQ32sQI")
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
+# `sackli._engine.BlockCache`, given by `use_cache_engine`.
+_ENGINE_CACHE: Any = None
+
+
+def use_cache_engine(block_cache: type) -> None:
+    """Gives this module the engine's reader of entries
+    (`sackli._engine.BlockCache`); the core calls it when it loads the
+    engine."""
+    global _ENGINE_CACHE
+    _ENGINE_CACHE = block_cache
+
+
 def _header_bytes(length: int) -> int:
-    return _HEAD.size + 4 * _chunks(length) + 4
-
-
-def _chunks(length: int) -> int:
-    return -(-length // CHUNK_BYTES)
-
-
-def _encode(digest: bytes, block: int, payload: memoryview) -> bytes:
-    """The header of an entry holding `payload`."""
-    crcs = [zlib.crc32(payload[i:i + CHUNK_BYTES]) for i in range(0, len(payload), CHUNK_BYTES)]
-    head = _HEAD.pack(_MAGIC, _FORMAT, CHUNK_BYTES, len(payload), digest, block, len(crcs))
-    head += struct.pack(f"<{len(crcs)}I", *crcs)
-    return head + struct.pack("<I", zlib.crc32(head))
-
-
-def _decode(header: bytes, digest: bytes, block: int, length: int) -> tuple[int, ...] | None:
-    """The chunk CRCs of an entry whose header is `header`, or None unless
-    it is the header of block `block` of `digest`, `length` bytes long."""
-    if len(header) != _header_bytes(length):
-        return None
-    (crc,) = struct.unpack_from("<I", header, len(header) - 4)
-    if zlib.crc32(memoryview(header)[:-4]) != crc:
-        return None
-    fields = _HEAD.unpack_from(header)
-    if fields != (_MAGIC, _FORMAT, CHUNK_BYTES, length, digest, block, _chunks(length)):
-        return None
-    return struct.unpack_from(f"<{fields[-1]}I", header, _HEAD.size)
-
-
-class _OpenEntry:
-    """A verified entry's descriptor, shared by the threads reading it: it
-    closes when it has left the open set and its last reader is done."""
-
-    __slots__ = ("fd", "ino", "crcs", "length", "users", "retired", "touched")
-
-    def __init__(self, fd: int, ino: tuple[int, int], crcs: tuple[int, ...], length: int) -> None:
-        self.fd, self.ino, self.crcs, self.length = fd, ino, crcs, length
-        self.users = 0
-        self.retired = False
-        self.touched = time.monotonic()
-
-    def read(self, lo: int, hi: int) -> memoryview | None:
-        """Payload bytes [lo, hi), every chunk they touch checked; None when
-        a chunk is short or does not match its CRC."""
-        first, last = lo // CHUNK_BYTES, (hi - 1) // CHUNK_BYTES
-        start = first * CHUNK_BYTES
-        wanted = min(self.length, (last + 1) * CHUNK_BYTES) - start
-        data = memoryview(os.pread(self.fd, wanted, _header_bytes(self.length) + start))
-        if len(data) != wanted:
-            return None
-        for chunk in range(first, last + 1):
-            at = (chunk - first) * CHUNK_BYTES
-            if zlib.crc32(data[at:at + CHUNK_BYTES]) != self.crcs[chunk]:
-                return None
-        return data[lo - start:hi - start]
+    """The bytes of an entry's header before a payload of `length` bytes."""
+    return _ENGINE_CACHE.header_bytes(length)
 
 
 class ReadCache:
@@ -165,8 +125,9 @@ class ReadCache:
         self._root = os.path.join(folder, _VERSION_DIR)
         os.makedirs(self._root, exist_ok=True)
         self._lock = threading.Lock()
-        self._open: collections.OrderedDict[tuple[bytes, int], _OpenEntry] = \
-            collections.OrderedDict()
+        # The engine's reader of the entries (shared with the remote byte
+        # sources of this cache's objects: `cache_blocks`).
+        self.entries = _ENGINE_CACHE(self._root, OPEN_ENTRIES, TOUCH_SECONDS)
         # Blocks being fetched by a thread of this process (`_claim`).
         self._fetching: dict[tuple[bytes, int], threading.Event] = {}
         self._warned = False
@@ -192,54 +153,96 @@ class ReadCache:
     # --- Reading ----------------------------------------------------------
 
     def read(self, key: bytes, size: int, offset: int, length: int,
-             fetch: Callable[[int, int], bytes]) -> bytes:
+             fetch_many: Callable[[list[tuple[int, int]]], Sequence[bytes | memoryview]]
+             ) -> bytes:
         """Bytes [offset, offset + length) of the object keyed `key` (`size`
-        bytes long): cached blocks from disk, the others with `fetch(offset,
-        length)`, one call per contiguous run of missing blocks, kept. A
-        block another thread of this process is fetching is waited for, not
-        fetched twice."""
-        if length <= 0:
-            return b""
+        bytes long): cached blocks from disk, the others fetched as
+        `fetch_blocks` does."""
+        return self.read_many(key, size, [(offset, length)], fetch_many)[0]
+
+    def read_many(self, key: bytes, size: int, ranges: Sequence[tuple[int, int]],
+                  fetch_many: Callable[[list[tuple[int, int]]], Sequence[bytes | memoryview]]
+                  ) -> list[bytes]:
+        """The bytes of each (offset, length) range of the object keyed
+        `key`, `size` bytes long: what is cached read by the engine, the
+        missing blocks of all the ranges fetched together (`fetch_blocks`)."""
         step = self.block_bytes
-        end = offset + length
-        first, last = offset // step, (end - 1) // step
+        parts: list[list[Any]] = []  # per range: [block, lo, hi, bytes or None]
+        missing: set[int] = set()
+        for offset, length in ranges:
+            pieces = []
+            end = offset + length
+            for block in range(offset // step, (end - 1) // step + 1) if length > 0 else ():
+                base = block * step
+                lo, hi = max(offset, base) - base, min(end, base + step) - base
+                piece = self.entries.read(key, block, min(step, size - base), lo, hi)
+                if piece is None:
+                    missing.add(block)
+                pieces.append([block, lo, hi, piece])
+            parts.append(pieces)
+        if missing:
+            wanted = sorted(missing)
+            fetched = dict(zip(wanted, self.fetch_blocks(key, size, wanted, fetch_many)))
+            for pieces in parts:
+                for piece in pieces:
+                    if piece[3] is None:
+                        piece[3] = fetched[piece[0]][piece[1]:piece[2]]
+        out: list[bytes] = []
+        for pieces in parts:
+            if len(pieces) == 1 and isinstance(pieces[0][3], bytes):
+                out.append(pieces[0][3])
+            else:
+                out.append(b"".join(piece[3] for piece in pieces))
+        return out
 
-        def part(block: int, payload: bytes | memoryview) -> bytes | memoryview:
-            # The part of block `block` (its `payload`) that the read wants.
-            base = block * step
-            return payload[max(offset, base) - base:min(end, base + step) - base]
-
-        def cached(block: int) -> memoryview | None:
-            base = block * step
-            return self._cached(key, block, min(step, size - base),
-                                 max(offset, base) - base, min(end, base + step) - base)
-
-        pieces: list[bytes | memoryview | None] = [cached(block) for block in range(first, last + 1)]
-        missing = [block for block, piece in zip(range(first, last + 1), pieces) if piece is None]
-        mine, theirs = self._claim(key, missing)
+    def fetch_blocks(self, key: bytes, size: int, blocks: Sequence[int],
+                     fetch_many: Callable[[list[tuple[int, int]]], Sequence[bytes | memoryview]]
+                     ) -> list[memoryview]:
+        """The payload of each of `blocks` (sorted, distinct; missing from
+        the cache) of the object keyed `key`, `size` bytes long, fetched and
+        kept: `fetch_many(ranges)` gets one (offset, length) per contiguous
+        run of them at once. A block another thread of this process is
+        fetching is waited for, not fetched twice. Entries the engine found
+        damaged are dropped first, so that their blocks are kept again."""
+        self._drop_damaged()
+        step = self.block_bytes
+        payloads: dict[int, memoryview] = {}
+        mine, theirs = self._claim(key, list(blocks))
         try:
-            for run_first, run_last in _runs(mine):
-                base = run_first * step
-                data = memoryview(fetch(base, min(size, (run_last + 1) * step) - base))
-                for block in range(run_first, run_last + 1):
-                    at = block * step - base
-                    payload = data[at:at + step]
-                    self._publish(key, block, payload)
-                    pieces[block - first] = part(block, payload)
+            self._fetch_runs(key, size, mine, fetch_many, payloads)
         finally:
             self._settle(key, mine)
+        again: list[int] = []
         for block, fetched in theirs:
             fetched.wait()
-            piece = cached(block)
+            length = min(step, size - block * step)
+            piece = self._cached(key, block, length, 0, length)
             if piece is None:  # that fetch failed, or its block was not kept
-                base = block * step
-                payload = memoryview(fetch(base, min(step, size - base)))
+                again.append(block)
+            else:
+                payloads[block] = memoryview(piece)
+        if again:
+            self._fetch_runs(key, size, again, fetch_many, payloads)
+        return [payloads[block] for block in blocks]
+
+    def _fetch_runs(self, key: bytes, size: int, blocks: list[int],
+                    fetch_many: Callable[[list[tuple[int, int]]], Sequence[bytes | memoryview]],
+                    payloads: dict[int, memoryview]) -> None:
+        """Fetches `blocks` (sorted), one range per contiguous run, all at
+        once; publishes each block and puts its payload in `payloads`."""
+        step = self.block_bytes
+        runs = _runs(blocks)
+        ranges = [(first * step, min(size, (last + 1) * step) - first * step)
+                  for first, last in runs]
+        if not ranges:
+            return
+        for (first, last), data in zip(runs, fetch_many(ranges)):
+            data = memoryview(data)
+            for block in range(first, last + 1):
+                at = (block - first) * step
+                payload = data[at:at + step]
                 self._publish(key, block, payload)
-                piece = part(block, payload)
-            pieces[block - first] = piece
-        if len(pieces) == 1:
-            return bytes(pieces[0])  # type: ignore[arg-type]
-        return b"".join(pieces)  # type: ignore[arg-type]
+                payloads[block] = payload
 
     def _claim(self, key: bytes, blocks: list[int]
                ) -> tuple[list[int], list[tuple[int, threading.Event]]]:
@@ -268,105 +271,27 @@ class ReadCache:
         for fetched in done:
             fetched.set()
 
-    def _cached(self, key: bytes, block: int, length: int, lo: int, hi: int) -> memoryview | None:
-        """Payload bytes [lo, hi) of a cached block, None when it is not
-        cached (or was damaged: then it is dropped)."""
-        entry = self._acquire(key, block, length)
-        if entry is None:
-            return None
-        try:
-            data = entry.read(lo, hi)
-        except OSError:
-            data = None
-        finally:
-            self._release(entry)
+    def _cached(self, key: bytes, block: int, length: int, lo: int, hi: int) -> bytes | None:
+        """Payload bytes [lo, hi) of a cached block (`length` bytes), None
+        when it is not cached (or was damaged: then it is dropped)."""
+        data = self.entries.read(key, block, length, lo, hi)
         if data is None:
-            self._drop(key, block, entry)
+            self._drop_damaged()
         return data
 
-    def _acquire(self, key: bytes, block: int, length: int) -> _OpenEntry | None:
-        """The open entry of a block (its `users` raised), opened and its
-        header verified if this process has not yet; None when absent."""
-        slot = (key, block)
-        with self._lock:
-            entry = self._open.get(slot)
-            if entry is not None:
-                self._open.move_to_end(slot)
-                entry.users += 1
-        if entry is not None:
-            if time.monotonic() - entry.touched > TOUCH_SECONDS:
-                entry.touched = time.monotonic()
-                _touch(entry.fd)
-            return entry
-        entry = self._open_entry(key, block, length)
-        if entry is None:
-            return None
-        closing: list[_OpenEntry] = []
-        with self._lock:
-            known = self._open.get(slot)
-            if known is not None:  # another thread opened it meanwhile
-                closing.append(entry)
-                entry = known
-            else:
-                self._open[slot] = entry
-                while len(self._open) > OPEN_ENTRIES:
-                    _, oldest = self._open.popitem(last=False)
-                    oldest.retired = True
-                    if oldest.users == 0:
-                        closing.append(oldest)
-            entry.users += 1
-        for done in closing:
-            os.close(done.fd)
-        return entry
-
-    def _release(self, entry: _OpenEntry) -> None:
-        with self._lock:
-            entry.users -= 1
-            close = entry.retired and entry.users == 0
-        if close:
-            os.close(entry.fd)
-
-    def _open_entry(self, key: bytes, block: int, length: int) -> _OpenEntry | None:
-        path = self.entry_path(key, block)
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return None
-        status = os.fstat(fd)
-        ino = (status.st_dev, status.st_ino)
-        head = _header_bytes(length)
-        crcs = None
-        if status.st_size == head + length:
-            try:
-                crcs = _decode(os.pread(fd, head, 0), key, block, length)
-            except OSError:
-                pass  # unreadable: dropped as damaged
-        if crcs is None:
-            os.close(fd)
-            self._unlink_if(path, ino)
-            return None
-        _touch(fd)
-        return _OpenEntry(fd, ino, crcs, length)
-
-    def _drop(self, key: bytes, block: int, entry: _OpenEntry) -> None:
-        """Forgets a damaged entry and deletes its file (unless another
-        writer has already replaced it)."""
-        close = False
-        with self._lock:
-            if self._open.get((key, block)) is entry:
-                del self._open[(key, block)]
-                entry.retired = True
-                close = entry.users == 0
-        if close:
-            os.close(entry.fd)
-        self._unlink_if(self.entry_path(key, block), entry.ino)
+    def _drop_damaged(self) -> None:
+        """Deletes the damaged entries the engine's reads found (the files
+        they found: a good entry published since stays)."""
+        for key, block, device, inode in self.entries.take_damaged():
+            self._unlink_if(self.entry_path(key, block), (device, inode))
 
     def _unlink_if(self, path: str, ino: tuple[int, int]) -> None:
-        """Deletes a damaged entry if `path` still is that file (`ino`);
-        under the lock, so that a good entry published meanwhile stays."""
+        """Deletes a damaged entry if `path` still is that file (`ino`; a
+        link itself, not what it names); under the lock, so that a good
+        entry published meanwhile stays."""
         try:
             with _Usage(self._root):
-                status = os.stat(path)
+                status = os.lstat(path)
                 if (status.st_dev, status.st_ino) == ino:
                     os.unlink(path)
         except OSError:
@@ -378,7 +303,7 @@ class ReadCache:
         """Keeps a fetched block, within the budget. A cache that cannot be
         written (full disk, permissions) warns once: the reads are served
         all the same."""
-        header = _encode(key, block, payload)
+        header = self.entries.encode_header(key, block, payload)
         size = len(header) + len(payload)
         if size > self.max_bytes:
             return
@@ -386,8 +311,11 @@ class ReadCache:
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with _Usage(self._root) as usage:
-                if os.path.exists(path):
-                    return  # another process published it meanwhile
+                if os.path.lexists(path) and self.entries.read(key, block, len(payload), 0,
+                                                               1) is not None:
+                    return  # another writer published it meanwhile
+                # Anything else there (damaged, foreign, a link that another
+                # thread will drop) is replaced.
                 total = usage.total
                 if total is None or total + size > self.max_bytes:
                     total = self._evict(size)
@@ -442,18 +370,13 @@ class ReadCache:
         return total
 
     def forget_open(self) -> None:
-        """Closes the entries this process keeps open (after a fork: the
-        child's copies; its lock may have been held by another thread). The
-        parent's fetches in flight are forgotten too: their threads are not
-        in the child, so nothing would end them."""
+        """Closes the entries this process keeps open (the engine closes
+        them in a forked child itself) and, after a fork, forgets the
+        parent's fetches in flight: their threads are not in the child, so
+        nothing would end them (and the lock may have been held by one)."""
         self._lock = threading.Lock()
         self._fetching = {}
-        entries, self._open = list(self._open.values()), collections.OrderedDict()
-        for entry in entries:
-            try:
-                os.close(entry.fd)
-            except OSError:
-                pass
+        self.entries.forget()
 
 
 class _Usage:
@@ -491,14 +414,6 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-def _touch(fd: int) -> None:
-    """Marks an entry used now (its mtime: eviction takes the oldest)."""
-    try:
-        os.utime(fd)
-    except OSError:
-        pass  # a read-only cache still serves
 
 
 def _runs(blocks: list[int]) -> list[tuple[int, int]]:

@@ -9,14 +9,16 @@ import multiprocessing
 import os
 import pickle
 import random
+import struct
 import threading
 import uuid
+import zlib
 
 import numpy as np
 import pytest
 
 import sackli
-from sackli._storage import _read_cache, stat_object
+from sackli._storage import RemoteObject, _read_cache, stat_object
 from remote_helpers import (  # loaded through conftest.py
     SEPARATE, TAIL, Remote, emulated_gcs, gcs_emulator, servers, write_bag,
 )
@@ -218,7 +220,7 @@ def test_a_replaced_object_is_read_fresh(store, tmp_path):
     assert fetched(store)[1] >= 50 * 100
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "header"])
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "header", "foreign", "symlink"])
 def test_a_damaged_entry_is_fetched_again(store, tmp_path, damage):
     data = records(300)
     url = store.url("damaged.bag")
@@ -227,9 +229,18 @@ def test_a_damaged_entry_is_fetched_again(store, tmp_path, damage):
     assert list(sackli.Reader(url, options)) == data
     good = {path: open(path, "rb").read() for path in entries(tmp_path)}
     assert len(good) > 5
-    for path, content in good.items():
+    paths = list(good)
+    for number, (path, content) in enumerate(good.items()):
+        if damage == "symlink":  # a link to a good copy of itself: not followed
+            os.replace(path, path + ".elsewhere")
+            os.symlink(path + ".elsewhere", path)
+            continue
         with open(path, "r+b") as file:  # in place: also under this process's open entries
-            if damage == "flip":
+            if damage == "foreign":  # another block's entry (of the same size)
+                other = next((good[p] for p in paths[number + 1:] + paths[:number]
+                              if len(good[p]) == len(content)), None)
+                file.write(other if other is not None else bytes(len(content)))
+            elif damage == "flip":
                 file.seek(len(content) - 1 - len(content) // 3)
                 file.write(bytes([content[len(content) - 1 - len(content) // 3] ^ 0x10]))
             elif damage == "truncate":
@@ -239,7 +250,7 @@ def test_a_damaged_entry_is_fetched_again(store, tmp_path, damage):
             else:
                 file.seek(20)  # the payload length
                 file.write(b"\xff")
-    if damage == "header":
+    if damage in ("header", "symlink"):
         # A header is checked when a process opens the entry: as another
         # process would (this one keeps checked entries open).
         for cache in list(_read_cache._LIVE):
@@ -251,7 +262,9 @@ def test_a_damaged_entry_is_fetched_again(store, tmp_path, damage):
     assert reader.read_indices(order) == [data[i] for i in order]
     assert fetched(store)[1] >= sum(map(len, data))
     # Each damaged file was dropped and a good entry published in its place.
-    assert {path: open(path, "rb").read() for path in entries(tmp_path)} == good
+    published = [path for path in entries(tmp_path) if not path.endswith(".elsewhere")]
+    assert {path: open(path, "rb").read() for path in published} == good
+    assert not [path for path in published if os.path.islink(path)]
 
 
 @pytest.mark.parametrize("budget", [1 << 30, 48 * 1024], ids=["roomy", "tight"])
@@ -281,9 +294,10 @@ def test_four_processes_share_one_cache(store, tmp_path, budget):
         fresh = _read_cache.ReadCache(folder, budget)
         for path in entries(folder):
             key, block = os.path.basename(path).split("-")
-            assert fresh._acquire(bytes.fromhex(key), int(block), os.path.getsize(path)
-                                  - _read_cache._header_bytes(BLOCK)) is not None or \
-                fresh._acquire(bytes.fromhex(key), int(block), _last_length(path)) is not None
+            length = os.path.getsize(path) - _read_cache._header_bytes(BLOCK)
+            assert fresh._cached(bytes.fromhex(key), int(block), length, 0, length) is not None or \
+                fresh._cached(bytes.fromhex(key), int(block), _last_length(path), 0,
+                              _last_length(path)) is not None
         assert list(sackli.Reader(url, cache_dir=folder, cache_max_bytes=budget)) == data
         assert fetched(store)[1] == 0
 
@@ -334,3 +348,137 @@ def test_a_cache_dir_that_is_a_file_or_a_bad_budget_is_an_error(store, tmp_path,
     monkeypatch.setenv("SACKLI_CACHE_MAX_BYTES", "lots")
     with pytest.raises(ValueError, match="SACKLI_CACHE_MAX_BYTES must be a number of bytes"):
         sackli.Reader(url)
+
+
+class _Calls:
+    """Counts the calls of the engine's handles (`RemoteObject`) into Python."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.counts = {"read": 0, "read_many": 0, "fetch_blocks": 0}
+        for name in self.counts:
+            method = getattr(RemoteObject, name)
+            monkeypatch.setattr(RemoteObject, name, self._counting(name, method))
+
+    def _counting(self, name, method):
+        def counted(handle, *args):
+            self.counts[name] += 1
+            return method(handle, *args)
+        return counted
+
+    def reset(self) -> None:
+        for name in self.counts:
+            self.counts[name] = 0
+
+
+@pytest.mark.parametrize("how", READS)
+def test_warm_reads_make_no_python_call(store, tmp_path, monkeypatch, how):
+    # The engine reads cached blocks itself: a warm pass (the same reader,
+    # or a new one, its open included) never calls into the handle.
+    calls = _Calls(monkeypatch)
+    data = records(400, seed=11)
+    url = store.url("warm.bagz")
+    write_bag(url, data)
+    order = list(range(len(data)))
+    random.Random(4).shuffle(order)
+    options = sackli.Reader.Options(cache_dir=str(tmp_path), cache_max_bytes=1 << 30)
+    reader = sackli.Reader(url, options)
+    assert READS[how](reader, order) == [data[i] for i in order]
+    assert calls.counts["fetch_blocks"] > 0
+    assert calls.counts["read_many"] == calls.counts["read"] == 0
+    calls.reset()
+    store.proxy.reset_counts()
+    assert READS[how](reader, order[::-1]) == [data[i] for i in order[::-1]]
+    again = sackli.Reader(url, options)
+    assert READS[how](again, order) == [data[i] for i in order]
+    assert calls.counts == {"read": 0, "read_many": 0, "fetch_blocks": 0}
+    assert fetched(store) == ({"HEAD": 1}, 0)
+
+
+def _format_1(path: str, header_bytes: int) -> None:
+    """Rewrites the entry at `path` as sackli 0.1 wrote it (format 1: a
+    CRC-32 of each 16 KiB chunk), the same key, block and payload."""
+    content = open(path, "rb").read()
+    payload = content[header_bytes:]
+    magic, _, _, length, digest, block, _ = struct.unpack_from("<8sIIQ32sQI", content)
+    chunk = 16 << 10
+    crcs = [zlib.crc32(payload[i:i + chunk]) for i in range(0, len(payload), chunk)]
+    head = struct.pack("<8sIIQ32sQI", magic, 1, chunk, length, digest, block, len(crcs))
+    head += struct.pack(f"<{len(crcs)}I", *crcs)
+    with open(path, "wb") as file:
+        file.write(head + struct.pack("<I", zlib.crc32(head)) + payload)
+
+
+def test_entries_of_format_1_are_misses_and_replaced(store, tmp_path):
+    data = records(300, seed=5)
+    url = store.url("format1.bag")
+    write_bag(url, data)
+    options = sackli.Reader.Options(cache_dir=str(tmp_path), cache_max_bytes=1 << 30)
+    assert list(sackli.Reader(url, options)) == data
+    good = {path: open(path, "rb").read() for path in entries(tmp_path)}
+    for path, content in good.items():
+        assert content[8] == 2  # the format
+        length = next(n for n in range(BLOCK + 1) if n + _read_cache._header_bytes(n) == len(content))
+        _format_1(path, _read_cache._header_bytes(length))
+    for cache in list(_read_cache._LIVE):
+        cache.forget_open()
+    store.proxy.reset_counts()
+    assert list(sackli.Reader(url, options)) == data
+    assert fetched(store)[1] >= sum(map(len, data))
+    assert {path: open(path, "rb").read() for path in entries(tmp_path)} == good
+
+
+def test_a_forked_child_reads_the_cache(store, tmp_path):
+    # Children forked while a thread of the parent reads the cache (its
+    # entries' lock taken at any moment) read every record from it.
+    data = records(500, seed=9)
+    url = store.url("forked.bag")
+    write_bag(url, data)
+    reader = sackli.Reader(url, cache_dir=str(tmp_path), cache_max_bytes=1 << 30)
+    assert reader.read_indices(range(len(data))) == data
+    store.proxy.reset_counts()
+    stop = threading.Event()
+
+    def keep_reading() -> None:
+        while not stop.is_set():
+            assert reader.read_indices(range(0, len(data), 3)) == data[::3]
+
+    thread = threading.Thread(target=keep_reading)
+    thread.start()
+    try:
+        children = []
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                # A reader of its own (the parent's may be mid-read), on the
+                # same cache and its inherited reader of entries.
+                mine = sackli.Reader(url, cache_dir=str(tmp_path), cache_max_bytes=1 << 30)
+                good = list(mine) == data and mine.read_indices(range(len(data))[::-1]) \
+                    == data[::-1]
+                os._exit(0 if good else 1)
+            children.append(pid)
+        statuses = [os.waitpid(pid, 0)[1] for pid in children]
+    finally:
+        stop.set()
+        thread.join()
+    assert statuses == [0] * 4
+    counts, got = fetched(store)  # each child's open: its metadata requests
+    assert got == 0 and set(counts) == {"HEAD"}
+
+
+def test_python_reads_share_the_engines_entries(store, tmp_path):
+    # `RemoteObject.read` (sackli.maps' remote reads) is served by the same
+    # reader of entries, and a block the engine cached is read without GETs.
+    data = records(200, seed=2)
+    url = store.url("python-reads.bag")
+    write_bag(url, data)
+    cache = _read_cache.read_cache(str(tmp_path), 1 << 30)
+    assert list(sackli.Reader(url, cache_dir=str(tmp_path), cache_max_bytes=1 << 30)) == data
+    size = stat_object(url).size
+    store.proxy.reset_counts()
+    handle = RemoteObject(url, cache=cache)
+    whole = handle.read(0, size)
+    assert len(whole) == size and whole[:len(data[0])] == data[0]
+    assert handle.read_many([(1, 5), (BLOCK - 2, 9), (size - 3, 3)]) == [
+        whole[1:6], whole[BLOCK - 2:BLOCK + 7], whole[-3:]]
+    assert fetched(store) == ({"HEAD": 1}, 0)
+    assert cache.entries.open_entries > 0

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "maps/crc32c.h"
+#include "bagz/crc32c.h"
 #include "bagz/errors.h"
 #include "bagz/format.h"
 #include "maps/int_map.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "maps/crc32c.h"
+#include "bagz/crc32c.h"
 #include "bagz/fault_guard.h"
 #include "maps/int_map.h"
 #include "maps/int_map_build.h"

@@ -1,5 +1,5 @@
-// CRC-32C (Castagnoli), the check value mapbuffer format 1 stores after each
-// value. Uses the CPU's crc32c instructions when it has them (SSE4.2 on
+// CRC-32C (Castagnoli): the check value mapbuffer format 1 stores after each
+// value (native/maps), and of the read cache's entries (block_cache.h). Uses the CPU's crc32c instructions when it has them (SSE4.2 on
 // x86_64, the ARMv8 CRC32 extension on aarch64), else a table-driven loop
 // (8 bytes per step). Thread-safe, no state.
 #pragma once

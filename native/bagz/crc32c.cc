@@ -1,4 +1,4 @@
-#include "maps/crc32c.h"
+#include "bagz/crc32c.h"
 
 #include <array>
 #include <cstring>

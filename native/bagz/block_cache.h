@@ -1,0 +1,140 @@
+// The read side of sackli's local cache of remote reads (docs/cache.md): the
+// entries `<root>/<2 hex>/<key hex>-<block>` that hold one block of one
+// version of a remote object each, found, checked and read here without
+// Python. The rest of the cache (misses, the in-flight claims, publishing,
+// the budget, LRU eviction and the flock protocol) lives in Python
+// (sackli/_storage/_read_cache.py), which writes entries with the headers
+// EncodeCacheHeader makes.
+//
+// An entry (format 2) is a header and then the block's payload:
+//
+//   magic "sackli\0C" | u32 format (2) | u32 chunk bytes (1024) |
+//   u64 payload bytes | 32-byte key | u64 block | u32 chunk count |
+//   u32 CRC-32C per chunk of the payload | u32 CRC-32C of all the above
+//
+// all little-endian. The key is the SHA-256 digest Python computes of the
+// object's scheme, bucket, name, identity, size and block size.
+//
+// What a read guarantees: an entry is opened with O_NOFOLLOW (a symbolic
+// link is not followed), must be a regular file of exactly the header and
+// payload expected, with a header that checks and names the key and block
+// asked for; every chunk a range touches is read with pread (never mapped:
+// a file truncated under a reader cannot SIGBUS) and checked against its
+// CRC-32C before Read returns. Anything else (damaged, short, foreign, of
+// another format) is a miss; the file found is noted (TakeDamaged) so that
+// the writer side deletes it, under its lock, if the path still names it.
+//
+// Each BlockCache keeps up to `max_open` verified entries open (least
+// recently used closed first), shared by the threads reading them. Thread-
+// safe. After fork() the child starts with none open (a fork handler takes
+// every cache's lock around the fork, so no state is left half-changed).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sackli {
+
+inline constexpr uint32_t kCacheFormat = 2;
+// Each CRC covers this much payload: a record reads and checks the chunks
+// it spans, at most 2 KiB more than itself (a 1 KiB record: 1-2 KiB). The
+// bytes copied, not the calls, are most of what a small hit costs.
+inline constexpr size_t kCacheChunkBytes = 1024;
+inline constexpr size_t kCacheKeyBytes = 32;
+// A hit marks its entry used (its mtime: the LRU's recency) at most this
+// often per process.
+inline constexpr int64_t kCacheTouchNanos = int64_t{60} * 1000 * 1000 * 1000;
+
+using CacheKey = std::array<unsigned char, kCacheKeyBytes>;
+
+// The bytes of the header of an entry holding `length` payload bytes.
+size_t CacheHeaderBytes(uint64_t length);
+
+// The header of the entry holding `payload[0, length)` as block `block` of
+// the object keyed `key`.
+std::string EncodeCacheHeader(const CacheKey& key, uint64_t block,
+                              const char* payload, size_t length);
+
+// A file found where an entry should be that is not a good one (damaged,
+// short, foreign, a link): its device and inode, so that only that file is
+// deleted (a good entry published meanwhile stays).
+struct DamagedEntry {
+  CacheKey key;
+  uint64_t block;
+  uint64_t device;
+  uint64_t inode;
+};
+
+class BlockCache {
+ public:
+  // `root`: the folder of the entries' layout (`<cache_dir>/v1`).
+  // `max_open`: verified entries kept open (at least 1).
+  // `touch_nanos`: how often a hit may touch its entry's mtime.
+  BlockCache(std::string root, size_t max_open,
+             int64_t touch_nanos = kCacheTouchNanos);
+  ~BlockCache();
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
+
+  // Copies payload bytes [lo, hi) of block `block` of the object keyed
+  // `key`, whose payload is `length` bytes, into `dst` and returns true,
+  // every chunk they touch checked; false on a miss (then `dst` holds
+  // unspecified bytes). Throws kInvalidArgument unless lo <= hi <= length.
+  bool Read(const CacheKey& key, uint64_t block, uint64_t length, uint64_t lo,
+            uint64_t hi, char* dst);
+
+  // The damaged entries reads found since the last call (at most 1,024 are
+  // kept; more are found again by later reads).
+  std::vector<DamagedEntry> TakeDamaged();
+
+  // Closes every open entry (a reader still using one closes it when done).
+  void Forget();
+
+  // Where block `block` of `key` is kept.
+  std::string EntryPath(const CacheKey& key, uint64_t block) const;
+  const std::string& root() const { return root_; }
+  size_t max_open() const { return max_open_; }
+  size_t open_entries() const;
+
+  // For the fork handlers (block_cache.cc).
+  void LockForFork();
+  void UnlockAfterFork(bool child);
+
+ private:
+  struct Entry;
+  struct Slot {
+    CacheKey key;
+    uint64_t block;
+    bool operator==(const Slot& other) const {
+      return block == other.block && key == other.key;
+    }
+  };
+  struct SlotHash {
+    size_t operator()(const Slot& slot) const;
+  };
+  using Lru = std::list<std::pair<Slot, std::shared_ptr<Entry>>>;
+
+  std::shared_ptr<Entry> Acquire(const Slot& slot, uint64_t length);
+  std::shared_ptr<Entry> Open(const Slot& slot, uint64_t length);
+  bool ReadChecked(const Entry& entry, uint64_t lo, uint64_t hi, char* dst) const;
+  void MaybeTouch(Entry& entry) const;
+  void NoteDamaged(const Slot& slot, uint64_t device, uint64_t inode);
+  void Discard(const Slot& slot, const std::shared_ptr<Entry>& entry);
+
+  const std::string root_;
+  const size_t max_open_;
+  const int64_t touch_nanos_;
+  mutable std::mutex mu_;
+  Lru lru_;  // most recently used first
+  std::unordered_map<Slot, Lru::iterator, SlotHash> open_;
+  std::vector<DamagedEntry> damaged_;
+};
+
+}  // namespace sackli
