@@ -7,6 +7,11 @@ configuration (application default credentials, `GOOGLE_CLOUD_PROJECT`);
 with `STORAGE_EMULATOR_HOST` set the client talks to that server
 anonymously. The client's own retries are off: `_retry` retries with one
 bound for every back-end.
+
+A batch of ranged reads (`read_many`) runs its GETs concurrently from a
+thread pool (`_concurrent_reads`): the client's HTTP session releases the
+GIL while it waits. (Why not a client off the GIL: docs/development.md,
+"The remote data path".)
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
+from ._concurrent_reads import read_concurrently
 from ._gcs_upload import GcsUpload
 from ._retry import Transient, request_timeout, with_retries
 from ._settings import GcsSettings
@@ -144,6 +150,11 @@ class GcsStore(Store):
             return data
 
         return self._call(f"GET bytes {offset}-{end}", path.url, get)
+
+    def read_many(self, path: RemotePath, ranges: list[tuple[int, int]],
+                  identity: str | None = None) -> list[bytes | memoryview]:
+        return list(read_concurrently(
+            lambda offset, length: self.read(path, offset, length, identity), ranges))
 
     def read_whole(self, path: RemotePath) -> bytes:
         # A body cut short raises in urllib3 (it enforces Content-Length),
