@@ -178,19 +178,24 @@ class S3Ranges:
     def read(self, path: RemotePath, offset: int, length: int, identity: str | None) -> bytes:
         """Bytes [offset, offset + length), checked and retried as
         `S3Store.read` checks and retries them."""
+        return bytes(self._read(path, offset, length, identity))
+
+    def _read(self, path: RemotePath, offset: int, length: int,
+              identity: str | None) -> memoryview:
         if length == 0:
-            return b""
+            return memoryview(b"")
         return with_retries(lambda: self._get(path, offset, length, identity),
                             f"{path.url}: GET bytes {offset}-{offset + length - 1}")
 
     def read_many(self, path: RemotePath, ranges: list[tuple[int, int]],
-                  identity: str | None) -> list[bytes]:
+                  identity: str | None) -> list[memoryview]:
         """Each range as `read` gives it, many in flight
-        (`read_concurrently`)."""
-        return read_concurrently(lambda offset, length: self.read(path, offset, length, identity),
+        (`read_concurrently`), as views of obstore's buffers (no copy)."""
+        return read_concurrently(lambda offset, length: self._read(path, offset, length, identity),
                                  ranges)
 
-    def _get(self, path: RemotePath, offset: int, length: int, identity: str | None) -> bytes:
+    def _get(self, path: RemotePath, offset: int, length: int,
+             identity: str | None) -> memoryview:
         import obstore
         from obstore import exceptions as obstore_errors
 
@@ -201,7 +206,7 @@ class S3Ranges:
             options["if_match"] = identity
         try:
             result = obstore.get(self._store(path.bucket), path.key, options=options)
-            data = bytes(result.bytes())  # a body cut short raises here
+            data = memoryview(result.bytes())  # a body cut short raises here
         except obstore_errors.PreconditionError:
             if identity:
                 raise changed_error(url, f"ETag {identity}", None) from None

