@@ -5,16 +5,24 @@ the pipeline's `--s3_*` options) and, for every field they leave None, from
 boto3's standard configuration (`AWS_ENDPOINT_URL`, `AWS_PROFILE`,
 `AWS_ACCESS_KEY_ID`, ~/.aws/...). boto3's own retries are off: `_retry`
 retries with one bound for every back-end.
+
+Ranged reads (`read`, `read_many`) go through obstore where it is installed
+and the configuration allows (`_s3_ranges`): off the GIL, a batch
+concurrently. Everything else, and ranged reads where obstore cannot
+honour a setting, goes through boto3.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
+from ._executor import DEFAULT_PARALLELISM, in_parallel
 from ._retry import Transient, request_timeout, with_retries
+from ._s3_ranges import S3Ranges, ranges_for
 from ._s3_upload import S3Upload
 from ._settings import S3Settings
 from ._store import ObjectStat, Store, changed_error, check_content_range
@@ -50,11 +58,16 @@ class S3Store(Store):
         self._lock = threading.Lock()
         self._client: Any = None
         self._key: tuple[int, float] | None = None
+        self._session: Any = None
+        # The ranged reads' client (None: boto3's), for `self._ranges_key`.
+        self._ranges: S3Ranges | None = None
+        self._ranges_key: tuple[int, float] | None = None
 
     def reset(self) -> None:
-        """Drops the cached client."""
+        """Drops the cached clients."""
         with self._lock:
             self._client = None
+            self._ranges_key = None
 
     def _s3(self) -> Any:
         # One client per process (fork-safe) and request timeout.
@@ -63,7 +76,13 @@ class S3Store(Store):
             if self._client is None or self._key != key:
                 boto3, config = _import_boto3()
                 given = self._settings.client_arguments() if self._settings else {}
-                self._client = boto3.session.Session().client(
+                # The session resolves the credentials the client uses
+                # (given ones first), for obstore's reads too.
+                self._session = boto3.session.Session(**{
+                    name: given[name] for name in (
+                        "aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+                    if given.get(name) is not None})
+                self._client = self._session.client(
                     "s3",
                     **given,
                     config=config.Config(
@@ -75,6 +94,21 @@ class S3Store(Store):
                 )
                 self._key = key
             return self._client
+
+    def _fast(self, path: RemotePath) -> S3Ranges | None:
+        """The obstore reader of this process, or None where boto3 reads."""
+        client = self._s3()
+        with self._lock:
+            if self._ranges_key != self._key:
+                verify = self._settings.verify if self._settings else None
+                self._ranges = ranges_for(client, self._session, verify)
+                self._ranges_key = self._key
+            ranges = self._ranges
+        return ranges if ranges is not None and ranges.supports(path.bucket) else None
+
+    def ranged_client(self, path: RemotePath) -> str:
+        """Which client reads ranges of `path`: "obstore" or "boto3"."""
+        return "obstore" if self._fast(path) is not None else "boto3"
 
     def _call(self, what: str, url: str, request: Callable[[], T]) -> T:
         _import_boto3()  # the extra's ImportError first
@@ -133,6 +167,22 @@ class S3Store(Store):
 
     def read(self, path: RemotePath, offset: int, length: int,
              identity: str | None = None) -> bytes:
+        fast = self._fast(path)
+        if fast is not None:
+            return fast.read(path, offset, length, identity)
+        return self._read_boto3(path, offset, length, identity)
+
+    def read_many(self, path: RemotePath, ranges: list[tuple[int, int]],
+                  identity: str | None = None,
+                  parallelism: int = DEFAULT_PARALLELISM) -> list[bytes | memoryview]:
+        fast = self._fast(path)
+        if fast is not None:
+            return list(fast.read_many(path, ranges, identity, parallelism))
+        return in_parallel([functools.partial(self._read_boto3, path, offset, length, identity)
+                            for offset, length in ranges], parallelism)
+
+    def _read_boto3(self, path: RemotePath, offset: int, length: int,
+                    identity: str | None) -> bytes:
         from botocore.exceptions import ClientError
 
         def get() -> bytes:

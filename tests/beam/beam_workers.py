@@ -41,7 +41,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 LOCK = REPO / "requirements" / "dev.lock"
 
 # What the workers install besides the wheel: the Beam transforms (extra
-# `beam`), sackli's own S3 back-end (extra `s3`: boto3) and Beam's S3 file
+# `beam`), sackli's own S3 back-end (extra `s3`: boto3 and obstore) and Beam's S3 file
 # system (`apache-beam[aws]`), which lists `s3://` patterns and uploads shards.
 WHEEL_EXTRAS = "beam,s3"
 WORKER_REQUIREMENTS = ["apache-beam[aws]"]
