@@ -647,14 +647,26 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         if self.command == "HEAD":
             body = b""
         self.send_header("Content-Length", str(len(body)))
+        if not body:
+            self._leave_once()
         self.end_headers()
+        self._leave_once()
         self.wfile.write(body)
 
     def _proxy(self) -> None:
         self.proxy._enter_request()
+        self._left = False
         try:
             self._forward()
         finally:
+            self._leave_once()
+
+    def _leave_once(self) -> None:
+        # Called just before the answer's last bytes go out: a client that
+        # has them may send its next request at once, before this thread
+        # returns, and must not find the finished one still in flight.
+        if not self._left:
+            self._left = True
             self.proxy._leave_request()
 
     def _forward(self) -> None:
@@ -798,6 +810,8 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             # A HEAD answer keeps its Content-Length: it is the object's size.
             if length_header is not None:
                 self.send_header("Content-Length", length_header)
+            if not cut:
+                self._leave_once()
             self.end_headers()
             response.read()
             if cut:
@@ -807,22 +821,29 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             # Chunked (or close-delimited) upstream: relay with a length.
             data = response.read()
             self.send_header("Content-Length", str(len(data)))
+            if not data and not cut:
+                self._leave_once()
             self.end_headers()
             if cut:
                 self._send_body(kind, data[: len(data) // 2])
                 self._drop()
                 return
+            self._leave_once()
             self._send_body(kind, data)
             return
         length = int(length_header)
         self.send_header("Content-Length", str(length))
-        self.end_headers()
         limit = length // 2 if cut else length
+        if limit == 0 and not cut:
+            self._leave_once()
+        self.end_headers()
         sent = 0
         while sent < limit:
             data = response.read(min(_CHUNK, limit - sent))
             if not data:
                 break
+            if not cut and sent + len(data) >= length:
+                self._leave_once()
             self._send_body(kind, data)
             sent += len(data)
         if cut or sent < length:
