@@ -86,6 +86,7 @@ sys.path.insert(0, str(HERE))  # also under PYTHONSAFEPATH
 sys.path.insert(0, str(HERE.parent / "tests"))
 import _peer_envs  # noqa: E402
 from remote_servers import FakeGcsServer, FaultProxy, MotoServer  # noqa: E402
+from remote_cache import make_records  # noqa: E402  (the same records as that benchmark's)
 
 import sackli  # noqa: E402
 
@@ -123,18 +124,6 @@ IMPLS = {
 
 
 # --- data ---------------------------------------------------------------------
-
-def make_records(count: int, low: int, high: int, seed: int = 0) -> list[bytes]:
-    """`count` records of `low`..`high` bytes: three quarters random bytes, one
-    quarter a repeated byte, so zstd keeps about 0.75 of them."""
-    rng = random.Random(seed)
-    records = []
-    for _ in range(count):
-        size = rng.randint(low, high)
-        noise = size * 3 // 4
-        records.append(rng.randbytes(noise) + bytes([size % 251]) * (size - noise))
-    return records
-
 
 def shard_names(stem: str, count: int, suffix: str) -> list[str]:
     return [f"{stem}-{i:05d}-of-{count:05d}{suffix}" for i in range(count)]
