@@ -36,7 +36,7 @@ struct CoalescingRule {
 
   // Remote sources: only touching records join a run as it grows; gaps are
   // bridged afterwards, batch-wide (BridgeGaps).
-  bool bound_waste = false;
+  bool touching_only = false;
   // The largest gap bridged (ByteSource::coalesce_gap_bytes, at most
   // kMaxGapBytes).
   uint64_t max_gap = kMaxGapBytes;
@@ -61,7 +61,7 @@ struct CoalescedRun {
 // joins it.
 inline bool Coalesce(const CoalescingRule& rule, CoalescedRun& run,
                      uint64_t begin, uint64_t end) {
-  const uint64_t max_gap = rule.bound_waste ? 0 : rule.max_gap;
+  const uint64_t max_gap = rule.touching_only ? 0 : rule.max_gap;
   if (begin < run.begin || begin > run.end + max_gap) return false;
   const uint64_t new_end = std::max(run.end, end);
   if (new_end - run.begin > CoalescingRule::kMaxRunBytes) return false;

@@ -279,37 +279,24 @@ void ReadPlan::ResolveSpans(const std::vector<uint32_t>& order) {
   });
 }
 
-std::vector<ReadPlan::ByteRun> ReadPlan::BridgeRemoteGaps(
-    std::vector<ByteRun> runs) const {
-  std::vector<ByteRun> joined;
-  joined.reserve(runs.size());
-  std::vector<CoalescedRun> of_source;
-  for (size_t r = 0; r < runs.size();) {
-    size_t end = r + 1;
-    while (end < runs.size() && runs[end].shard == runs[r].shard) ++end;
-    if (!bag_->shard(runs[r].shard).records().remote()) {
-      joined.insert(joined.end(), runs.begin() + r, runs.begin() + end);
-      r = end;
-      continue;
+void ReadPlan::AppendBridged(const std::vector<ByteRun>& runs, size_t first,
+                             size_t end, std::vector<ByteRun>& reads) const {
+  std::vector<CoalescedRun> bytes;
+  bytes.reserve(end - first);
+  for (size_t k = first; k < end; ++k) bytes.push_back(runs[k].bytes);
+  const std::vector<size_t> starts = BridgeGaps(
+      bytes, bag_->shard(runs[first].shard).records().coalesce_gap_bytes());
+  for (size_t s = 0; s < starts.size(); ++s) {
+    const size_t a = first + starts[s];
+    const size_t b = s + 1 < starts.size() ? first + starts[s + 1] : end;
+    ByteRun read = runs[a];
+    for (size_t k = a + 1; k < b; ++k) {
+      read.bytes.end = std::max(read.bytes.end, runs[k].bytes.end);
+      read.bytes.asked += runs[k].bytes.asked;
+      read.last = runs[k].last;
     }
-    of_source.clear();
-    for (size_t k = r; k < end; ++k) of_source.push_back(runs[k].bytes);
-    const std::vector<size_t> starts = BridgeGaps(
-        of_source, bag_->shard(runs[r].shard).records().coalesce_gap_bytes());
-    for (size_t s = 0; s < starts.size(); ++s) {
-      const size_t a = r + starts[s];
-      const size_t b = r + (s + 1 < starts.size() ? starts[s + 1] : end - r);
-      ByteRun read = runs[a];
-      for (size_t k = a + 1; k < b; ++k) {
-        read.bytes.end = std::max(read.bytes.end, runs[k].bytes.end);
-        read.bytes.asked += runs[k].bytes.asked;
-        read.last = runs[k].last;
-      }
-      joined.push_back(read);
-    }
-    r = end;
+    reads.push_back(read);
   }
-  return joined;
 }
 
 void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
@@ -338,8 +325,6 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
     runs.push_back(ByteRun{e.shard, CoalescedRun{e.begin, e.end, e.end - e.begin}, k, k});
   }
   if (runs.empty()) return;
-  if (any_remote) runs = BridgeRemoteGaps(std::move(runs));
-  buffers_.resize(runs.size());
   const auto place = [&](size_t r) {
     const ByteRun& run = runs[r];
     for (size_t k = run.first; k <= run.last; ++k) {
@@ -359,24 +344,33 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
     place(r);
   };
   if (!any_remote) {
+    buffers_.resize(runs.size());
     ThreadPool::Shared().ParallelFor(runs.size(), bag_->options().max_parallelism,
                                      read_one);
     return;
   }
-  // Local runs on pool threads as above; each remote source gets all its
-  // runs in one ReadMany (its client keeps them in flight at once), the
-  // sources side by side.
+  // Runs come grouped by shard. A remote shard's runs are joined across
+  // gaps within the batch's waste budget (AppendBridged) and read with one
+  // ReadMany (its client keeps them in flight at once), the sources side by
+  // side; local runs on pool threads as above.
+  std::vector<ByteRun> reads;
   std::vector<size_t> local;
-  std::vector<std::pair<size_t, size_t>> remote;  // [first, end) of runs
-  for (size_t r = 0; r < runs.size(); ++r) {
-    if (!bag_->shard(runs[r].shard).records().remote()) {
-      local.push_back(r);
-    } else if (!remote.empty() && runs[remote.back().first].shard == runs[r].shard) {
-      remote.back().second = r + 1;
+  std::vector<std::pair<size_t, size_t>> remote;  // [first, end) of `reads`
+  for (size_t r = 0; r < runs.size();) {
+    size_t end = r + 1;
+    while (end < runs.size() && runs[end].shard == runs[r].shard) ++end;
+    const size_t from = reads.size();
+    if (bag_->shard(runs[r].shard).records().remote()) {
+      AppendBridged(runs, r, end, reads);
+      remote.emplace_back(from, reads.size());
     } else {
-      remote.emplace_back(r, r + 1);
+      reads.insert(reads.end(), runs.begin() + r, runs.begin() + end);
+      for (size_t k = from; k < reads.size(); ++k) local.push_back(k);
     }
+    r = end;
   }
+  runs = std::move(reads);
+  buffers_.resize(runs.size());
   ThreadPool::Shared().ParallelFor(local.size(), bag_->options().max_parallelism,
                                    [&](size_t i) { read_one(local[i]); });
   ThreadPool::Shared().ParallelFor(

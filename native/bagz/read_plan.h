@@ -125,9 +125,10 @@ class ReadPlan {
     CoalescedRun bytes;
     size_t first, last;  // positions in `order`
   };
-  // The runs of remote shards joined across gaps within the batch's waste
-  // budget (coalescing.h: BridgeGaps); local shards' runs as they are.
-  std::vector<ByteRun> BridgeRemoteGaps(std::vector<ByteRun> runs) const;
+  // Appends to `reads` the runs [first, end) of one remote shard, joined
+  // across gaps within the batch's waste budget (coalescing.h: BridgeGaps).
+  void AppendBridged(const std::vector<ByteRun>& runs, size_t first, size_t end,
+                     std::vector<ByteRun>& reads) const;
   void ResolveDecodedSizes();
 
   std::shared_ptr<const Bag> bag_;

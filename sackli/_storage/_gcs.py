@@ -8,21 +8,19 @@ with `STORAGE_EMULATOR_HOST` set the client talks to that server
 anonymously. The client's own retries are off: `_retry` retries with one
 bound for every back-end.
 
-A batch of ranged reads (`read_many`) runs its GETs concurrently from a
-the process's request threads (`_executor`): the client's HTTP session releases the
-GIL while it waits. (Why not a client off the GIL: docs/development.md,
+A batch of ranged reads (`read_many`, the `Store` default) runs its GETs
+concurrently on the process's request threads (`_executor`): the client's
+HTTP session releases the GIL while it waits. (Why not a client off the GIL: docs/development.md,
 "The remote data path".)
 """
 
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
-from ._executor import DEFAULT_PARALLELISM, in_parallel
 from ._gcs_upload import GcsUpload
 from ._retry import Transient, request_timeout, with_retries
 from ._settings import GcsSettings
@@ -168,12 +166,6 @@ class GcsStore(Store):
             return data
 
         return self._call(f"GET bytes {offset}-{end}", path.url, get)
-
-    def read_many(self, path: RemotePath, ranges: list[tuple[int, int]],
-                  identity: str | None = None,
-                  parallelism: int = DEFAULT_PARALLELISM) -> list[bytes | memoryview]:
-        return in_parallel([functools.partial(self.read, path, offset, length, identity)
-                            for offset, length in ranges], parallelism)
 
     def read_whole(self, path: RemotePath) -> bytes:
         # A body cut short raises in urllib3 (it enforces Content-Length),

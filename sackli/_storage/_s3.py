@@ -15,17 +15,16 @@ honour a setting, goes through boto3.
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
-from ._executor import DEFAULT_PARALLELISM, in_parallel
+from ._executor import DEFAULT_PARALLELISM
 from ._retry import Transient, request_timeout, with_retries
 from ._s3_ranges import S3Ranges, ranges_for
 from ._s3_upload import S3Upload
 from ._settings import S3Settings
-from ._store import ObjectStat, Store, changed_error, check_content_range
+from ._store import ObjectStat, Store, changed_error, check_content_range, read_each
 from ._urls import RemotePath
 
 __all__ = ["S3Store"]
@@ -178,8 +177,7 @@ class S3Store(Store):
         fast = self._fast(path)
         if fast is not None:
             return list(fast.read_many(path, ranges, identity, parallelism))
-        return in_parallel([functools.partial(self._read_boto3, path, offset, length, identity)
-                            for offset, length in ranges], parallelism)
+        return read_each(self._read_boto3, path, ranges, identity, parallelism)
 
     def _read_boto3(self, path: RemotePath, offset: int, length: int,
                     identity: str | None) -> bytes:

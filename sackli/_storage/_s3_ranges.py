@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import datetime
 import errno
-import functools
 import os
 import re
 import threading
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from ._executor import DEFAULT_PARALLELISM, in_parallel
+from ._executor import DEFAULT_PARALLELISM
 from ._retry import Transient, request_timeout, with_retries
-from ._store import changed_error, check_content_range
+from ._store import changed_error, check_content_range, read_each
 from ._urls import RemotePath
 
 __all__ = ["S3Ranges", "ranges_for", "unsupported_reason"]
@@ -192,10 +191,9 @@ class S3Ranges:
                   identity: str | None,
                   parallelism: int = DEFAULT_PARALLELISM) -> list[memoryview]:
         """Each range as `read` gives it, up to `parallelism` in flight on
-        the process's request threads (`in_parallel`), as views of
+        the process's request threads (`read_each`), as views of
         obstore's buffers (no copy)."""
-        return in_parallel([functools.partial(self._read, path, offset, length, identity)
-                            for offset, length in ranges], parallelism)
+        return read_each(self._read, path, ranges, identity, parallelism)
 
     def _get(self, path: RemotePath, offset: int, length: int,
              identity: str | None) -> memoryview:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import errno
 import functools
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple, TypeVar
 
 from ._executor import DEFAULT_PARALLELISM, in_parallel
 from ._retry import Transient
 from ._upload import Upload
 from ._urls import RemotePath
 
-__all__ = ["ObjectStat", "Store", "changed_error", "check_content_range"]
+__all__ = ["ObjectStat", "Store", "changed_error", "check_content_range", "read_each"]
+
+T = TypeVar("T")
 
 
 class ObjectStat(NamedTuple):
@@ -49,6 +51,16 @@ def check_content_range(header: str | None, offset: int, length: int, received: 
         raise Transient(f"asked for {expected}..., got Content-Range {header!r}")
     if received != length:
         raise Transient(f"asked for {length} bytes at offset {offset}, got {received}")
+
+
+def read_each(read: Callable[[RemotePath, int, int, str | None], T], path: RemotePath,
+              ranges: list[tuple[int, int]], identity: str | None, parallelism: int) -> list[T]:
+    """`read(path, offset, length, identity)` of each range, in order, at
+    most `parallelism` at once on the process's request threads
+    (`in_parallel`): what every back-end's `read_many` does with its own
+    single read."""
+    return in_parallel([functools.partial(read, path, offset, length, identity)
+                        for offset, length in ranges], parallelism)
 
 
 class Store:
@@ -96,9 +108,8 @@ class Store:
         in flight at once. When ranges fail, the error of the first failing
         one (by position) is raised, as `read` raised it (naming the URL).
         This default runs `read` for each range on the process-wide request
-        threads (`in_parallel`); back-ends may fetch them their own way."""
-        return in_parallel([functools.partial(self.read, path, offset, length, identity)
-                            for offset, length in ranges], parallelism)
+        threads (`read_each`); back-ends may fetch them their own way."""
+        return read_each(self.read, path, ranges, identity, parallelism)
 
     def read_whole(self, path: RemotePath) -> bytes:
         """The whole object (FileNotFoundError when missing): here its size
