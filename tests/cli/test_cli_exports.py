@@ -10,9 +10,8 @@ import errno
 import json
 import os
 import re
-import resource
-import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -241,25 +240,29 @@ def _tmpfs(folder):
         subprocess.run(["umount", str(folder)], check=True)
 
 
-def _limit_file_size() -> None:
-    """In the child: a write past _ROOM bytes of one file fails with EFBIG
-    (SIGXFSZ ignored, so the write returns the error instead of killing)."""
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (_ROOM, _ROOM))
+# Runs the command after it in a process whose writes past _ROOM bytes of one
+# file fail with EFBIG (SIGXFSZ ignored, so a write returns the error instead
+# of killing). An exec wrapper, not a preexec_fn: Python code between fork and
+# exec in a pytest process whose earlier tests started gRPC's threads can
+# abort the child (gRPC's poller finds its descriptors gone).
+_LIMIT_FILE_SIZE = (
+    "import os, resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+    "room = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_FSIZE, (room, room)); "
+    "os.execvp(sys.argv[2], sys.argv[2:])")
 
 
 @pytest.fixture(params=["tmpfs", "rlimit"])
 def small_disk(request, tmp_path):
-    """(folder, run, errno): a folder where writes fail for real once past
-    _ROOM bytes, how to run `sackli` there, and the error the kernel gives:
+    """(folder, prefix, errno): a folder where writes fail for real once past
+    _ROOM bytes, the command prefix that runs `sackli` so, and the error the kernel gives:
     ENOSPC on a full tmpfs, or EFBIG past RLIMIT_FSIZE (needs no root)."""
     folder = tmp_path / "small"
     if request.param == "tmpfs":
         with _tmpfs(folder):
-            yield folder, {}, errno.ENOSPC
+            yield folder, [], errno.ENOSPC
         return
     folder.mkdir()
-    yield folder, {"preexec_fn": _limit_file_size}, errno.EFBIG
+    yield folder, [sys.executable, "-c", _LIMIT_FILE_SIZE, str(_ROOM)], errno.EFBIG
 
 
 def _incompressible_sources(folder) -> None:
@@ -289,12 +292,12 @@ def _incompressible_sources(folder) -> None:
     ("src.bag", "out.parquet"),
 ])
 def test_a_full_disk_names_the_target(tmp_path, small_disk, source, target) -> None:
-    folder, run_options, expected = small_disk
+    folder, prefix, expected = small_disk
     _incompressible_sources(tmp_path)
     extra = ["--max-shard-bytes", "1MB"] if "@*" in target else []
     result = subprocess.run(
-        ["sackli", "convert", str(tmp_path / source), target, *extra], cwd=folder,
-        capture_output=True, timeout=60, **run_options)
+        [*prefix, "sackli", "convert", str(tmp_path / source), target, *extra], cwd=folder,
+        capture_output=True, timeout=60)
     assert result.returncode == 1, result.stderr.decode()
     assert _own_lines(result.stderr.decode()) == [
         f"sackli: error: {target}: {os.strerror(expected)}"]
