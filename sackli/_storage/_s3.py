@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from ._executor import DEFAULT_PARALLELISM
 from ._retry import Transient, request_timeout, with_retries
 from ._s3_ranges import S3Ranges, ranges_for
-from ._s3_upload import S3Upload
+from ._s3_upload import S3Upload, upload_etag
 from ._settings import S3Settings
 from ._store import ObjectStat, Store, changed_error, check_content_range, read_each
 from ._urls import RemotePath
@@ -244,16 +244,28 @@ class S3Store(Store):
     def put_file(self, path: RemotePath, file: Any, metadata: dict[str, str]) -> str:
         """Uploads the seekable binary `file` (from its start, in one PUT)
         as the object, with `metadata`; returns its identity (the ETag)."""
+        size = file.seek(0, 2)
+
         def put() -> str:
             file.seek(0)
             response = self._s3().put_object(
                 Bucket=path.bucket, Key=path.key, Body=file, Metadata=metadata)
-            headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
-            if "last-modified" in headers or "content-range" in headers or "ETag" not in response:
-                # A GET's answer (a connection out of step): the PUT may not
-                # have gone out whole. Again.
-                raise Transient("the answer to the PUT is another request's")
-            return str(response["ETag"])
+            etag = upload_etag(response)
+            if etag is not None:
+                return etag
+            # Perhaps a GET's answer (a connection out of step), and the PUT
+            # may not have gone out whole; moto's own answers to a PUT look
+            # the same (they carry Last-Modified). The object tells at once,
+            # rather than after every attempt: ours (our size and metadata),
+            # or again.
+            try:
+                found = self.stat(path)
+            except FileNotFoundError:
+                found = None
+            if found is not None and found.size == size and all(
+                    found.metadata.get(key) == value for key, value in metadata.items()):
+                return found.identity
+            raise Transient("the answer to the PUT is another request's")
 
         return self._call("PUT", path.url, put)
 

@@ -96,7 +96,7 @@ class S3Upload(PartedUpload):
         bucket, key = self._path.bucket, self._path.key
         if self._upload_id is None:
             return self._publish(
-                "PUT", lambda: self._client().put_object(Bucket=bucket, Key=key, Body=rest), _etag)
+                "PUT", lambda: self._client().put_object(Bucket=bucket, Key=key, Body=rest), upload_etag)
         self._send_part(rest)  # not empty: write() keeps a byte back
         parts = list(self._parts)
         return self._publish(
@@ -104,7 +104,7 @@ class S3Upload(PartedUpload):
             lambda: self._client().complete_multipart_upload(
                 Bucket=bucket, Key=key, UploadId=self._upload_id,
                 MultipartUpload={"Parts": parts}),
-            _etag)
+            upload_etag)
 
     def _expected_etags(self) -> set[str]:
         """The ETags an object holding exactly what was written may have."""
@@ -181,7 +181,7 @@ class S3Upload(PartedUpload):
                 pass  # gone already, or not ours to abort
 
 
-def _etag(response: dict) -> str | None:
+def upload_etag(response: dict) -> str | None:
     """The ETag of a PutObject or CompleteMultipartUpload answer; None when
     the answer is not one (then the object's metadata decides): on a
     connection out of step (a response sent twice) another request's
