@@ -65,7 +65,12 @@ def recover_set(write: UnfinishedWrite) -> SetRecovery:
     if sharded is None or mode not in ("count", "size", "spool"):
         raise ValueError(f"{write.folder}: the journal of an unfinished shard set that this "
                          "version of sackli cannot complete")
-    options = options_from_journal(journal, write.folder)
+    _check_counts(write, journal, sharded[1])
+    try:
+        options = options_from_journal(journal, write.folder)
+    except (KeyError, TypeError, AttributeError) as error:  # a journal sackli did not write
+        raise ValueError(f"{write.folder}: the journal of an unfinished shard set has no valid "
+                         f"writer options ({error!r})") from None
     if mode == "spool":
         return _deal_spool(write, journal, options)
     base, _, suffix = sharded
@@ -106,6 +111,19 @@ def recover_set(write: UnfinishedWrite) -> SetRecovery:
         sync_folders(names)
     shutil.rmtree(write.folder, ignore_errors=True)
     return SetRecovery(records, dropped[0], dropped[1], names)
+
+
+def _check_counts(write: UnfinishedWrite, journal: dict[str, Any], count: str) -> None:
+    """ValueError unless a "count" journal deals records into exactly the
+    shards its target names (`name@N.ext`: N runs): recovery must publish
+    only the names the target produces."""
+    if journal.get("mode") != "count":
+        return
+    counts = journal.get("counts")
+    if (not isinstance(counts, list) or not count.isdigit() or len(counts) != int(count)
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts)):
+        raise ValueError(f"{write.folder}: the journal of an unfinished shard set deals its records "
+                         f"into {counts!r}, not into the {count} shards of {write.target}")
 
 
 def _complete_shard(path: str, options: WriterOptions, dropped: list[int]) -> None:

@@ -577,13 +577,11 @@ int OpenEntryForRecovery(int folder_fd, const std::string& name, const std::stri
     ThrowOsError(errno, "open", path);
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
+  const bool stated = ::fstat(fd, &st) == 0;
+  const int stat_error = errno;
+  if (!stated || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
     ::close(fd);
-    ThrowOsError(error, "stat", path);
-  }
-  if (!S_ISREG(st.st_mode) || st.st_nlink > 1) {
-    ::close(fd);
+    if (!stated) ThrowOsError(stat_error, "stat", path);
     const std::string why = !S_ISREG(st.st_mode)
                                 ? "is not a regular file (a device, fifo, socket or folder)"
                                 : "has " + std::to_string(st.st_nlink) +

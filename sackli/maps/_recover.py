@@ -50,7 +50,7 @@ def recover_unfinished(folder: str, journal: Mapping[str, Any]) -> RecoveryRepor
     Raises:
       ValueError: the journal is not a map journal sackli can read.
     """
-    target = os.path.join(os.path.dirname(os.path.abspath(folder)), _target_name(journal))
+    target = os.path.join(os.path.dirname(os.path.abspath(folder)), _target_name(folder, journal))
     method = normalize(journal.get("compress"))
     durable = bool(journal.get("durable", False))
     spill_path = os.path.join(folder, SPILL_FILE)
@@ -70,12 +70,12 @@ def recover_unfinished(folder: str, journal: Mapping[str, Any]) -> RecoveryRepor
     return RecoveryReport(len(keys), dropped, dropped_bytes)
 
 
-def _target_name(journal: Mapping[str, Any]) -> str:
+def _target_name(folder: str, journal: Mapping[str, Any]) -> str:
     """The target's name from the journal, checked to be one plain name."""
     name = journal.get("target")
     if journal.get("kind") != "map" or not isinstance(name, str) or name in ("", ".", "..") \
             or "/" in name or os.sep in name:
-        raise ValueError(f"not a map write's journal (or no valid target): {journal!r}")
+        raise ValueError(f"{folder}: not a map write's journal (or no valid target): {journal!r}")
     return name
 
 

@@ -187,6 +187,17 @@ def test_a_journal_naming_another_file_is_reported_not_acted_on(download):
     assert notes.read_bytes() == b"my notes" and partial.is_dir()
 
 
+@pytest.mark.parametrize("module", ["os", "sackli._engine", "sackli.datasets._recover"])
+def test_a_journal_naming_other_code_is_refused_naming_the_folder(download, module):
+    partial = _partial(download, "m.mb")
+    (partial / "sackli-write.json").write_text(json.dumps({
+        "kind": "map", "target": "m.mb", "module": module, "version": 1, "compress": None,
+        "spill": "values.spill", "durable": False}))
+    with pytest.raises(ValueError, match=r"m\.mb\.sackli-partial-x1: "):
+        sackli.recover(download / "m.mb")
+    assert not (download / "m.mb").exists()
+
+
 def _real_set(folder, count: int) -> dict:
     with sackli.ShardedWriter(str(folder / f"real@{count}.bag"), num_records=count) as writer:
         writer.write_many([b"real%d" % i for i in range(count)])
@@ -219,6 +230,26 @@ def test_a_set_journal_of_another_name_is_refused(download):
         sackli.recover(partial)
     after = {path.name: path.read_bytes() for path in download.iterdir() if path.is_file()}
     assert after == before
+
+
+def test_a_set_journal_dealing_into_other_names_is_refused(download):
+    before = _real_set(download, 3)
+    partial = _partial(download, "real@2.bag")
+    _set_journal(partial, "real@2.bag", [1, 1, 1], overwrite=False)  # would publish real@3
+    with pytest.raises(ValueError, match=r"deals its records into \[1, 1, 1\], not into the 2 shards"):
+        sackli.recover(download / "real@2.bag")
+    after = {path.name: path.read_bytes() for path in download.iterdir() if path.is_file()}
+    assert after == before
+
+
+def test_a_set_journal_without_writer_options_is_a_value_error(download):
+    partial = _partial(download, "real@2.bag")
+    _set_journal(partial, "real@2.bag", [1, 1], overwrite=False)
+    journal = json.loads((partial / "sackli-write.json").read_text())
+    del journal["options"]
+    (partial / "sackli-write.json").write_text(json.dumps(journal))
+    with pytest.raises(ValueError, match="sackli-partial-x1: .*no valid writer options"):
+        sackli.recover(download / "real@2.bag")
 
 
 def test_a_set_journal_with_overwrite_replaces_its_own_names_once_complete(download):
