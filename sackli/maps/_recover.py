@@ -54,10 +54,13 @@ def recover_unfinished(folder: str, journal: Mapping[str, Any]) -> RecoveryRepor
     method = normalize(journal.get("compress"))
     durable = bool(journal.get("durable", False))
     spill_path = os.path.join(folder, SPILL_FILE)
+    # O_NOFOLLOW: the folder was checked (_partial_trust), and a spill
+    # swapped for a link since is neither read nor created through.
     try:
-        spill = open(spill_path, "rb")
+        spill = open(os.open(spill_path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
     except FileNotFoundError:  # killed before the first value: an empty map
-        spill = open(spill_path, "w+b")
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        spill = open(os.open(spill_path, flags, 0o666), "w+b")
     with spill:
         entries, torn = _complete_entries(spill)
         kept = _before_repeated_key(entries)
