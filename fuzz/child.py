@@ -28,7 +28,7 @@ import traceback
 import zlib
 from typing import Any
 
-from . import dataset_paths, map_paths
+from . import dataset_paths, map_paths, partial_paths
 from .oracle import OracleError, expand_spec, limits_path_for, open_bag
 from .paths import PATHS, Combo, Context, Judge
 
@@ -219,6 +219,15 @@ class DatasetEvaluator(_TargetEvaluator):
                                            self.task.get("remote_prefix"))
 
 
+class PartialEvaluator(_TargetEvaluator):
+    """A partial mutant: hidden folders of unfinished writes (see partial_paths)."""
+
+    open_path = "partial_recover"
+
+    def _judge(self, combo_key: str, path: str, oracle: Any, seed: int) -> Judge:
+        return partial_paths.evaluate_pair(self.task["dir"], path)
+
+
 def evaluate(task: dict, emit) -> None:
     """Runs every pair of `task`, calling emit(obj) for each protocol line."""
     kind = task["meta"].get("kind", "bag")
@@ -227,9 +236,12 @@ def evaluate(task: dict, emit) -> None:
         evaluator = MapEvaluator(task)
     elif kind == dataset_paths.DATASET_KIND:
         evaluator = DatasetEvaluator(task)
+    elif kind == partial_paths.PARTIAL_KIND:
+        evaluator = PartialEvaluator(task)
     else:
         evaluator = Evaluator(task)
-    summary = {"n": None if isinstance(evaluator.oracle, OracleError) else len(evaluator.oracle),
+    summary = {"n": None if isinstance(evaluator.oracle, OracleError) or evaluator.oracle is None
+               else len(evaluator.oracle),
                "oracle_error": evaluator.oracle.kind if isinstance(evaluator.oracle, OracleError) else None}
     opened = {}
     for combo_key, path in task["pairs"]:

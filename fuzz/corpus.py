@@ -30,6 +30,7 @@ import sys
 import zstandard
 
 from . import bagbytes as bb
+from .partial_mutators import lay_out_partial_seed
 from . import mapbytes as mb
 from .oracle import limits_path_for
 
@@ -38,7 +39,7 @@ __all__ = ["build_corpus", "load_corpus", "GOLDEN_DIR", "CORPUS_VERSION"]
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GOLDEN_DIR = REPO / "tests" / "data"
 # Bumped when the seeds change, so a cached corpus is rebuilt.
-CORPUS_VERSION = 8
+CORPUS_VERSION = 9
 
 
 def _meta(name: str, spec: str, files: list[str], *, placement: str = "TAIL",
@@ -275,6 +276,7 @@ def build_corpus(out_dir: str | os.PathLike, seed: int = 0, golden: bool = True)
 
     _map_seeds(b)
     _dataset_seeds(b)
+    _partial_seeds(b)
     if golden:
         _copy_golden(b)
     (out / "index.json").write_text(json.dumps({"seed": seed, "version": CORPUS_VERSION,
@@ -333,6 +335,17 @@ def _map_seeds(b: _Builder) -> None:
     add("im_intmap", mb.build_intmap({key: b.rng.getrandbits(64) for key in _map_keys(b, 30)}),
         kind="intmap")
     add("im_empty", mb.build_intmap({}), kind="intmap")
+
+
+def _partial_seeds(b: _Builder) -> None:
+    """Folders of unfinished writes beside sentinels (fuzz/partial_paths.py)."""
+    for name, writes in (("p_bag", ("bag",)), ("p_set", ("set",)), ("p_map", ("map",)),
+                         ("p_all", ("bag", "set", "map"))):
+        folder = b.folder(name)
+        lay_out_partial_seed(str(folder), writes)
+        files = sorted(os.path.relpath(os.path.join(where, file), folder)
+                       for where, _, names in os.walk(folder) for file in names)
+        b.add(_meta(name, "", files, origin="crafted", kind="partial", weight=0.5))
 
 
 def _dataset_seeds(b: _Builder) -> None:

@@ -25,6 +25,7 @@ Ops:
   map_value   {file, position, hex, what}   replace a MapBuffer value's stored bytes
                                             (the offsets after it are shifted)
   write       {file, hex, what}             the whole file's new content (a dataset's spec.json)
+  symlink, hardlink, fifo, journal, rename   hidden partial folders (fuzz/partial_mutators.py)
 
 `file` names are relative to the bag's folder.
 """
@@ -43,6 +44,7 @@ import zstandard
 
 from . import bagbytes as bb
 from . import mapbytes as mb
+from .partial_mutators import PARTIAL_OPS, apply_partial_op, gen_partial
 from .oracle import OracleError, decode_record, limits_path_for, max_decoded_size, parse_frame
 
 __all__ = ["apply_recipe", "apply_op", "generate", "materialize", "copy_seed", "describe"]
@@ -81,6 +83,8 @@ def apply_op(folder: str, meta: dict, op: Op) -> bool:
     """Applies one op to the bag in `folder`; False when it changed nothing
     (e.g. the file it edits is gone or its limits no longer parse)."""
     kind = op["op"]
+    if kind in PARTIAL_OPS:
+        return apply_partial_op(folder, op)
     path = os.path.join(folder, op["file"]) if "file" in op else None
     if kind in ("flip", "set_bytes", "truncate", "extend", "insert", "cut"):
         data = _read(path)
@@ -205,8 +209,11 @@ def copy_seed(seed_dir: str, out_dir: str) -> None:
         shutil.rmtree(out_dir)
     os.makedirs(out_dir)
     for name in os.listdir(seed_dir):
-        if name != "meta.json":
-            shutil.copyfile(os.path.join(seed_dir, name), os.path.join(out_dir, name))
+        source = os.path.join(seed_dir, name)
+        if os.path.isdir(source):  # a partial seed's folders
+            shutil.copytree(source, os.path.join(out_dir, name), symlinks=True)
+        elif name != "meta.json":
+            shutil.copyfile(source, os.path.join(out_dir, name))
 
 
 def apply_recipe(recipe: dict, folder: str, meta: dict) -> list[bool]:
@@ -801,6 +808,10 @@ DATASET_FAMILIES: dict[str, tuple[float, Callable[[random.Random, _State], Op | 
     "files": (0.08, _gen_files),
 }
 
+PARTIAL_FAMILIES: dict[str, tuple[float, Callable[[random.Random, _State], Op | None]]] = {
+    "partial": (1.0, lambda rng, st: gen_partial(rng, st.folder)),
+}
+
 FAMILIES: dict[str, tuple[float, Callable[[random.Random, _State], Op | None]]] = {
     "bytes": (0.25, _gen_bytes),
     "limits": (0.30, _gen_limits),
@@ -819,7 +830,8 @@ def generate(meta: dict, seed_dir: str, out_dir: str, rng: random.Random, max_op
     ops: list[Op] = []
     kind = meta.get("kind", "bag")
     families = (MAP_FAMILIES if kind in ("map", "intmap") else
-                DATASET_FAMILIES if kind == "dataset" else FAMILIES)
+                DATASET_FAMILIES if kind == "dataset" else
+                PARTIAL_FAMILIES if kind == "partial" else FAMILIES)
     names = list(families)
     weights = [families[n][0] for n in names]
     attempts = 0

@@ -38,6 +38,7 @@ from . import mutators
 from .corpus import load_corpus
 from .dataset_paths import DATASET_KIND, DATASET_PATHS, dataset_combos
 from .map_paths import MAP_KINDS, MAP_PATHS, map_combos
+from .partial_paths import PARTIAL_COMBO, PARTIAL_KIND, PARTIAL_PATHS
 from .paths import CLASSES, PATHS, all_combos
 
 __all__ = ["Fuzzer", "Report", "run", "replay", "REGRESSIONS", "direct_io_works"]
@@ -416,12 +417,14 @@ class Report:
 
 def _snapshot(folder: str) -> dict[str, Any] | None:
     """The files of a mutant folder, zlib-compressed and base64 (None when
-    that is over MAX_INLINE_BYTES)."""
+    that is over MAX_INLINE_BYTES, or the folder holds folders with files)."""
     out: dict[str, Any] = {}
     total = 0
     for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
         if os.path.isdir(path):
+            if os.listdir(path):  # a partial mutant's work/: replayed from its recipe
+                return None
             out[name] = {"dir": True}
             continue
         with open(path, "rb") as f:
@@ -498,10 +501,10 @@ class Fuzzer:
         # Remote reads are slow (HTTP requests): every remote_every-th mutant
         # (and every regression case) is also read remotely.
         self.remote_every = max(1, remote_every)
-        self.paths = paths or list(PATHS) + list(MAP_PATHS) + list(DATASET_PATHS)
+        self.paths = paths or list(PATHS) + list(MAP_PATHS) + list(DATASET_PATHS) + list(PARTIAL_PATHS)
         all_map_combos = list(dict.fromkeys(c for combos in self.map_combos.values() for c in combos))
-        self.report = Report(jobs=self.jobs, combos=self.combos + all_map_combos + dataset_combos(remote),
-                             paths=self.paths)
+        self.report = Report(jobs=self.jobs, combos=self.combos + all_map_combos + dataset_combos(remote)
+                             + [PARTIAL_COMBO], paths=self.paths)
         if not self.direct_io:
             self.report.notes.append(f"DIRECT_IO not covered: {self.work} refuses O_DIRECT")
         self.lock = threading.Lock()
@@ -542,6 +545,8 @@ class Fuzzer:
         if kind == DATASET_KIND:
             return [[combo, path] for combo in dataset_combos(remote and self.server is not None)
                     for path in self.paths if path in DATASET_PATHS]
+        if kind == PARTIAL_KIND:
+            return [[PARTIAL_COMBO, path] for path in self.paths if path in PARTIAL_PATHS]
         return [[combo, path] for combo in (combos or self.combos)
                 for path in self.paths if path in PATHS]
 

@@ -10,15 +10,22 @@ from typing import Iterable, NamedTuple
 
 from . import _engine
 from ._format import PARTIAL_MARKER, limits_path_for, partial_folder_prefix
+from ._partial_trust import check_partial_folder
 from ._reader import Reader
 from ._set_recover import recover_set
 from ._shard_spec import shard_name, split_shard_entry, strip_local_prefix
-from ._storage import path_argument
+from ._storage import path_argument, resolve_write_links
 from ._unfinished import (
     BAG, UnfinishedWrite, unfinished_writes, unfinished_writes_of, write_of_folder,
 )
 
 __all__ = ["RecoveryReport", "partial_writes", "recover", "recover_write"]
+
+
+# The module whose `recover_unfinished(folder, journal)` completes each kind
+# of compound write that core sackli does not complete itself; a journal
+# must name exactly this one.
+_COMPLETED_BY = {"dataset": "sackli.datasets._recover", "map": "sackli.maps._recover"}
 
 
 class RecoveryReport(NamedTuple):
@@ -37,7 +44,7 @@ def partial_writes(path: str) -> list[str]:
     """The temporary files of unfinished writes of the local bag `path`:
     every `.<name>.sackli-partial-<tag>/<name>` beside it, oldest first."""
     return [write.where for write in unfinished_writes_of(path)
-            if write.kind == BAG and os.path.isfile(write.where)]
+            if write.kind == BAG and write.refused is None and os.path.isfile(write.where)]
 
 
 def _target_of_partial(path: str) -> str | None:
@@ -75,8 +82,19 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
     writer's `close()` would have) and the hidden folder removed.
 
     A `path` that is a symbolic link is recovered through: the write's
-    temporary files are beside the file it points to, which is replaced.
-    Do not recover a write that a writer still has open.
+    temporary files are beside the file it points to, which is replaced
+    (a link in a sticky, world-writable folder owned by someone else is
+    not followed, as for writers). Do not recover a write that a writer
+    still has open.
+
+    A hidden folder is untrusted input (a download, a shared folder):
+    nothing in it is followed. A folder that is a symbolic link, or holds
+    links, devices, fifos or files with other hard links, is refused with
+    a PermissionError naming the entry; a journal whose target is not the
+    name the folder carries is refused with a ValueError; nothing is
+    changed then. A set journal's `overwrite` never deletes another set of
+    the name: such a set is reported (FileExistsError) before anything is
+    published.
 
     Returns a RecoveryReport; `records` counts records (of every shard),
     datapoints or map entries.
@@ -84,8 +102,10 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
     Raises:
       FileNotFoundError: nothing to recover (no `limits.<name>`, no
         unfinished write of `path`).
+      PermissionError: the hidden folder, or an entry of it, is not what a
+        sackli writer leaves (see above).
       ValueError: several unfinished writes of `path` exist, or a journal
-        this version of sackli cannot complete.
+        this version of sackli cannot complete or that names another target.
     """
     local = strip_local_prefix(path_argument(path, "path")).rstrip("/") or "/"
     target = _target_of_partial(local)
@@ -99,7 +119,7 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
     # A write through a symbolic link keeps its temporary files beside the
     # file the link points to, and replaces that file.
     if os.path.islink(local):
-        local = os.path.realpath(local)
+        local = resolve_write_links(local)
     writes = unfinished_writes_of(local)
     if len(writes) > 1:
         listed = "\n  ".join(write.where for write in writes)
@@ -130,7 +150,12 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
 
 
 def recover_write(write: UnfinishedWrite) -> RecoveryReport:
-    """Completes one unfinished write (see `recover`)."""
+    """Completes one unfinished write (see `recover`); raises its
+    `refused` error, or the one a fresh check of its folder gives, instead
+    of acting on a folder that is not what a sackli writer leaves."""
+    if write.refused is not None:
+        raise write.refused
+    check_partial_folder(write.folder)  # it may have changed since it was listed
     if write.kind == BAG:
         name = os.path.basename(write.target)
         partial = os.path.join(write.folder, name)
@@ -149,7 +174,7 @@ def recover_write(write: UnfinishedWrite) -> RecoveryReport:
         saved = recover_set(write)
         return RecoveryReport(saved.records, saved.dropped_limits, saved.dropped_bytes)
     module = (write.journal or {}).get("module")
-    if not isinstance(module, str) or not module.startswith("sackli."):
+    if module != _COMPLETED_BY.get(write.kind):  # a journal names no other code to run
         raise ValueError(f"{write.folder}: an unfinished write of kind {write.kind!r} that this "
                          "version of sackli cannot complete")
     report = importlib.import_module(module).recover_unfinished(write.folder, write.journal)
@@ -174,6 +199,7 @@ def _sum(reports: Iterable[RecoveryReport]) -> RecoveryReport:
 
 def _complete_partial(partial: str, target: str) -> RecoveryReport:
     """Recovers the temporary file `partial` and renames it onto `target`."""
+    check_partial_folder(os.path.dirname(partial) or ".")
     if os.path.exists(limits_path_for(partial)):
         report = RecoveryReport(*_engine.recover(partial))
     else:  # finished, but not yet renamed

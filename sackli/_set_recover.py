@@ -11,7 +11,10 @@ The journal says how the records were dealt:
   into N even shards, as `close()` would have.
 
 The set is then published as `close()` publishes it (companions first, then
-the shards) and the hidden folder is removed.
+the shards) and the hidden folder is removed. Another set of the name (a
+different count) is reported with FileExistsError before anything is
+published, even when the journal says `overwrite`: recovery deletes nothing
+but what the recovered set's own names replace.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from . import _engine
 from ._format import limits_path_for
 from ._options import LimitsPlacement, WriterOptions
 from ._reader import Reader
-from ._set_conflicts import refuse_other_sets, remove_other_sets
+from ._set_conflicts import refuse_other_sets
 from ._set_journal import COMPANION, COMPANION_RULES, SPOOL, options_from_journal
 from ._shard_set import files_of, pending_shard_name
 from ._shard_spec import shard_name, split_shard_entry
@@ -35,6 +38,13 @@ from ._writer import Writer
 from ._storage import delete_objects, sync_folders, write_object
 
 __all__ = ["SetRecovery", "recover_set"]
+
+# A journal's `overwrite` replaces only the shard names the recovered set
+# produces (renamed onto once every shard is complete); another set of the
+# name is never deleted by recovery, since the journal may not be the
+# writer's own (a stray folder in a download or a shared folder).
+_OTHER_SETS_ADVICE = ("recovery deletes no other set, whatever its journal asks: move or "
+                      "delete that set, then recover again")
 
 
 class SetRecovery(NamedTuple):
@@ -55,7 +65,12 @@ def recover_set(write: UnfinishedWrite) -> SetRecovery:
     if sharded is None or mode not in ("count", "size", "spool"):
         raise ValueError(f"{write.folder}: the journal of an unfinished shard set that this "
                          "version of sackli cannot complete")
-    options = options_from_journal(journal, write.folder)
+    _check_counts(write, journal, sharded[1])
+    try:
+        options = options_from_journal(journal, write.folder)
+    except (KeyError, TypeError, AttributeError) as error:  # a journal sackli did not write
+        raise ValueError(f"{write.folder}: the journal of an unfinished shard set has no valid "
+                         f"writer options ({error!r})") from None
     if mode == "spool":
         return _deal_spool(write, journal, options)
     base, _, suffix = sharded
@@ -86,18 +101,29 @@ def recover_set(write: UnfinishedWrite) -> SetRecovery:
             _complete_shard(sources[0], options, dropped)
         names = [shard_name(base, i, len(sources), suffix) for i in range(len(sources))]
     records = sum(map(_length, sources))
-    overwrite = bool(journal.get("overwrite"))
-    if not overwrite:  # as the writer's close() would refuse
-        refuse_other_sets(write.target, len(names))
+    # Before anything is published, whatever the journal's `overwrite`: see
+    # _OTHER_SETS_ADVICE.
+    refuse_other_sets(write.target, len(names), _OTHER_SETS_ADVICE)
     _write_companions(write.folder, names[0], options.durable)
     for source, name in zip(sources, names):
         _move_bag(source, name, options)
     if options.durable:
         sync_folders(names)
     shutil.rmtree(write.folder, ignore_errors=True)
-    if overwrite:
-        remove_other_sets(write.target, len(names))
     return SetRecovery(records, dropped[0], dropped[1], names)
+
+
+def _check_counts(write: UnfinishedWrite, journal: dict[str, Any], count: str) -> None:
+    """ValueError unless a "count" journal deals records into exactly the
+    shards its target names (`name@N.ext`: N runs): recovery must publish
+    only the names the target produces."""
+    if journal.get("mode") != "count":
+        return
+    counts = journal.get("counts")
+    if (not isinstance(counts, list) or not count.isdigit() or len(counts) != int(count)
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts)):
+        raise ValueError(f"{write.folder}: the journal of an unfinished shard set deals its records "
+                         f"into {counts!r}, not into the {count} shards of {write.target}")
 
 
 def _complete_shard(path: str, options: WriterOptions, dropped: list[int]) -> None:
@@ -176,8 +202,8 @@ def _deal_spool(write: UnfinishedWrite, journal: dict[str, Any],
     companions = _companions(write.folder)
     with Reader(spool) as records:
         total = len(records)
-        writer = ShardedWriter(write.target, options, num_records=total,
-                               overwrite=bool(journal.get("overwrite")))
+        refuse_other_sets(write.target, None, _OTHER_SETS_ADVICE)
+        writer = ShardedWriter(write.target, options, num_records=total)
         try:
             for rule, content in companions:
                 writer._write_first(rule, content)

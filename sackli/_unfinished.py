@@ -18,6 +18,12 @@ What the folder holds says what kind of write it is:
 
 `sackli.recover` (`_recover`) completes them; `sackli info`, `verify` and
 `recover DIR` list them with `unfinished_writes`.
+
+A hidden folder is untrusted input (it may come with a download or sit in a
+shared folder): one that `_partial_trust` refuses (a link, links or hard
+links inside), or whose journal names another target than the folder's own
+name, is listed with `refused` set, and recovery raises that error instead
+of acting on it.
 """
 
 from __future__ import annotations
@@ -26,10 +32,12 @@ import dataclasses
 import json
 import os
 import re
+import stat
 import tempfile
 from typing import Any
 
 from ._format import PARTIAL_MARKER, partial_folder_prefix
+from ._partial_trust import check_partial_folder
 from ._shard_spec import split_shard_entry, strip_local_prefix
 from ._storage import local_entries
 
@@ -44,6 +52,9 @@ JOURNAL = "sackli-write.json"
 BAG = "bag"
 """The kind of a `sackli.Writer`'s folder (no journal)."""
 
+_MAX_JOURNAL_BYTES = 1 << 20
+"""A journal is a few hundred bytes; a bigger file is not one sackli wrote."""
+
 
 @dataclasses.dataclass(frozen=True)
 class UnfinishedWrite:
@@ -56,7 +67,11 @@ class UnfinishedWrite:
     kind: str
     """"bag", "set", "dataset", "map", ... (the journal's kind)."""
     journal: dict[str, Any] | None
-    """The journal of a compound write; None for a bag."""
+    """The journal of a compound write; None for a bag (and for a refused
+    folder: its journal is not read)."""
+    refused: OSError | ValueError | None = dataclasses.field(default=None, compare=False)
+    """Why recovery will not act on this folder (see `_partial_trust`); None
+    when it passed the checks."""
 
     @property
     def where(self) -> str:
@@ -66,7 +81,10 @@ class UnfinishedWrite:
         return self.folder
 
     def describe(self) -> str:
-        """One line: what it is, where, and the command that completes it."""
+        """One line: what it is, where, and the command that completes it
+        (or why it will not be recovered)."""
+        if self.refused is not None:
+            return f"{self.folder}: a hidden folder that sackli will not recover: {self.refused}"
         what = "a shard set" if self.kind == "set" else f"a {self.kind}"
         return (f"{self.target}: an unfinished write ({what}, in {self.where}); "
                 f"complete it with: sackli recover {self.target}")
@@ -77,11 +95,17 @@ def make_write_folder(target: str) -> str:
     characters of `name@*.ext` percent-encoded in its name: the journal
     holds the target as written)."""
     folder, name = os.path.split(target)
-    for character in "%*?[":
-        name = name.replace(character, f"%{ord(character):02X}")
-    prefix = partial_folder_prefix(os.path.join(folder, name))
+    prefix = partial_folder_prefix(os.path.join(folder, _folder_name_of(name)))
     folder, start = os.path.split(prefix)
     return tempfile.mkdtemp(prefix=start, dir=folder or ".")
+
+
+def _folder_name_of(target_name: str) -> str:
+    """How a journal's target is spelled in its folder's name (glob
+    characters percent-encoded)."""
+    for character in "%*?[":
+        target_name = target_name.replace(character, f"%{ord(character):02X}")
+    return target_name
 
 
 def write_journal(folder: str, journal: dict[str, Any]) -> None:
@@ -96,10 +120,12 @@ def read_journal(folder: str) -> dict[str, Any] | None:
     is not one sackli wrote (damaged, or not a JSON object with a kind)."""
     path = os.path.join(folder, JOURNAL)
     try:
-        with open(path, "rb") as file:
-            text = file.read()
+        # O_NOFOLLOW: a journal swapped for a link is not read through it.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
+    with open(descriptor, "rb") as file:
+        text = file.read(_MAX_JOURNAL_BYTES + 1)
     try:
         journal = json.loads(text)
     except ValueError:
@@ -118,17 +144,34 @@ def _write_in(folder: str, entry: str) -> UnfinishedWrite | None:
 
 def write_of_folder(path: str) -> UnfinishedWrite | None:
     """The unfinished write whose hidden folder is `path`; None when `path`
-    is not one."""
+    is not one. A folder that recovery must not act on (see the module's
+    note) is returned with `refused` set; its journal is not read."""
     folder, entry = os.path.split(path)
-    if not entry.startswith(".") or PARTIAL_MARKER not in entry or not os.path.isdir(path):
+    if not entry.startswith(".") or PARTIAL_MARKER not in entry:
         return None
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    named = entry[1:entry.rindex(PARTIAL_MARKER)]
+    if not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):
+        return None  # a file of that name: not a write's folder
+    try:
+        check_partial_folder(path)
+    except PermissionError as error:
+        return UnfinishedWrite(os.path.join(folder, named), path, BAG, None, error)
     journal = read_journal(path)
     if journal is None:
-        return UnfinishedWrite(os.path.join(folder, entry[1:entry.rindex(PARTIAL_MARKER)]),
-                               path, BAG, journal)
+        return UnfinishedWrite(os.path.join(folder, named), path, BAG, journal)
     name = journal.get("target")
-    if not isinstance(name, str) or not name or os.sep in name:
+    if not isinstance(name, str) or not name or os.sep in name or name in (".", ".."):
         raise ValueError(f"{path}: the journal of an unfinished sackli write names no target")
+    if _folder_name_of(name) != named:
+        mismatch = ValueError(
+            f"{path}: its journal names the target {name!r}, not {named!r} that the folder is "
+            "named for: not recovered (a journal only completes the write of its own folder; "
+            "look inside, then delete the folder)")
+        return UnfinishedWrite(os.path.join(folder, named), path, journal["kind"], None, mismatch)
     return UnfinishedWrite(os.path.join(folder, name), path, journal["kind"], journal)
 
 
@@ -192,7 +235,7 @@ def explained_missing(error: FileNotFoundError, file_spec: str) -> FileNotFoundE
     """`error`, saying so when an unfinished write explains the missing
     file: a write that a crash (or a writer dropped without close()) left,
     which `sackli.recover` completes."""
-    writes = unfinished_writes_in_spec(file_spec)
+    writes = [write for write in unfinished_writes_in_spec(file_spec) if write.refused is None]
     if not writes:
         return error
     write = writes[-1]

@@ -87,15 +87,30 @@ std::string FolderOf(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// The file that writing `path` replaces: `path` itself, or where the chain
-// of symbolic links starting at it ends (the end may not exist yet, as for
-// open(2) through a dangling link). Writers replace that file and keep the
-// links, as writing through open(2) would.
-std::string ResolveLinks(const std::string& path) {
+}  // namespace
+
+// Whether following the link `link` (lstat'ed as `st`) is what the kernel's
+// fs.protected_symlinks forbids: in a sticky, world-writable folder, a link
+// owned by neither the follower nor the folder's owner. A shared /tmp-like
+// folder then cannot redirect a write into a file of the writer's own.
+static void RefuseProtectedLink(const std::string& link, const struct stat& st) {
+  struct stat folder;
+  if (::stat(FolderOf(link).c_str(), &folder) != 0) return;  // reported by the open
+  const bool shared = (folder.st_mode & S_ISVTX) && (folder.st_mode & S_IWOTH);
+  if (!shared || st.st_uid == ::geteuid() || st.st_uid == folder.st_uid) return;
+  throw Error(ErrorKind::kIo,
+              link + ": a symbolic link owned by another user in a sticky, "
+                     "world-writable folder: not followed for writing (as the "
+                     "kernel's fs.protected_symlinks rule)",
+              link, EACCES);
+}
+
+std::string ResolveWriteLinks(const std::string& path) {
   std::string current = path;
   for (int hops = 0; hops < 40; ++hops) {
     struct stat st;
     if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+    RefuseProtectedLink(current, st);
     std::string link(static_cast<size_t>(st.st_size > 0 ? st.st_size : 4096), '\0');
     const ssize_t n = ::readlink(current.c_str(), link.data(), link.size());
     if (n < 0) ThrowOsError(errno, "read the link", current);
@@ -104,6 +119,8 @@ std::string ResolveLinks(const std::string& path) {
   }
   ThrowOsError(ELOOP, "open for writing", path);
 }
+
+namespace {
 
 // Creates the partial folder for `records`, the file to be replaced, and
 // returns it. Errors name `target`: for the user, the file being written.
@@ -178,13 +195,16 @@ namespace {
 // The partial folder of a writer: none for a write in place.
 std::string PartialFolderFor(const std::string& path, const WriterConfig& options,
                              bool streamed) {
-  if (options.atomic) return CreatePartialFolder(path, ResolveLinks(path));
+  if (options.atomic) return CreatePartialFolder(path, ResolveWriteLinks(path));
   if (streamed) {
     throw Error(ErrorKind::kInvalidArgument,
                 path + ": a streamed write (an upload) cannot be in place: "
                        "its object appears only when the upload completes",
                 path);
   }
+  // open(2) follows the links; our rule for links owned by others holds
+  // even where the kernel's fs.protected_symlinks is off.
+  ResolveWriteLinks(path);
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     ThrowOsError(EISDIR, "open for writing", path);
@@ -200,7 +220,7 @@ Writer::Writer(std::string path, WriterConfig options,
       options_(std::move(options)),
       partial_folder_(PartialFolderFor(path_, options_, records != nullptr)),
       partial_path_(options_.atomic
-                        ? partial_folder_ + "/" + BaseName(ResolveLinks(path_))
+                        ? partial_folder_ + "/" + BaseName(ResolveWriteLinks(path_))
                         : path_),
       streamed_(records != nullptr),
       records_(std::move(records)),
@@ -441,13 +461,13 @@ void Writer::Publish(const std::string& target, bool sync_folder) {
   std::string folders[2];
   if (options_.placement == LimitsPlacement::kSeparate) {
     // Beside `target`, where readers of `target` look for it.
-    const std::string limits_target = ResolveLinks(LimitsPathFor(target));
+    const std::string limits_target = ResolveWriteLinks(LimitsPathFor(target));
     if (move) MoveFile(LimitsPathFor(partial_path_), limits_target, durable);
     folders[0] = FolderOf(limits_target);
   }
   // Streamed records are published by the sink's owner.
   if (!streamed_) {
-    const std::string records_target = ResolveLinks(target);
+    const std::string records_target = ResolveWriteLinks(target);
     if (move) MoveFile(partial_path_, records_target, durable);
     folders[1] = FolderOf(records_target);
   }
@@ -530,20 +550,83 @@ bool Writer::closed() const {
   return closed_;
 }
 
+namespace {
+
+bool IsPartialFolderName(const std::string& name) {
+  return !name.empty() && name[0] == '.' && name.find(kPartialMarker) != std::string::npos;
+}
+
+// Opens `name` in the folder `folder_fd` without following a link, and
+// refuses what a writer never leaves there: anything but a regular file, or
+// a file with other hard links (a name of a file elsewhere, which recovery
+// would truncate). ENOENT is returned as -1 for the caller to explain.
+int OpenEntryForRecovery(int folder_fd, const std::string& name, const std::string& path,
+                         int flags) {
+  int fd;
+  do {
+    fd = ::openat(folder_fd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    if (errno == ENOENT) return -1;
+    if (errno == ELOOP || errno == EMLINK) {
+      throw Error(ErrorKind::kIo,
+                  path + ": is a symbolic link: recovery follows no links (it recovers "
+                         "only files a sackli writer left)",
+                  path, ELOOP);
+    }
+    ThrowOsError(errno, "open", path);
+  }
+  struct stat st;
+  const bool stated = ::fstat(fd, &st) == 0;
+  const int stat_error = errno;
+  if (!stated || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+    ::close(fd);
+    if (!stated) ThrowOsError(stat_error, "stat", path);
+    const std::string why = !S_ISREG(st.st_mode)
+                                ? "is not a regular file (a device, fifo, socket or folder)"
+                                : "has " + std::to_string(st.st_nlink) +
+                                      " hard links (a name of a file elsewhere)";
+    throw Error(ErrorKind::kIo,
+                path + ": " + why + ": recovery refuses it (it recovers only files a "
+                                    "sackli writer left)",
+                path, EPERM);
+  }
+  return fd;
+}
+
+}  // namespace
+
 RecoverResult RecoverBag(const std::string& path) {
   const std::string limits_path = LimitsPathFor(path);
-  const int records_fd = OpenForWriting(path, O_RDWR);
-  FdCloser close_records{records_fd};
-  const int limits_fd = OpenRetrying(limits_path, O_RDONLY);
-  if (limits_fd < 0) {
-    if (errno == ENOENT) {
-      throw Error(ErrorKind::kNotFound,
-                  path + ": nothing to recover: " + limits_path +
-                      " does not exist (the bag is complete, or its limits "
-                      "are lost)",
-                  limits_path, ENOENT);
+  const std::string folder = FolderOf(path);
+  const std::string name = BaseName(path);
+  // Inside a partial folder (untrusted: a download, a shared folder) the
+  // folder itself must not be a link either; every open and the unlink go
+  // through its descriptor, so swapping a name for a link after a check
+  // changes nothing.
+  const int folder_flags =
+      O_RDONLY | O_DIRECTORY | (IsPartialFolderName(BaseName(folder)) ? O_NOFOLLOW : 0);
+  const int folder_fd = OpenRetrying(folder, folder_flags);
+  if (folder_fd < 0) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      throw Error(ErrorKind::kIo,
+                  folder + ": is a symbolic link, or not a folder: recovery follows no links",
+                  folder, ELOOP);
     }
-    ThrowOsError(errno, "open", limits_path);
+    ThrowOsError(errno, "open the folder", folder);
+  }
+  FdCloser close_folder{folder_fd};
+  const int records_fd = OpenEntryForRecovery(folder_fd, name, path, O_RDWR);
+  if (records_fd < 0) ThrowOsError(ENOENT, "open for writing", path);
+  FdCloser close_records{records_fd};
+  const int limits_fd =
+      OpenEntryForRecovery(folder_fd, BaseName(limits_path), limits_path, O_RDONLY);
+  if (limits_fd < 0) {
+    throw Error(ErrorKind::kNotFound,
+                path + ": nothing to recover: " + limits_path +
+                    " does not exist (the bag is complete, or its limits "
+                    "are lost)",
+                limits_path, ENOENT);
   }
   FdCloser close_limits{limits_fd};
 
@@ -582,7 +665,9 @@ RecoverResult RecoverBag(const std::string& path) {
   CopyFileContents(limits_fd, limits_path, result.records * kLimitBytes,
                    [&](const char* data, size_t n) { WriteFully(records_fd, data, n, path); });
   if (::fsync(records_fd) != 0) ThrowOsError(errno, "fsync", path);
-  if (::unlink(limits_path.c_str()) != 0) ThrowOsError(errno, "delete", limits_path);
+  if (::unlinkat(folder_fd, BaseName(limits_path).c_str(), 0) != 0) {
+    ThrowOsError(errno, "delete", limits_path);
+  }
   return result;
 }
 

@@ -189,6 +189,21 @@ struct RecoverResult {
   uint64_t dropped_limits = 0;   // limits found but not usable
   uint64_t dropped_bytes = 0;    // record bytes past the last usable limit
 };
+//
+// Nothing is followed: `path` and its limits file are opened with O_NOFOLLOW
+// through a descriptor of their folder (itself opened with O_NOFOLLOW when it
+// is a partial folder, `.<name>.sackli-partial-<tag>`); a link, anything but
+// a regular file, or a file with other hard links is refused (kIo: ELOOP or
+// EPERM), naming it, before anything is changed.
 RecoverResult RecoverBag(const std::string& path);
+
+// The file that writing `path` replaces: `path` itself, or where the chain of
+// symbolic links starting at it ends (the end may not exist yet, as for
+// open(2) through a dangling link). Writers replace that file and keep the
+// links, as writing through open(2) would. Like the kernel's
+// fs.protected_symlinks, a link in a sticky, world-writable folder that is
+// owned by neither the caller (euid) nor the folder's owner is not followed:
+// kIo with EACCES naming the link. ELOOP after 40 links.
+std::string ResolveWriteLinks(const std::string& path);
 
 }  // namespace sackli

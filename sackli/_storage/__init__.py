@@ -62,6 +62,7 @@ from ._destinations import (
     LocalDestination, UploadDestination, WriteDestination, write_destination,
 )
 from ._globs import OwnFile, expand_glob, is_glob
+from ._links import resolve_write_links
 from ._local import LocalStore
 from ._paths import path_argument
 from ._objects import (
@@ -88,5 +89,5 @@ __all__ = ["DEFAULT_REMOTE_PARALLELISM", "GcsSettings", "LocalDestination", "Loc
            "make_staging_folder", "make_unique_folder", "names_starting", "normalize",
            "object_exists", "on_this_machine", "open_local", "open_upload", "opener_for",
            "parallel_requests", "parse", "path_argument", "put_file", "read_cache", "read_object",
-           "remembering_listings", "remove_folder", "reset_clients", "stat_object", "sync_folders",
-           "use_cache_engine", "using", "write_destination", "write_object"]
+           "remembering_listings", "remove_folder", "reset_clients", "resolve_write_links", "stat_object",
+           "sync_folders", "use_cache_engine", "using", "write_destination", "write_object"]

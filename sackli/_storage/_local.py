@@ -16,6 +16,7 @@ import os
 import uuid
 from typing import BinaryIO, Iterable, Iterator
 
+from ._links import resolve_write_links
 from ._store import ObjectStat
 
 __all__ = ["LocalStore", "sync_folders"]
@@ -100,13 +101,13 @@ class LocalStore:
         without error (a reader sees the old file or the new one); on error
         nothing is left. FileNotFoundError when the folder is missing. A
         symbolic link is written through (the file it points to is
-        replaced). `durable`: the file is fsynced before the rename and its
+        replaced), except another user's in a sticky, world-writable folder
+        (`resolve_write_links`). `durable`: the file is fsynced before the rename and its
         folder after. `staged`: the temporary name to write, on the same
         file system (in a partial folder of the caller's; replaced if a
         write cut short left it); by default a hidden unique name beside
         `path`. `buffering` as `open()`'s."""
-        if os.path.islink(path):
-            path = os.path.realpath(path)
+        path = resolve_write_links(path)
         folder, name = os.path.split(path)
         # A hidden, unique temporary name (no glob of the bag set matches
         # it), created with the usual permissions (mkstemp's would be 0600).

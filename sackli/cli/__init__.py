@@ -22,6 +22,7 @@ import sackli
 from . import _maps
 from ._arguments import USAGE_STATUS, join_negative_values, usage_line
 from ._commands import build_parser
+from ._cells import escape_lines
 from ._errors import EXPECTED_ERRORS, BadArgument, error_message
 from ._recover import with_unfinished_notes
 
@@ -34,7 +35,8 @@ _INTERRUPTED_STATUS = 130
 
 
 def _fail(message: str, status: int) -> int:
-    print(f"{_PROGRAM}: error: {message}", file=sys.stderr)
+    # Messages name files, whose names may hold terminal control characters.
+    print(f"{_PROGRAM}: error: {escape_lines(message)}", file=sys.stderr)
     return status
 
 

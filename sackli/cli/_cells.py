@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CELL_CHARS", "JSON_ESCAPES", "escape_text", "table_cell", "table_line"]
+__all__ = ["CELL_CHARS", "JSON_ESCAPES", "escape_lines", "escape_name", "escape_text", "table_cell",
+           "table_line"]
 
 # Control characters would move the cursor, change colours or worse on a
 # terminal: C0 (but tab), DEL and C1 are printed as escapes.
@@ -25,6 +26,19 @@ CELL_CHARS = 40
 def escape_text(record: bytes) -> str:
     """`record` as text safe to print on a terminal, on one line."""
     return record.decode("utf-8", "backslashreplace").translate(_TEXT_ESCAPES)
+
+
+def escape_name(text: str) -> str:
+    """A name, path or message safe to print on a terminal, on one line:
+    control characters escaped, and the bytes of a name that is not UTF-8
+    (Python's surrogate escapes) as \\x escapes."""
+    return escape_text(text.encode("utf-8", "surrogateescape"))
+
+
+def escape_lines(text: str) -> str:
+    """`text` (a message of one or more lines) with every line escaped as
+    `escape_name` escapes it; its line breaks are kept."""
+    return "\n".join(escape_name(line) for line in text.split("\n"))
 
 
 def table_cell(value: Any) -> str:

@@ -1,5 +1,7 @@
 """`sackli recover`: complete interrupted writes; notes on unfinished writes
-for the subcommands that inspect a bag (`info`, `verify`)."""
+for the subcommands that inspect a bag (`info`, `verify`). Every name it
+prints is escaped (`_cells.escape_name`): a hidden folder's name comes from
+whoever made the folder."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from .._sets import (
     UnfinishedWrite, recover_write, split_shard_entry, strip_local_prefix, unfinished_writes,
     unfinished_writes_in_spec, unfinished_writes_of, write_of_folder,
 )
+from ._cells import escape_lines, escape_name
 from ._errors import EXPECTED_ERRORS, error_message
 
 __all__ = ["recover", "unfinished_writes_near", "with_unfinished_notes"]
@@ -61,7 +64,7 @@ def _note(spec: str) -> None:
         return  # a damaged journal: `sackli recover` reports it
     sys.stdout.flush()  # the notes come after what was printed
     for write in writes:
-        print(f"sackli: note: {write.describe()}", file=sys.stderr)
+        print(f"sackli: note: {escape_name(write.describe())}", file=sys.stderr)
 
 
 # What `records` of a RecoveryReport counts, by kind of write.
@@ -74,7 +77,7 @@ def _line(target: str, report: RecoveryReport, kind: str | None = None) -> str:
     if report.dropped_limits or report.dropped_bytes:
         dropped = (f"; dropped {report.dropped_limits} invalid limit(s) and "
                    f"{report.dropped_bytes} trailing byte(s)")
-    return f"{target}: recovered {report.records} {_UNITS.get(kind or '', 'record(s)')}{dropped}"
+    return f"{escape_name(target)}: recovered {report.records} {_UNITS.get(kind or '', 'record(s)')}{dropped}"
 
 
 def _kind_of(local: str) -> str | None:
@@ -90,14 +93,15 @@ def _recover_folder(folder: str) -> int:
     itself); one line for each, errors on stderr."""
     writes = unfinished_writes_near(folder)
     if not writes:
-        print(f"{folder}: no unfinished writes")
+        print(f"{escape_name(folder)}: no unfinished writes")
         return 0
     status = 0
     for write in writes:
         try:
             print(_line(write.target, recover_write(write), write.kind), flush=True)
         except EXPECTED_ERRORS as error:
-            print(f"sackli: error: {write.target}: {error_message(error)}", file=sys.stderr)
+            message = f"{write.target}: {error_message(error)}"
+            print(f"sackli: error: {escape_lines(message)}", file=sys.stderr)
             status = 1
     return status
 

@@ -72,7 +72,7 @@ def recover_unfinished(folder: str, journal: Mapping[str, Any]) -> RecoveryRepor
       sackli.CorruptionError: a bag in the folder is not a `bags` file
         (the folder is left as it is).
     """
-    target = os.path.join(os.path.dirname(os.path.abspath(folder)), _target_name(journal))
+    target = os.path.join(os.path.dirname(os.path.abspath(folder)), _target_name(folder, journal))
     if os.path.lexists(target):
         raise FileExistsError(
             f"{target}: exists; its unfinished write in {folder} was not recovered "
@@ -126,13 +126,13 @@ def _sync_files(folder: str) -> None:
                 os.close(descriptor)
 
 
-def _target_name(journal: Mapping[str, Any]) -> str:
+def _target_name(folder: str, journal: Mapping[str, Any]) -> str:
     """The target's name from the journal, checked to be one plain name."""
     if journal.get("kind") != "dataset" or not isinstance(journal.get("spec"), dict):
-        raise ValueError(f"not a dataset write's journal: {journal!r}")
+        raise ValueError(f"{folder}: not a dataset write's journal: {journal!r}")
     name = journal.get("target")
     if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or os.sep in name:
-        raise ValueError(f"a dataset journal names no valid target: {name!r}")
+        raise ValueError(f"{folder}: a dataset journal names no valid target: {name!r}")
     return name
 
 

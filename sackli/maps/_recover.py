@@ -50,14 +50,17 @@ def recover_unfinished(folder: str, journal: Mapping[str, Any]) -> RecoveryRepor
     Raises:
       ValueError: the journal is not a map journal sackli can read.
     """
-    target = os.path.join(os.path.dirname(os.path.abspath(folder)), _target_name(journal))
+    target = os.path.join(os.path.dirname(os.path.abspath(folder)), _target_name(folder, journal))
     method = normalize(journal.get("compress"))
     durable = bool(journal.get("durable", False))
     spill_path = os.path.join(folder, SPILL_FILE)
+    # O_NOFOLLOW: the folder was checked (_partial_trust), and a spill
+    # swapped for a link since is neither read nor created through.
     try:
-        spill = open(spill_path, "rb")
+        spill = open(os.open(spill_path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
     except FileNotFoundError:  # killed before the first value: an empty map
-        spill = open(spill_path, "w+b")
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        spill = open(os.open(spill_path, flags, 0o666), "w+b")
     with spill:
         entries, torn = _complete_entries(spill)
         kept = _before_repeated_key(entries)
@@ -70,12 +73,12 @@ def recover_unfinished(folder: str, journal: Mapping[str, Any]) -> RecoveryRepor
     return RecoveryReport(len(keys), dropped, dropped_bytes)
 
 
-def _target_name(journal: Mapping[str, Any]) -> str:
+def _target_name(folder: str, journal: Mapping[str, Any]) -> str:
     """The target's name from the journal, checked to be one plain name."""
     name = journal.get("target")
     if journal.get("kind") != "map" or not isinstance(name, str) or name in ("", ".", "..") \
             or "/" in name or os.sep in name:
-        raise ValueError(f"not a map write's journal (or no valid target): {journal!r}")
+        raise ValueError(f"{folder}: not a map write's journal (or no valid target): {journal!r}")
     return name
 
 

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Optional
 
 from .. import _engine
 from .._sets import JOURNAL as JOURNAL_FILE, make_write_folder, write_journal
-from .._storage import WriteDestination, path_argument, write_destination
+from .._storage import WriteDestination, path_argument, resolve_write_links, write_destination
 from ._compression import normalize
 from ._base import uint64
 from ._pairs import checked_pairs
@@ -61,7 +61,8 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
     leaves nothing at `path`. The result is what `MapBuffer(dict(items),
     compress=compress).tobytes()` holds (identical without compression and
     with gzip). A local file gets the mode `open()` gives: 0666 less the umask.
-    A symbolic link is written through (the file it points to is replaced).
+    A symbolic link is written through (the file it points to is replaced;
+    not another user's link in a sticky, world-writable folder: PermissionError).
     `durable`: the file is fsynced before the rename that publishes it and
     its folder after, so a return survives power loss (an uploaded object is
     committed durably by its store). A pair that is not (int, bytes-like),
@@ -70,7 +71,7 @@ def write(path: Any, items: Iterable[tuple[Any, Any]], compress: Optional[str] =
     method = normalize(compress)
     target = path_argument(path, "path")
     if os.path.islink(target):  # its partial folder goes beside the file it names
-        target = os.path.realpath(target)
+        target = resolve_write_links(target)
     destination = write_destination(target)  # decided once, where the path enters
     if not destination.keeps_unfinished:
         return _write_unkept(destination, items, method)

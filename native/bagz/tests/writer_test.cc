@@ -383,5 +383,60 @@ TEST(RecoverBag, KeepsTheUsablePrefix) {
   EXPECT_FALSE(FileExists(dir.File("limits.x.bag")));
 }
 
+// The errno of the Error that `run` throws, or -1 when it throws none.
+template <typename Run>
+int ErrnoOf(Run&& run) {
+  try {
+    run();
+  } catch (const Error& e) {
+    return e.errno_value();
+  }
+  return -1;
+}
+
+TEST(RecoverBag, FollowsNoLinkAndCutsNoFileElsewhere) {
+  TempDir dir;
+  const std::string elsewhere = dir.File("bashrc");
+  testing::WriteFile(elsewhere, "secret");
+  const std::string partial = dir.File(".x.bag.sackli-partial-1");
+  ASSERT_EQ(::mkdir(partial.c_str(), 0700), 0);
+  testing::WriteFile(partial + "/limits.x.bag", "");
+  ASSERT_EQ(::symlink(elsewhere.c_str(), (partial + "/x.bag").c_str()), 0);
+  EXPECT_EQ(ErrnoOf([&] { RecoverBag(partial + "/x.bag"); }), ELOOP);
+  ASSERT_EQ(::unlink((partial + "/x.bag").c_str()), 0);
+  ASSERT_EQ(::link(elsewhere.c_str(), (partial + "/x.bag").c_str()), 0);
+  EXPECT_EQ(ErrnoOf([&] { RecoverBag(partial + "/x.bag"); }), EPERM);
+  EXPECT_EQ(ReadFile(elsewhere), "secret");
+  EXPECT_TRUE(FileExists(partial + "/limits.x.bag"));
+}
+
+TEST(RecoverBag, DoesNotEnterAPartialFolderThatIsALink) {
+  TempDir dir;
+  const std::string folder = dir.File("private");
+  ASSERT_EQ(::mkdir(folder.c_str(), 0700), 0);
+  testing::WriteFile(folder + "/x.bag", kPayload);
+  testing::WriteFile(folder + "/limits.x.bag", kLimits);
+  const std::string partial = dir.File(".x.bag.sackli-partial-1");
+  ASSERT_EQ(::symlink(folder.c_str(), partial.c_str()), 0);
+  EXPECT_EQ(ErrnoOf([&] { RecoverBag(partial + "/x.bag"); }), ELOOP);
+  EXPECT_EQ(ReadFile(folder + "/x.bag"), kPayload);
+}
+
+TEST(ResolveWriteLinks, RefusesAnotherUsersLinkInASharedFolder) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a link another owner";
+  TempDir dir;
+  const std::string shared = dir.File("shared");
+  ASSERT_EQ(::mkdir(shared.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  const std::string link = shared + "/out.bag";
+  ASSERT_EQ(::symlink(dir.File("victim.bag").c_str(), link.c_str()), 0);
+  EXPECT_EQ(ResolveWriteLinks(link), dir.File("victim.bag"));  // one's own link
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);
+  EXPECT_EQ(ErrnoOf([&] { ResolveWriteLinks(link); }), EACCES);
+  // The folder's owner's link is followed, as the kernel's rule says.
+  ASSERT_EQ(::chown(shared.c_str(), 65534, 65534), 0);
+  EXPECT_EQ(ResolveWriteLinks(link), dir.File("victim.bag"));
+}
+
 }  // namespace
 }  // namespace sackli
