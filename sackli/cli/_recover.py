@@ -18,6 +18,7 @@ from .._sets import (
     unfinished_writes_in_spec, unfinished_writes_of, write_of_folder,
 )
 from ._errors import EXPECTED_ERRORS, error_message
+from ._escapes import escape_name
 
 __all__ = ["recover", "unfinished_writes_near", "with_unfinished_notes"]
 
@@ -61,7 +62,7 @@ def _note(spec: str) -> None:
         return  # a damaged journal: `sackli recover` reports it
     sys.stdout.flush()  # the notes come after what was printed
     for write in writes:
-        print(f"sackli: note: {write.describe()}", file=sys.stderr)
+        print(f"sackli: note: {escape_name(write.describe())}", file=sys.stderr)
 
 
 # What `records` of a RecoveryReport counts, by kind of write.
