@@ -29,6 +29,27 @@ void RaiseOsError(int errno_value, const std::string& message,
                   error.ptr());
 }
 
+// The Python exception type of an engine error that is no OSError.
+PyObject* PythonTypeOf(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kCorruption:
+      return g_corruption_error;
+    case ErrorKind::kOutOfRange:
+      return PyExc_IndexError;
+    case ErrorKind::kInvalidArgument:
+    case ErrorKind::kClosed:
+      return PyExc_ValueError;
+    case ErrorKind::kOutOfMemory:
+      return PyExc_MemoryError;
+    case ErrorKind::kTooLarge:
+      return g_too_large_error;
+    case ErrorKind::kNotFound:
+    case ErrorKind::kIo:
+      break;  // OSErrors, chosen by errno: see TranslateError
+  }
+  return g_engine_error;
+}
+
 // Every exception a binding lets out becomes a Python exception here; none
 // may escape (through a plain CPython entry point it would abort the
 // process). pybind11's own exceptions go on to pybind11's translator.
@@ -40,32 +61,13 @@ void TranslateError(std::exception_ptr ptr) {
   } catch (const py::builtin_exception&) {
     throw;
   } catch (const Error& e) {
-    switch (e.kind()) {
-      case ErrorKind::kNotFound:
-        RaiseOsError(e.errno_value() ? e.errno_value() : ENOENT, e.what(),
-                     e.path());
-        return;
-      case ErrorKind::kIo:
-        RaiseOsError(e.errno_value(), e.what(), e.path());
-        return;
-      case ErrorKind::kCorruption:
-        PyErr_SetString(g_corruption_error, e.what());
-        return;
-      case ErrorKind::kOutOfRange:
-        PyErr_SetString(PyExc_IndexError, e.what());
-        return;
-      case ErrorKind::kInvalidArgument:
-      case ErrorKind::kClosed:
-        PyErr_SetString(PyExc_ValueError, e.what());
-        return;
-      case ErrorKind::kOutOfMemory:
-        PyErr_SetString(PyExc_MemoryError, e.what());
-        return;
-      case ErrorKind::kTooLarge:
-        PyErr_SetString(g_too_large_error, e.what());
-        return;
+    if (e.kind() == ErrorKind::kNotFound) {
+      RaiseOsError(e.errno_value() ? e.errno_value() : ENOENT, e.what(), e.path());
+    } else if (e.kind() == ErrorKind::kIo) {
+      RaiseOsError(e.errno_value(), e.what(), e.path());
+    } else {
+      PyErr_SetString(PythonTypeOf(e.kind()), e.what());
     }
-    PyErr_SetString(g_engine_error, e.what());
   } catch (const std::invalid_argument& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const std::bad_alloc&) {
