@@ -19,7 +19,7 @@ writes). Public names come from `sackli` itself.
 Internal interface: _engine, _bulk, _sets
 """
 
-from ._engine import CorruptionError
+from ._engine import CorruptionError, EngineError, RecordTooLargeError
 from ._epoch_stream import EpochStream
 from ._index import Index, MultiIndex
 from ._index_stream import IndexStream
@@ -41,11 +41,20 @@ from ._skipping import SkippedRecord, SkippedRecords
 from ._version import __version__, zstd_version
 from ._writer import Writer
 
-CorruptionError.__module__ = "sackli"
+CorruptionError.__module__ = EngineError.__module__ = RecordTooLargeError.__module__ = "sackli"
 SkippedRecord.__module__ = SkippedRecords.__module__ = "sackli"
 CorruptionError.__doc__ = (
     "A bag file is corrupt: bad limits, a truncated file, an undecodable record. "
     "A ValueError; the message names the file and byte offset."
+)
+RecordTooLargeError.__doc__ = (
+    "A record, map value or dataset field decodes to more than the reader's "
+    "max_record_bytes (or the map's max_value_bytes). A ValueError; the message "
+    "names the file, the record (or key) and the size."
+)
+EngineError.__doc__ = (
+    "An unexpected failure inside the C++ engine (a bug: please report it). "
+    "A RuntimeError."
 )
 
 __all__ = [
@@ -55,6 +64,7 @@ __all__ = [
     "CompressionNone",
     "CompressionZstd",
     "CorruptionError",
+    "EngineError",
     "EpochStream",
     "Index",
     "IndexStream",
@@ -62,6 +72,7 @@ __all__ = [
     "LimitsStorage",
     "MultiIndex",
     "Reader",
+    "RecordTooLargeError",
     "RecoveryReport",
     "ShardedWriter",
     "ShardingLayout",

@@ -32,8 +32,10 @@ batch sizes (`records_per_batch`, `batched`, `Gatherer`: `_batching`);
 reading on past corrupt records (`read_skipping`: `_skipping`); the check
 that `write_many` was not handed one record (`refuse_single_record`:
 `_record_iterables`); the options records readers and writers are opened
-with, the zstd level check and the default parallelism (`ReaderOptions`,
-`WriterOptions`, `check_zstd_level`, `default_parallelism`: `_options`); what a record costs beyond its payload (`LIMIT_BYTES`,
+with, the zstd level check, the default parallelism and the default cap on a
+decoded record and its check (`ReaderOptions`, `WriterOptions`,
+`check_zstd_level`, `default_parallelism`, `DEFAULT_MAX_RECORD_BYTES`,
+`engine_byte_cap`: `_options`); what a record costs beyond its payload (`LIMIT_BYTES`,
 `stored_bytes`: `_format`).
 """
 
@@ -44,11 +46,13 @@ from typing import TYPE_CHECKING, Any
 from ._batching import Gatherer, batched, records_per_batch
 from ._format import LIMIT_BYTES, stored_bytes
 from ._options import (
+    DEFAULT_MAX_RECORD_BYTES,
     ReaderOptions,
     ShardingLayout,
     WriterOptions,
     _default_parallelism as default_parallelism,
     check_zstd_level,
+    engine_byte_cap,
 )
 from ._reader import checked_range
 from ._record_iterables import refuse_single_record
@@ -62,8 +66,8 @@ __all__ = [
     "close_unpublished", "discard", "mapped_run", "publish", "read_packed", "reader_core",
     "record_offsets", "shard_boundaries", "start_read_indices", "start_read_range", "write_packed",
     # Defined elsewhere (see the module docstring).
-    "LIMIT_BYTES", "Gatherer", "ReaderOptions", "WriterOptions", "batched",
-    "check_zstd_level", "default_parallelism", "read_skipping", "records_per_batch",
+    "DEFAULT_MAX_RECORD_BYTES", "LIMIT_BYTES", "Gatherer", "ReaderOptions", "WriterOptions", "batched",
+    "check_zstd_level", "default_parallelism", "engine_byte_cap", "read_skipping", "records_per_batch",
     "refuse_single_record", "stored_bytes",
 ]
 

@@ -228,6 +228,21 @@ def _default_parallelism() -> int:
 DEFAULT_REMOTE_PARALLELISM = _DEFAULT_REMOTE_PARALLELISM
 
 
+# The default cap on one decoded record (ReaderOptions.max_record_bytes), and
+# on one value of a sackli.maps map or field of a sackli.datasets datapoint:
+# far above any record a dataset stores, and far below what a decompression
+# bomb asks for (docs/errors.md, Limits).
+DEFAULT_MAX_RECORD_BYTES = 4 << 30
+
+
+def engine_byte_cap(name: str, value: Any) -> int:
+    """A max_record_bytes-style option (an int >= 0, or None for no cap),
+    checked, as the engine takes it."""
+    if value is None:
+        return _engine.UNLIMITED_RECORD_BYTES
+    return _check_int(name, value, 0, _engine.UNLIMITED_RECORD_BYTES - 1)
+
+
 def _state_without_engine_options(options: Any) -> dict[str, Any]:
     """Pickled state of an options object: its fields (the bindings' options
     object is rebuilt on unpickling)."""
@@ -274,6 +289,12 @@ class ReaderOptions:
       cache_max_bytes: the cache's budget in bytes: the least recently used
         blocks are evicted to stay within it. None: `SACKLI_CACHE_MAX_BYTES`,
         else 10 GiB.
+      max_record_bytes: the most one record may decode to (default 4 GiB,
+        `DEFAULT_MAX_RECORD_BYTES`; None: no cap). A larger record raises
+        sackli.RecordTooLargeError, naming the file, the record and its
+        size, before anything is allocated for it: a small `.bagz` file
+        whose frames decode to gigabytes (a decompression bomb) cannot
+        exhaust memory.
     """
 
     sharding_layout: ShardingLayout = ShardingLayout.CONCATENATED
@@ -287,6 +308,7 @@ class ReaderOptions:
     cache_dir: Union[str, None] = None
     cache_max_bytes: Union[int, None] = None
     remote_parallelism: int = DEFAULT_REMOTE_PARALLELISM
+    max_record_bytes: Union[int, None] = DEFAULT_MAX_RECORD_BYTES
 
     def __post_init__(self) -> None:
         _set_checked(self, "sharding_layout", _check_enum("sharding_layout", self.sharding_layout, ShardingLayout))
@@ -303,6 +325,7 @@ class ReaderOptions:
             _check_int("cache_max_bytes", self.cache_max_bytes, 1)
         _set_checked(self, "remote_parallelism",
                      _check_int("remote_parallelism", self.remote_parallelism, 1, _MAX_PARALLELISM))
+        engine_max_record_bytes = engine_byte_cap("max_record_bytes", self.max_record_bytes)
         # What the engine's open takes, built once per options object (not a
         # field: no part of equality, repr or replace(); not pickled).
         object.__setattr__(self, "_engine_options", _engine.ReaderBindingOptions(
@@ -314,6 +337,7 @@ class ReaderOptions:
             remote_parallelism=self.remote_parallelism,
             access_pattern=int(self.access_pattern),
             cache_policy=int(self.cache_policy),
+            max_record_bytes=engine_max_record_bytes,
         ))
 
     __getstate__ = _state_without_engine_options

@@ -94,7 +94,7 @@ class _HelperModules(importlib.abc.MetaPathFinder):
 
     FOLDERS = {
         "arrow_helpers": "arrow", "beam_helpers": "beam", "beam_workers": "beam",
-        "cli_helpers": ".", "crash_helpers": ".", "datasets_helpers": "datasets",
+        "bombs": ".", "cli_helpers": ".", "crash_helpers": ".", "datasets_helpers": "datasets",
         "fault_campaign": ".", "remote_helpers": ".", "remote_servers": ".",
         "syscall_trace": "core"}
 

@@ -189,8 +189,15 @@ void Codec::Decode(const char* src, size_t n, char* dst,
   }
 }
 
-std::string Codec::DecodeUnsized(const char* src, size_t n) const {
+std::string Codec::DecodeUnsized(const char* src, size_t n,
+                                 uint64_t max_bytes) const {
   ZSTD_DCtx* dctx = Contexts().dctx;
+  // The context is left clean however this returns or throws (bad_alloc
+  // included), for the next record decoded on this thread.
+  struct ResetOnExit {
+    ZSTD_DCtx* dctx;
+    ~ResetOnExit() { ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters); }
+  } reset{dctx};
   ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
   if (dictionary_) ZSTD_DCtx_refDDict(dctx, dictionary_->ddict());
   std::string out;
@@ -199,25 +206,26 @@ std::string Codec::DecodeUnsized(const char* src, size_t n) const {
   size_t ret = 1;
   while (ret != 0) {
     const size_t old = out.size();
+    if (old > max_bytes) throw DecodedOverLimit();
     const size_t chunk = ZSTD_DStreamOutSize();
     if (old + chunk > limit + chunk) {
-      ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
       throw CodecError("zstd frame decodes to more than its size allows");
     }
-    out.resize(old + chunk);
-    ZSTD_outBuffer outb{out.data() + old, chunk, 0};
+    // Never past the cap by more than one byte: decoding stops there.
+    const uint64_t left = max_bytes - old;  // old <= max_bytes
+    const size_t room = left >= chunk ? chunk : static_cast<size_t>(left) + 1;
+    out.resize(old + room);
+    ZSTD_outBuffer outb{out.data() + old, room, 0};
     ret = ZSTD_decompressStream(dctx, &outb, &in);
     out.resize(old + outb.pos);
     if (ZSTD_isError(ret)) {
-      ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
       throw CodecError(std::string("zstd: ") + ZSTD_getErrorName(ret));
     }
-    if (ret != 0 && in.pos == in.size && outb.pos < chunk) {
-      ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
+    if (out.size() > max_bytes) throw DecodedOverLimit();
+    if (ret != 0 && in.pos == in.size && outb.pos < room) {
       throw CodecError("zstd: truncated frame");
     }
   }
-  ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
   if (in.pos != in.size) throw CodecError("zstd: trailing bytes after frame");
   return out;
 }

@@ -18,6 +18,13 @@ class CodecError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A frame without its content size that decodes to more than the cap given
+// to DecodeUnsized; callers name the record and the cap.
+class DecodedOverLimit : public std::runtime_error {
+ public:
+  DecodedOverLimit() : std::runtime_error("decodes to more than the cap") {}
+};
+
 class ZstdDictionary;  // digested dictionary, shared across threads
 
 // What the user asked for: detect by suffix, raw, or zstd.
@@ -69,8 +76,12 @@ class Codec {
   // Decodes `src[0, n)` into exactly `dst_size` bytes at `dst`.
   void Decode(const char* src, size_t n, char* dst, size_t dst_size) const;
 
-  // Decodes a frame whose size is not in its header.
-  std::string DecodeUnsized(const char* src, size_t n) const;
+  // Decodes a frame whose size is not in its header, streaming: throws
+  // DecodedOverLimit as soon as the output would pass `max_bytes`, so no
+  // more than max_bytes + one chunk is ever allocated; std::bad_alloc when
+  // the output cannot grow.
+  std::string DecodeUnsized(const char* src, size_t n,
+                            uint64_t max_bytes) const;
 
   // Appends the encoded form of `src[0, n)` to `out`; empty stays empty.
   void Encode(const char* src, size_t n, std::string& out) const;

@@ -15,6 +15,9 @@ enum class ErrorKind {
   kInvalidArgument,  // ValueError
   kIo,               // OSError (subclass chosen from errno)
   kClosed,           // ValueError: operation on a closed reader/writer
+  kOutOfMemory,      // MemoryError: an allocation for a record failed
+  kTooLarge,         // sackli.RecordTooLargeError (a ValueError): a record
+                     // decodes to more than the reader's max_record_bytes
 };
 
 class Error : public std::runtime_error {
@@ -46,6 +49,9 @@ class Error : public std::runtime_error {
 // Throws kCorruption: "<path>: <what> (byte offset <offset>)".
 [[noreturn]] void ThrowCorruption(const std::string& path, uint64_t offset,
                                   const std::string& what);
+
+// The most a reader decodes for one record when no cap is set.
+constexpr uint64_t kUnlimitedRecordBytes = ~uint64_t{0};
 
 [[noreturn]] inline void ThrowInvalidArgument(const std::string& message) {
   throw Error(ErrorKind::kInvalidArgument, message);

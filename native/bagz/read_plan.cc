@@ -5,6 +5,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <numeric>
 #include <utility>
 
@@ -41,13 +42,18 @@ void ForBlocks(size_t n, size_t parts, size_t parallelism,
   });
 }
 
+// The decoded size of a compressed record from its frame header, within the
+// shard's max_record_bytes, or Codec::kUnknownSize.
 uint64_t DecodedSizeOf(const Shard& shard, uint64_t local, uint64_t begin,
                        const char* stored, uint64_t length) {
+  uint64_t size;
   try {
-    return shard.codec().DecodedSize(stored, length);
+    size = shard.codec().DecodedSize(stored, length);
   } catch (const CodecError& e) {
     shard.ThrowBadRecord(local, begin, e.what());
   }
+  if (size != Codec::kUnknownSize) shard.CheckDecodedSize(local, begin, size);
+  return size;
 }
 
 }  // namespace
@@ -66,6 +72,9 @@ void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
   record.shard = &shard;
   record.local = loc.local;
   record.length = static_cast<size_t>(end - record.begin);
+  const bool compressed = shard.codec().compressed();
+  // A raw record is as long as it is stored: refused before it is read.
+  if (!compressed) shard.CheckDecodedSize(loc.local, record.begin, record.length);
   const ByteSource& source = shard.records();
   if (const char* base = source.mapped()) {
     record.stored = base + record.begin;
@@ -74,7 +83,7 @@ void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
     source.Read(record.begin, record.length, record.scratch.data());
     record.stored = record.scratch.data();
   }
-  if (!shard.codec().compressed()) {
+  if (!compressed) {
     record.decoded_size = record.length;  // nothing to read to know it
     return;
   }
@@ -82,11 +91,8 @@ void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
     record.decoded_size = DecodedSizeOf(shard, loc.local, record.begin,
                                         record.stored, record.length);
     if (record.decoded_size != Codec::kUnknownSize) return;
-    try {
-      record.unsized = shard.codec().DecodeUnsized(record.stored, record.length);
-    } catch (const CodecError& e) {
-      shard.ThrowBadRecord(loc.local, record.begin, e.what());
-    }
+    record.unsized = shard.DecodeUnsized(loc.local, record.begin,
+                                         record.stored, record.length);
     record.decoded_size = record.unsized.size();
     record.decoded_early = true;
   });
@@ -111,7 +117,13 @@ void DecodeStored(const StoredRecord& record, char* dst) {
 void ReadOneInto(const Bag& bag, uint64_t g, std::string& out) {
   StoredRecord record;
   LocateStored(bag, g, record);
-  out.resize(static_cast<size_t>(record.decoded_size));
+  try {
+    out.resize(static_cast<size_t>(record.decoded_size));
+  } catch (const std::bad_alloc&) {
+    record.shard->ThrowOutOfMemory(
+        record.local, record.begin,
+        "allocating " + std::to_string(record.decoded_size) + " bytes");
+  }
   DecodeStored(record, out.data());
 }
 
@@ -391,7 +403,10 @@ void ReadPlan::FetchStoredBytes(const std::vector<uint32_t>& order) {
 void ReadPlan::ResolveDecodedSizes() {
   const size_t n = entries_.size();
   if (!bag_->any_compressed()) {
-    for (Entry& e : entries_) e.decoded_size = e.end - e.begin;
+    for (Entry& e : entries_) {
+      e.decoded_size = e.end - e.begin;
+      bag_->shard(e.shard).CheckDecodedSize(e.local, e.begin, e.decoded_size);
+    }
     SumDecodedSizes();
     return;
   }
@@ -409,11 +424,7 @@ void ReadPlan::ResolveDecodedSizes() {
             DecodedSizeOf(shard, e.local, e.begin, e.stored, length);
         if (e.decoded_size != Codec::kUnknownSize) return true;
         // Rare: a frame without its size is decoded now to learn it.
-        try {
-          decoded = shard.codec().DecodeUnsized(e.stored, length);
-        } catch (const CodecError& error) {
-          shard.ThrowBadRecord(e.local, e.begin, error.what());
-        }
+        decoded = shard.DecodeUnsized(e.local, e.begin, e.stored, length);
         return false;
       });
       if (sized) continue;

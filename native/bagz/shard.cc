@@ -1,6 +1,7 @@
 #include "bagz/shard.h"
 
 #include <algorithm>
+#include <new>
 #include <string>
 
 #include "bagz/errors.h"
@@ -36,6 +37,7 @@ std::unique_ptr<Shard> Shard::Open(const std::string& path, const Codec& codec,
                                    const SourceOpener& opener) {
   std::unique_ptr<Shard> shard(new Shard());
   shard->codec_ = codec;
+  shard->max_record_bytes_ = options.max_record_bytes;
   shard->records_ = opener.open(path);
   const uint64_t size = shard->records_->size();
   std::string tail;  // the last bytes of a TAIL bag, read with its trailer
@@ -227,6 +229,37 @@ void Shard::ThrowBadRecord(uint64_t i, uint64_t offset,
                            const std::string& what) const {
   ThrowCorruption(path(), offset,
                   "record " + std::to_string(i) + " is corrupt: " + what);
+}
+
+void Shard::ThrowTooLarge(uint64_t i, uint64_t offset,
+                          const std::string& size_text) const {
+  throw Error(ErrorKind::kTooLarge,
+              path() + ": record " + std::to_string(i) + " (byte offset " +
+                  std::to_string(offset) + ") decodes to " + size_text +
+                  " bytes (max_record_bytes=" + std::to_string(max_record_bytes_) +
+                  ")",
+              path());
+}
+
+void Shard::ThrowOutOfMemory(uint64_t i, uint64_t offset,
+                             const std::string& what) const {
+  throw Error(ErrorKind::kOutOfMemory,
+              path() + ": record " + std::to_string(i) + " (byte offset " +
+                  std::to_string(offset) + "): out of memory " + what,
+              path());
+}
+
+std::string Shard::DecodeUnsized(uint64_t i, uint64_t offset,
+                                 const char* stored, size_t length) const {
+  try {
+    return codec_.DecodeUnsized(stored, length, max_record_bytes_);
+  } catch (const CodecError& e) {
+    ThrowBadRecord(i, offset, e.what());
+  } catch (const DecodedOverLimit&) {
+    ThrowTooLarge(i, offset, "more than " + std::to_string(max_record_bytes_));
+  } catch (const std::bad_alloc&) {
+    ThrowOutOfMemory(i, offset, "decoding a zstd frame without its content size");
+  }
 }
 
 }  // namespace sackli

@@ -24,6 +24,7 @@
 
 #include "bagz/byte_source.h"
 #include "bagz/codec.h"
+#include "bagz/errors.h"
 #include "bagz/limits_cache.h"
 
 namespace sackli {
@@ -36,6 +37,9 @@ enum class LimitsStorage { kOnDisk = 0, kInMemory = 1, kLast = kInMemory };
 struct ShardOptions {
   LimitsPlacement placement = LimitsPlacement::kTail;
   LimitsStorage storage = LimitsStorage::kOnDisk;
+  // The most one record may decode to; a larger one is refused (kTooLarge)
+  // before anything is allocated for it.
+  uint64_t max_record_bytes = kUnlimitedRecordBytes;
 };
 
 class Shard {
@@ -82,6 +86,27 @@ class Shard {
   [[noreturn]] void ThrowBadRecord(uint64_t i, uint64_t offset,
                                    const std::string& what) const;
 
+  // The cap on one record's decoded size (ShardOptions::max_record_bytes).
+  uint64_t max_record_bytes() const { return max_record_bytes_; }
+  // Throws kTooLarge for record i (stored at `offset`) unless `size` bytes
+  // are within max_record_bytes().
+  void CheckDecodedSize(uint64_t i, uint64_t offset, uint64_t size) const {
+    if (size > max_record_bytes_) ThrowTooLarge(i, offset, std::to_string(size));
+  }
+  // kTooLarge for record i, which decodes to `size_text` bytes ("more than
+  // N" when the decoder stopped at the cap).
+  [[noreturn]] void ThrowTooLarge(uint64_t i, uint64_t offset,
+                                  const std::string& size_text) const;
+  // kOutOfMemory for record i: allocating `what` failed.
+  [[noreturn]] void ThrowOutOfMemory(uint64_t i, uint64_t offset,
+                                     const std::string& what) const;
+
+  // Decodes record i, a frame without its content size stored at `offset`,
+  // stopping at max_record_bytes(); every failure named for the record
+  // (kCorruption, kTooLarge, kOutOfMemory).
+  std::string DecodeUnsized(uint64_t i, uint64_t offset, const char* stored,
+                            size_t length) const;
+
  private:
   Shard() = default;
   void ReadRawLimits(uint64_t first, uint64_t count, uint64_t* out) const;
@@ -97,6 +122,7 @@ class Shard {
   bool in_memory_ = false;
   uint64_t num_records_ = 0;
   uint64_t records_end_ = 0;
+  uint64_t max_record_bytes_ = kUnlimitedRecordBytes;
   Codec codec_;
 };
 

@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "bagz/codec.h"
@@ -106,7 +107,10 @@ void MapLookup::Check(FoundValue& value, const char* bytes,
   value.crc_pending = check_crc_ && index_.header().has_checksums();
   value.decoded_size = value.payload_size;
   const MapCompression compression = index_.header().compression;
-  if (compression == MapCompression::kNone) return;
+  if (compression == MapCompression::kNone) {
+    CheckDecodedSize(position, value.decoded_size);
+    return;
+  }
   // Below, the value is damaged or needs decoding now: a crc mismatch, if
   // there is one, is the error to report, so it is checked first.
   auto check_crc_now = [&] {
@@ -123,13 +127,25 @@ void MapLookup::Check(FoundValue& value, const char* bytes,
     const uint64_t size =
         ZstdCodec().DecodedSize(value.payload, value.payload_size);
     if (size != Codec::kUnknownSize) {
+      CheckDecodedSize(position, size);
       value.decoded_size = size;
       return;
     }
     // No content size in the frame: decode now, into the staging string.
     check_crc_now();
-    std::string decoded =
-        ZstdCodec().DecodeUnsized(value.payload, value.payload_size);
+    std::string decoded;
+    try {
+      decoded = ZstdCodec().DecodeUnsized(value.payload, value.payload_size,
+                                          max_value_bytes_);
+    } catch (const DecodedOverLimit&) {
+      ThrowTooLarge(position, "more than " + std::to_string(max_value_bytes_));
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorKind::kOutOfMemory,
+                  index_.path() + ": value of key " +
+                      std::to_string(index_.Key(position)) +
+                      ": out of memory decoding a zstd frame without its content size",
+                  index_.path());
+    }
     value.staged = std::move(decoded);
     value.staged_decoded = true;
     value.payload = value.staged.data();
@@ -139,6 +155,14 @@ void MapLookup::Check(FoundValue& value, const char* bytes,
     index_.ThrowCorruptValue(position, index_.Word(position),
                              std::string("does not decompress: ") + e.what());
   }
+}
+
+void MapLookup::ThrowTooLarge(uint32_t position, const std::string& size_text) const {
+  throw Error(ErrorKind::kTooLarge,
+              index_.path() + ": value of key " + std::to_string(index_.Key(position)) +
+                  " decodes to " + size_text + " bytes (max_value_bytes=" +
+                  std::to_string(max_value_bytes_) + ")",
+              index_.path());
 }
 
 std::vector<FoundValue> MapLookup::Locate(const uint64_t* keys, size_t n,

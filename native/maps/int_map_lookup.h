@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bagz/byte_source.h"
+#include "bagz/errors.h"
 #include "maps/int_map.h"
 
 namespace sackli {
@@ -46,8 +47,14 @@ struct FoundValue {
 class MapLookup {
  public:
   // `index` and `source` must outlive the lookup; `source` is the whole map.
-  MapLookup(const MapIndex& index, const ByteSource& source, bool check_crc)
-      : index_(index), source_(source), check_crc_(check_crc) {}
+  // A value that decodes to more than `max_value_bytes` is refused
+  // (kTooLarge) before anything is allocated for it.
+  MapLookup(const MapIndex& index, const ByteSource& source, bool check_crc,
+            uint64_t max_value_bytes = kUnlimitedRecordBytes)
+      : index_(index),
+        source_(source),
+        check_crc_(check_crc),
+        max_value_bytes_(max_value_bytes) {}
 
   // Step 1 for each of `keys[0, n)`, on up to `parallelism` threads.
   std::vector<FoundValue> Locate(const uint64_t* keys, size_t n,
@@ -80,10 +87,16 @@ class MapLookup {
   void Check(FoundValue& value, const char* stored, size_t n) const;
   // Checks the crc32c of a located value (kCorruption on a mismatch).
   void CheckCrc(const FoundValue& value, const char* payload) const;
+  // kTooLarge for the value at `position`, which decodes to `size_text` bytes.
+  [[noreturn]] void ThrowTooLarge(uint32_t position, const std::string& size_text) const;
+  void CheckDecodedSize(uint32_t position, uint64_t size) const {
+    if (size > max_value_bytes_) ThrowTooLarge(position, std::to_string(size));
+  }
 
   const MapIndex& index_;
   const ByteSource& source_;
   bool check_crc_;
+  uint64_t max_value_bytes_;
 };
 
 // Step 2 started while the outputs are still being allocated: the caller

@@ -2,7 +2,11 @@
 // notes §6): kNotFound -> FileNotFoundError (errno-chosen OSError subclass),
 // kIo -> OSError subclass by errno, kCorruption -> sackli.CorruptionError (a
 // ValueError), kOutOfRange -> IndexError, kInvalidArgument and kClosed ->
-// ValueError. Bindings throw engine errors (ThrowOutOfRange, ...), never a
+// ValueError, kOutOfMemory -> MemoryError, kTooLarge ->
+// sackli.RecordTooLargeError (a ValueError). Every other C++ exception
+// becomes a Python one too, never an abort: std::invalid_argument ->
+// ValueError, std::bad_alloc -> MemoryError, any other -> sackli.EngineError
+// (a RuntimeError: a bug). Bindings throw engine errors (ThrowOutOfRange, ...), never a
 // Python exception of their own, except TypeError for wrong argument types.
 #pragma once
 

@@ -22,7 +22,7 @@ import sackli
 from . import _maps
 from ._arguments import USAGE_STATUS, join_negative_values, usage_line
 from ._commands import build_parser
-from ._cells import escape_lines
+from ._escapes import escape_lines
 from ._errors import EXPECTED_ERRORS, BadArgument, error_message
 from ._recover import with_unfinished_notes
 

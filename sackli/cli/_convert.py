@@ -37,6 +37,7 @@ from ._endpoints import (
     files_of, format_of, open_writer, refuse_existing,
 )
 from ._errors import UsageError
+from ._escapes import escape_name
 from ._full_disk import naming_target
 from ._json_records import finish_bag_set, records_are_json_texts, row_json_printer, rows_as_json
 from ._parquet import convert_parquet
@@ -215,7 +216,7 @@ def _convert(args: argparse.Namespace) -> int:
         skipped += 1
         bar.update(1)
         bar.clear()
-        print(f"sackli: skipped index {item.index}: {item.error}", file=sys.stderr, flush=True)
+        print(f"sackli: skipped index {item.index}: {escape_name(item.error)}", file=sys.stderr, flush=True)
 
     with convert_progress(source, total) as bar:
         try:
@@ -229,7 +230,8 @@ def _convert(args: argparse.Namespace) -> int:
     if kind == BAG:  # what the records are follows them
         finish_bag_set(paths, source)
     shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
-    print(f"converted {shards.records_written} records from {source_name(args)} to {shown}")
+    print(f"converted {shards.records_written} records from {escape_name(source_name(args))} "
+          f"to {escape_name(shown)}")
     if skipped:
         print(f"sackli: skipped {skipped} corrupt record(s) of {total}", file=sys.stderr)
         return 1

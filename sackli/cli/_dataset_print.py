@@ -31,7 +31,8 @@ import sackli
 from ..datasets import DatasetReader, ShardedDatasetReader, decoders as builtin_decoders
 from ..datasets._fields import bytes_identity, type_text
 from ..datasets._layout import dataset_layout
-from ._cells import CELL_CHARS, JSON_ESCAPES, table_cell, table_line
+from ._cells import CELL_CHARS, header_cells, table_cell, table_line
+from ._escapes import JSON_ESCAPES, escape_name
 from ._datasets import refuse_bag_options
 from ._errors import UsageError
 from ._progress import progress
@@ -81,12 +82,13 @@ def schema(args: argparse.Namespace) -> int:
     layout = "sharded" if dataset_layout(args.spec) == "sharded" else "one shard"
     if args.json:
         print(json.dumps({"dataset": args.spec, "layout": layout, "shards": shards,
-                          "spec": fields}, indent=2))
+                          "spec": fields}, indent=2).translate(JSON_ESCAPES))
         return 0
-    print(f"dataset: {args.spec} ({layout}, {shards} shard(s))")
+    print(f"dataset: {escape_name(args.spec)} ({layout}, {shards} shard(s))")
     print("fields:")
-    width = max((len(field) for field in fields), default=0)
-    for field, ftype in fields.items():
+    shown = {escape_name(field): escape_name(ftype) for field, ftype in fields.items()}
+    width = max((len(field) for field in shown), default=0)
+    for field, ftype in shown.items():
         print(f"  {field.ljust(width)}  {ftype}")
     return 0
 
@@ -141,7 +143,7 @@ class _Table:
                   for value in point.values()] for point in datapoints]
         out = []
         if self._widths is None and datapoints:
-            names = list(datapoints[0])
+            names = header_cells(list(datapoints[0]))
             self._widths = [min(CELL_CHARS, max([len(name), *(len(row[k]) for row in cells)]))
                             for k, name in enumerate(names)]
             out.append(table_line(names, self._widths))
@@ -200,7 +202,7 @@ def _print_all(args: argparse.Namespace, chosen: slice | list[int], skip_corrupt
                                          "past it)") from None
         skipped += 1
         bar.clear()
-        print(f"sackli: skipped datapoint {index}: {error}", file=sys.stderr, flush=True)
+        print(f"sackli: skipped datapoint {index}: {escape_name(error)}", file=sys.stderr, flush=True)
 
     with open_dataset(args.spec) as reader:
         positions = _positions(len(reader), chosen)

@@ -21,6 +21,7 @@ from ..datasets._layout import (
     ShardFiles, bags_file_bytes, dataset_folders, dataset_layout, layout_folders, read_field_refs,
 )
 from . import _reading as reading
+from ._escapes import JSON_ESCAPES, escape_name
 from ._errors import error_message
 from ._reading import iter_batches
 from ._sniff import describe as describe_kind, sniff_folder
@@ -101,11 +102,12 @@ def _print_text(facts: dict[str, Any]) -> None:
         ("bytes", f"{facts['bytes']} (refs.bag: {facts['refs_bytes']})"),
     ]
     for name, value in rows:
-        print(f"{name + ':':<12}{value}")
+        print(f"{name + ':':<12}{escape_name(value)}")
     print("fields:")
     header = ("field", "type", "file", "compression", "records", "bytes")
-    table = [header] + [(f["name"], f["type"], f["file"], f["compression"], str(f["records"]),
-                         str(f["bytes"])) for f in facts["fields"]]
+    table = [header] + [(escape_name(f["name"]), escape_name(f["type"]), escape_name(f["file"]),
+                         f["compression"], str(f["records"]), str(f["bytes"]))
+                        for f in facts["fields"]]
     widths = [max(len(row[k]) for row in table) for k in range(len(header))]
     for row in table:  # text columns to the left, numbers to the right
         print("  " + "  ".join(cell.ljust(width) if k < 4 else cell.rjust(width)
@@ -117,7 +119,7 @@ def info(args: argparse.Namespace) -> int:
     refuse_bag_options(args)
     facts = describe(args.spec)
     if args.json:
-        print(json.dumps(facts, indent=2))
+        print(json.dumps(facts, indent=2).translate(JSON_ESCAPES))
     else:
         _print_text(facts)
     return 0

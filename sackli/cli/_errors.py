@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from .. import EngineError
+from ._escapes import escape_name
+
 __all__ = ["EXPECTED_ERRORS", "BadArgument", "UsageError", "error_message"]
 
 
@@ -22,7 +25,11 @@ class UsageError(BadArgument):
 # What the command line reports as one line: failures a user can meet and
 # fix (missing or damaged files, I/O, bad arguments). Anything else, e.g. a
 # TypeError or IndexError from inside sackli, is a bug and shows its traceback.
-EXPECTED_ERRORS = (OSError, ValueError)  # sackli.CorruptionError and BadArgument are ValueErrors
+# MemoryError: a record too large for this machine (the engine names the file
+# and record); sackli.EngineError: a C++ failure the engine did not expect,
+# still one line (it names what failed), never a traceback.
+EXPECTED_ERRORS = (OSError, ValueError, MemoryError, EngineError)
+# (sackli.CorruptionError, RecordTooLargeError and BadArgument are ValueErrors.)
 
 
 # The library's advice names Python calls; on the command line, the flags.
@@ -44,4 +51,4 @@ def error_message(error: BaseException) -> str:
         message = str(error) or type(error).__name__
     for library, command_line in _CLI_WORDING:
         message = message.replace(library, command_line)
-    return message
+    return escape_name(message)

@@ -13,6 +13,7 @@ import sackli
 from .._bulk import LIMIT_BYTES, read_packed
 from .._sets import find_schema_file, has_zstd_suffix
 from . import _dataset_print, _datasets
+from ._escapes import JSON_ESCAPES, escape_name
 from ._progress import progress
 from ._reading import open_reader
 
@@ -148,7 +149,7 @@ def _print_text(facts: dict[str, Any]) -> None:
                         f"max {size['max']} (bytes, decoded)"),
     ]
     for name, value in rows:
-        print(f"{name + ':':<18}{value}")
+        print(f"{name + ':':<18}{escape_name(value)}")
     buckets = facts["size_histogram"]
     if not buckets:
         return
@@ -167,7 +168,7 @@ def info(args: argparse.Namespace) -> int:
         return _datasets.info(args)
     facts = describe(args.spec, args)
     if args.json:
-        print(json.dumps(facts, indent=2))
+        print(json.dumps(facts, indent=2).translate(JSON_ESCAPES))
     else:
         _print_text(facts)
     return 0

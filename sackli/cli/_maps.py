@@ -23,6 +23,7 @@ from typing import Any
 
 from ..maps import IntMap, MapBuffer, ValidationError
 from ._errors import BadArgument
+from ._escapes import JSON_ESCAPES, escape_name
 from ._print import FORMATTERS
 from ._progress import progress, progress_shown
 from ._reading import refuse_bag_options
@@ -115,7 +116,7 @@ def info(args: argparse.Namespace) -> int:
     """Prints a summary of a map (`--json`: one JSON object)."""
     facts = describe(args.spec)
     if args.json:
-        print(json.dumps(facts, indent=2))
+        print(json.dumps(facts, indent=2).translate(JSON_ESCAPES))
         return 0
     key_range = facts["key_range"]
     rows = [
@@ -134,7 +135,7 @@ def info(args: argparse.Namespace) -> int:
             ("value size", _size_text(facts["value_size"])),
         ]
     for name, value in rows:
-        print(f"{name + ':':<18}{value}")
+        print(f"{name + ':':<18}{escape_name(value)}")
     return 0
 
 

@@ -18,6 +18,7 @@ import sackli
 from .._storage import atomic_output
 from ._endpoints import BAG, PARQUET, bag_writer_options
 from ._errors import UsageError
+from ._escapes import escape_name
 from ._json_records import mark_bag_set
 from ._progress import progress
 from ._reading import open_reader
@@ -68,7 +69,7 @@ def _to_bag(args: argparse.Namespace) -> int:
         max_shard_bytes=args.max_shard_bytes, overwrite=args.force)
     mark_bag_set(paths, json_texts=False)  # rows or column values: a stale mark goes
     shown = paths[0] if len(paths) == 1 else f"{len(paths)} shards, {paths[0]} ... {paths[-1]}"
-    print(f"converted {args.src} to {shown}")
+    print(f"converted {escape_name(args.src)} to {escape_name(shown)}")
     return 0
 
 
@@ -88,7 +89,7 @@ def _to_parquet(args: argparse.Namespace) -> int:
             writer.write_batch(batch)
             rows += batch.num_rows
             bar.update(batch.num_rows)
-    print(f"converted {rows} records from {args.src} to {args.dst}")
+    print(f"converted {rows} records from {escape_name(args.src)} to {escape_name(args.dst)}")
     return 0
 
 

@@ -19,7 +19,7 @@ from .._bulk import read_skipping
 from ..formats.lines import json_text_line, record_to_json
 from . import _dataset_print, _datasets
 from ._arguments import any_case
-from ._cells import JSON_ESCAPES, escape_text
+from ._escapes import JSON_ESCAPES, escape_name, escape_text
 from ._errors import BadArgument
 from ._json_records import bag_holds_json_texts
 from ._progress import progress
@@ -151,7 +151,7 @@ def _print_selection(selection: _Selection, args: argparse.Namespace,
             raise sackli.CorruptionError(f"index {index}: {error} (--skip-corrupt goes on past it)")
         skipped += 1
         bar.clear()
-        print(f"sackli: skipped index {index}: {error}", file=sys.stderr, flush=True)
+        print(f"sackli: skipped index {index}: {escape_name(error)}", file=sys.stderr, flush=True)
 
     def emit(records: list[bytes], position: int) -> None:
         """Prints records read at selection positions position, ...; with

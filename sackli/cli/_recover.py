@@ -1,6 +1,6 @@
 """`sackli recover`: complete interrupted writes; notes on unfinished writes
 for the subcommands that inspect a bag (`info`, `verify`). Every name it
-prints is escaped (`_cells.escape_name`): a hidden folder's name comes from
+prints is escaped (`_escapes.escape_name`): a hidden folder's name comes from
 whoever made the folder."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .._sets import (
     UnfinishedWrite, recover_write, split_shard_entry, strip_local_prefix, unfinished_writes,
     unfinished_writes_in_spec, unfinished_writes_of, write_of_folder,
 )
-from ._cells import escape_lines, escape_name
+from ._escapes import escape_lines, escape_name
 from ._errors import EXPECTED_ERRORS, error_message
 
 __all__ = ["recover", "unfinished_writes_near", "with_unfinished_notes"]

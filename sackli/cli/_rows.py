@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import sackli
 
-from ._cells import CELL_CHARS, table_cell, table_line
+from ._cells import CELL_CHARS, header_cells, table_cell, table_line
 
 DECODE_CHOICES = ["auto", "row", "arrow", "json", "raw"]
 DECODE_HELP = ("how records become rows: auto (default) decodes rows written by "
@@ -110,7 +110,7 @@ class RowPrinter:
         cells = [[table_cell(value) for value in row.values()] for row in rows]
         lines = []
         if self._widths is None:
-            names = list(rows[0])
+            names = header_cells(list(rows[0]))
             self._widths = [min(CELL_CHARS, max([len(name), *(len(row[i]) for row in cells)]))
                             for i, name in enumerate(names)]
             lines.append(table_line(names, self._widths))

@@ -26,6 +26,7 @@ import sackli
 
 from ._endpoints import BAG, Source, format_of, open_writer
 from ._errors import UsageError
+from ._escapes import escape_name
 from ._progress import byte_progress, progress
 from ._stdin import STDIN_NAME, STDIO, naming_standard_input, spool_standard_input, spooled_path
 
@@ -109,7 +110,7 @@ def write_standard_output(source: Source, kind: str, args: argparse.Namespace,
         nonlocal skipped
         skipped += 1
         bar.clear()
-        print(f"sackli: skipped index {item.index}: {item.error}", file=sys.stderr, flush=True)
+        print(f"sackli: skipped index {item.index}: {escape_name(item.error)}", file=sys.stderr, flush=True)
 
     writer = open_writer(kind, _StandardOutput(), args, name=STDOUT_NAME, json_texts=json_texts)
     with convert_progress(source, total) as bar:

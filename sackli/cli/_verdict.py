@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ._escapes import escape_name
+
 
 class FailFast(Exception):
     """Stops verification at the first problem (`--fail-fast`)."""
@@ -21,7 +23,7 @@ def reporter(problems: list[str], fail_fast: bool, bars: list[Any]) -> Callable[
         problems.append(problem)
         for bar in bars:
             bar.clear()
-        print(problem, flush=True)
+        print(escape_name(problem), flush=True)
         if fail_fast:
             raise FailFast
 
@@ -35,7 +37,7 @@ def verdict(problems: list[str], spec: str, ok_line: str, stopped: bool = False)
         print("verify: stopped at the first problem (--fail-fast)")
         return 1
     if problems:
-        print(f"verify: {len(problems)} problem(s) in {spec}")
+        print(f"verify: {len(problems)} problem(s) in {escape_name(spec)}")
         return 1
-    print(ok_line)
+    print(escape_name(ok_line))
     return 0

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from .. import CompressionNone, CompressionZstd, CorruptionError, LimitsStorage, Reader, Writer
+from .._bulk import DEFAULT_MAX_RECORD_BYTES
 from .._storage import path_argument, write_destination
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._field_encoder import all_bytes
@@ -26,17 +27,19 @@ _LIMIT_BYTES = 8
 _PENDING_BYTES = 4 << 20
 
 
-def open_records(path: str, cache_index: bool = True, **cache: Any) -> Reader:
+def open_records(path: str, cache_index: bool = True, *,
+                 max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES, **cache: Any) -> Reader:
     """The `bags` records of the file at `path` as a sackli.Reader view
     (record 0 of the view is `bags` record 0). `cache`: the reader's
-    `cache_dir` and `cache_max_bytes` options, when given.
+    `cache_dir` and `cache_max_bytes` options, when given; `max_record_bytes`
+    the reader's (None: no cap).
 
     Raises FileNotFoundError when it is missing and sackli.CorruptionError
     when it is not a `bags` file (truncated, or its first record does not
     start at offset 0).
     """
     storage = LimitsStorage.IN_MEMORY if cache_index else LimitsStorage.ON_DISK
-    reader = Reader(path, limits_storage=storage,
+    reader = Reader(path, limits_storage=storage, max_record_bytes=max_record_bytes,
                     **{name: value for name, value in cache.items() if value is not None})
     # Every bags file holds the leading empty record (its first offset, 0).
     if len(reader) == 0 or len(reader[0]) != 0:
@@ -201,6 +204,8 @@ class BagReader(ClosesOnExit):
         `SACKLI_CACHE_DIR`, or none).
       cache_max_bytes: the cache's budget (by default
         `SACKLI_CACHE_MAX_BYTES`, or 10 GiB).
+      max_record_bytes: the most one record may be (default 4 GiB; None:
+        no cap); a larger one raises sackli.RecordTooLargeError.
 
     Raises:
       FileNotFoundError: the file does not exist.
@@ -209,10 +214,12 @@ class BagReader(ClosesOnExit):
 
     def __init__(self, path: str | os.PathLike[str], cache_index: bool = True, *,
                  cache_dir: str | os.PathLike[str] | None = None,
-                 cache_max_bytes: int | None = None) -> None:
+                 cache_max_bytes: int | None = None,
+                 max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES) -> None:
         self._path = path_argument(path, "path")
         self._records = open_records(self._path, cache_index, cache_dir=cache_dir,
-                                     cache_max_bytes=cache_max_bytes)
+                                     cache_max_bytes=cache_max_bytes,
+                                     max_record_bytes=max_record_bytes)
         self._size = bags_file_bytes(self._records)
 
     @property

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Optional
 
 from .. import CorruptionError, Reader
 from .. import _engine
-from .._bulk import reader_core
+from .._bulk import DEFAULT_MAX_RECORD_BYTES, reader_core
 from .._sets import explained_missing
 from .._storage import folder_path, join_path, read_object
 from ._bag import open_records
@@ -92,6 +92,9 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         `SACKLI_CACHE_DIR`, or none).
       cache_max_bytes: the cache's budget (by default
         `SACKLI_CACHE_MAX_BYTES`, or 10 GiB).
+      max_record_bytes: the most one stored field value (or one refs
+        record) may be (default 4 GiB; None: no cap); reading a larger one
+        raises sackli.RecordTooLargeError naming its file and record.
 
     Raises:
       FileNotFoundError: spec.json, refs.bag or a field's file is missing.
@@ -108,6 +111,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int | None = None,
+        max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         self._directory = folder_path(directory)
         self._fields, self._files = read_spec(self._directory)
@@ -117,7 +121,8 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         opened = concurrently_on(self._directory,
                                  [functools.partial(open_records, self._path(name), cache_index,
                                                     cache_dir=cache_dir,
-                                                    cache_max_bytes=cache_max_bytes)
+                                                    cache_max_bytes=cache_max_bytes,
+                                                    max_record_bytes=max_record_bytes)
                                   for name in names])
         self._refs, *field_readers = opened
         self._readers = dict(zip(self._fields, field_readers))

@@ -11,6 +11,7 @@ import itertools
 import os
 from typing import Any, Mapping
 
+from .._bulk import DEFAULT_MAX_RECORD_BYTES
 from .._sets import unfinished_writes
 from .._storage import folder_path, join_path
 from ._closing import ClosesOnExit, DiscardsOnError
@@ -200,6 +201,7 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int | None = None,
+        max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         if shard_start < 0 or shard_step < 1:
             raise ValueError(
@@ -214,7 +216,8 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
         self._readers = concurrently_on(
             self._directory,
             [functools.partial(DatasetReader, folder, decoders, cache_index,
-                               cache_dir=cache_dir, cache_max_bytes=cache_max_bytes)
+                               cache_dir=cache_dir, cache_max_bytes=cache_max_bytes,
+                               max_record_bytes=max_record_bytes)
              for folder in folders])
         self._stops = list(itertools.accumulate(len(reader) for reader in self._readers))
         self._rows = range(self._stops[-1])

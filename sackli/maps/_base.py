@@ -13,6 +13,7 @@ from typing import Any
 from ._errors import ValidationError, corruption_as_validation_error
 from .._storage import REMOTE_OPENER, path_argument
 from ._ranges import RemoteMapObject
+from .._bulk import DEFAULT_MAX_RECORD_BYTES, engine_byte_cap
 from ._sources import PathArgument, buffer_of_file, describe, map_path, open_core
 
 
@@ -34,6 +35,9 @@ class MapBase:
 
     _KIND = ""
     HEADER_LENGTH = 0
+    # The most one value may decode to, as the engine takes it (MapBuffer's
+    # max_value_bytes; IntMap values are 8-byte words).
+    _max_value_bytes: int = engine_byte_cap("max_value_bytes", DEFAULT_MAX_RECORD_BYTES)
 
     def _set_source(self, data: Any, index_cache: str | None = None) -> None:
         self._index_cache = None if index_cache is None else os.fspath(index_cache)
@@ -99,8 +103,10 @@ class MapBase:
 
     def _core_now(self) -> Any:
         if self._core is None:
-            self._core = open_core(self._KIND, self._buffer, self._path, self._name(),
-                                   self._index_cache)
+            core = open_core(self._KIND, self._buffer, self._path, self._name(),
+                             self._index_cache)
+            core.max_value_bytes = self._max_value_bytes
+            self._core = core
         return self._core
 
     @property

@@ -13,6 +13,7 @@ import lzma
 import zlib
 from typing import Any, Callable
 
+from .._engine import RecordTooLargeError
 from ._errors import ValidationError
 
 # The names `compress=` accepts, as `mapbuffer` normalises them.
@@ -68,8 +69,13 @@ class GzipValueError(ValueError):
     """A stored gzip value that is not exactly one complete gzip member."""
 
 
-def _gunzip(data: bytes) -> bytes:
-    """The content of `data`, which must be one gzip member and nothing else.
+class ValueTooLarge(Exception):
+    """A value that decodes to more than the cap (`decompress` names it)."""
+
+
+def _gunzip(data: bytes, cap: int) -> bytes:
+    """The content of `data`, which must be one gzip member and nothing else,
+    at most `cap` bytes (ValueTooLarge past it, once cap + 1 are decoded).
 
     zlib.decompress stops after the first member and ignores what follows,
     and libdeflate (what mapbuffer reads with) sizes its output from the last
@@ -77,7 +83,9 @@ def _gunzip(data: bytes) -> bytes:
     Decoding with a decompressor object shows what is left after the member.
     zlib checks the member's crc32 and size itself (zlib.error)."""
     inflater = zlib.decompressobj(wbits=31)
-    content = inflater.decompress(data)
+    content = inflater.decompress(data, cap + 1)
+    if len(content) > cap:
+        raise ValueTooLarge
     if not inflater.eof:
         raise GzipValueError(f"truncated gzip member ({len(data)} bytes)")
     rest = inflater.unused_data
@@ -89,15 +97,57 @@ def _gunzip(data: bytes) -> bytes:
     return content
 
 
+def _unbrotli(data: bytes, cap: int) -> bytes:
+    """brotli.decompress(data), stopping once more than `cap` bytes come out
+    (output_buffer_limit: brotli >= 1.2). Output below the limit means the
+    decoder took all of `data`."""
+    decoder = _brotli().Decompressor()
+    content = decoder.process(data, output_buffer_limit=cap + 1)
+    if len(content) > cap:
+        raise ValueTooLarge
+    if not decoder.is_finished():
+        raise _brotli().error("truncated brotli stream")
+    return content
+
+
+def _unlzma(data: bytes, cap: int) -> bytes:
+    """lzma.decompress(data) (concatenated streams, trailing garbage after the
+    first ignored), stopping once more than `cap` bytes come out."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        decoder = lzma.LZMADecompressor()
+        try:
+            part = decoder.decompress(data, cap + 1 - size)
+        except lzma.LZMAError:
+            if parts:
+                break  # what follows a stream is not one: lzma.decompress ignores it
+            raise
+        parts.append(part)
+        size += len(part)
+        if size > cap:
+            raise ValueTooLarge
+        if not decoder.eof:
+            if decoder.needs_input:
+                raise lzma.LZMAError("Compressed data ended before the end-of-stream "
+                                     "marker was reached")
+            raise ValueTooLarge  # output stopped at the cap with input left
+        data = decoder.unused_data
+        if not data:
+            break
+    return b"".join(parts)
+
+
 _COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
     "gzip": _gzip,
     "br": lambda data: _brotli().compress(data, quality=5),
     "lzma": lzma.compress,
 }
-_DECOMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
+# Each takes the stored value and the most bytes it may decode to.
+_DECOMPRESSORS: dict[str, Callable[[bytes, int], bytes]] = {
     "gzip": _gunzip,
-    "br": lambda data: _brotli().decompress(data),
-    "lzma": lzma.decompress,
+    "br": _unbrotli,
+    "lzma": _unlzma,
 }
 
 
@@ -107,20 +157,26 @@ def compress_in_python(method: str | None) -> Callable[[bytes], bytes] | None:
     return _COMPRESSORS.get(method or "")
 
 
-def decompressor(method: str | None) -> Callable[[bytes], bytes] | None:
+def decompressor(method: str | None) -> Callable[[bytes, int], bytes] | None:
     """The decompressor Python runs for `method`, or None when the engine has
     decoded the value already."""
     return _DECOMPRESSORS.get(method or "")
 
 
-def decompress(method: str, data: bytes, name: str, key: int, offset: int) -> bytes:
+def decompress(method: str, data: bytes, name: str, key: int, offset: int,
+               max_bytes: int) -> bytes:
     """`data` (the value of `key`, stored at byte `offset`) decompressed;
     ValidationError naming the map, key and offset when it does not
-    decompress."""
+    decompress, sackli.RecordTooLargeError when it decodes to more than
+    `max_bytes` (decoding stops there)."""
     try:
-        return _DECOMPRESSORS[method](data)
+        return _DECOMPRESSORS[method](data, max_bytes)
     except ImportError:
         raise
+    except ValueTooLarge:
+        raise RecordTooLargeError(
+            f"{name}: value of key {key} (byte offset {offset}) decodes to more than "
+            f"{max_bytes} bytes (max_value_bytes={max_bytes})") from None
     except Exception as error:  # each codec has its own error types
         raise ValidationError(f"{name}: value of key {key}: does not decompress "
                               f"({method}: {error}) (byte offset {offset})") from None

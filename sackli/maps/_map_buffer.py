@@ -3,6 +3,7 @@ native/maps/int_map.h), searched and decoded by the engine."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Optional
 
@@ -10,7 +11,7 @@ from .. import _engine
 from ._base import MapBase
 from ._compression import compress_in_python, decompress, decompressor, normalize
 from .. import CorruptionError
-from .._bulk import default_parallelism
+from .._bulk import DEFAULT_MAX_RECORD_BYTES, default_parallelism, engine_byte_cap
 from ._errors import ValidationError, as_validation_error, corruption_as_validation_error
 from ._ranges import fetch_spans, fetcher
 
@@ -25,6 +26,8 @@ _LOOKUP_PARALLELISM = default_parallelism()
 _SCAN_BATCH_BYTES = 4 << 20
 _SCAN_BATCH_KEYS = 4096
 _ZSTD_LEVEL = 3  # zstandard's default, which mapbuffer uses
+# No cap, for Python's decompressors (whose limits are Py_ssize_t).
+_PYTHON_CAP = sys.maxsize - 1
 
 
 def build(data: dict, compress: Optional[str], tobytesfn: Optional[Callable[[Any], bytes]],
@@ -54,7 +57,12 @@ class MapBuffer(MapBase):
     `frombytesfn` turns stored bytes back into values. `check_crc=False`
     skips the crc32c checks of format 1; `compute_crc=False` builds format 0
     (no crc32c). `index_cache` names a local file that keeps the header and
-    index once read, so later opens of a remote map skip fetching them. Missing keys raise KeyError; damaged maps raise
+    index once read, so later opens of a remote map skip fetching them.
+    `max_value_bytes` (a sackli extension) is the most one value may decode
+    to (default 4 GiB; None: no cap): a larger one raises
+    sackli.RecordTooLargeError naming the map and key, before it is
+    allocated (zstd, no compression) or once decoding passes the cap (gzip,
+    br, lzma). Missing keys raise KeyError; damaged maps raise
     ValidationError naming the file and key. Keys come back as ints."""
 
     _KIND = "mapbuffer"
@@ -69,7 +77,10 @@ class MapBuffer(MapBase):
         check_crc: bool = True,
         compute_crc: bool = True,
         index_cache: Optional[str] = None,
+        *,
+        max_value_bytes: Optional[int] = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
+        self._max_value_bytes = engine_byte_cap("max_value_bytes", max_value_bytes)
         self.tobytesfn = tobytesfn
         self.frombytesfn = frombytesfn
         self.check_crc = check_crc
@@ -109,7 +120,7 @@ class MapBuffer(MapBase):
             if position is None:
                 position = core.find(label)
             value = decompress(core.compression, value, self._name(), core.key_at(position),
-                               core.extent(position)[0])
+                               core.extent(position)[0], min(core.max_value_bytes, _PYTHON_CAP))
         return value if self.frombytesfn is None else self.frombytesfn(value)
 
     def getindex(self, i: int) -> Any:

@@ -85,5 +85,34 @@ TEST(CodecTest, ZstdLevelOutsideLibzstdRangeIsRefused) {
   EXPECT_THROW(CheckZstdLevel(ZSTD_minCLevel() - 1), std::invalid_argument);
 }
 
+// A frame without its content size (zstd's streaming API without a pledged
+// size), decoding to `record`.
+std::string UnsizedFrame(const std::string& record) {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0);
+  std::string out(ZSTD_compressBound(record.size()), '\0');
+  ZSTD_outBuffer output{out.data(), out.size(), 0};
+  ZSTD_inBuffer input{record.data(), record.size(), 0};
+  const size_t left = ZSTD_compressStream2(cctx, &output, &input, ZSTD_e_end);
+  ZSTD_freeCCtx(cctx);
+  EXPECT_EQ(left, 0u);
+  out.resize(output.pos);
+  return out;
+}
+
+// Issue 49: an unsized frame decodes in a stream that stops one byte past
+// the cap, and leaves the thread's context clean for the next frame.
+TEST(CodecTest, UnsizedFramesStopAtTheCap) {
+  const Codec codec = Codec::Zstd(3, "");
+  const std::string record(1 << 20, 'x');
+  const std::string frame = UnsizedFrame(record);
+  ASSERT_EQ(codec.DecodedSize(frame.data(), frame.size()), Codec::kUnknownSize);
+  EXPECT_THROW(codec.DecodeUnsized(frame.data(), frame.size(), record.size() - 1),
+               DecodedOverLimit);
+  EXPECT_THROW(codec.DecodeUnsized(frame.data(), frame.size(), 0), DecodedOverLimit);
+  EXPECT_EQ(codec.DecodeUnsized(frame.data(), frame.size(), record.size()), record);
+  EXPECT_EQ(codec.DecodeUnsized(frame.data(), frame.size(), ~uint64_t{0}), record);
+}
+
 }  // namespace
 }  // namespace sackli

@@ -42,6 +42,8 @@ void RegisterOptions(py::module_& m) {
   // The bounds of option values that are the engine's own facts, for
   // sackli/_options.py to check against (not copies of them).
   m.attr("MAX_PARALLELISM") = py::int_(ThreadPool::kMaxThreads);
+  // max_record_bytes=None (no cap) as the engine holds it.
+  m.attr("UNLIMITED_RECORD_BYTES") = py::int_(kUnlimitedRecordBytes);
   m.def("check_zstd_level", [](const py::int_& level) {
           int overflow = 0;
           const long long value = PyLong_AsLongLongAndOverflow(level.ptr(), &overflow);
@@ -62,8 +64,10 @@ void RegisterOptions(py::module_& m) {
                        int sharding_layout, int limits_placement,
                        int limits_storage, size_t max_parallelism,
                        size_t remote_parallelism,
-                       int access_pattern, int cache_policy) {
+                       int access_pattern, int cache_policy,
+                       uint64_t max_record_bytes) {
              ReaderBindingOptions o;
+             o.bag.shard.max_record_bytes = max_record_bytes;
              o.compression = MakeChoice(compression_mode, level, dictionary, raw_literals);
              o.bag.layout = ToEnum<ShardingLayout>("sharding_layout", sharding_layout);
              o.bag.shard.placement = ToEnum<LimitsPlacement>("limits_placement",
@@ -81,7 +85,8 @@ void RegisterOptions(py::module_& m) {
            py::arg("sharding_layout"),
            py::arg("limits_placement"), py::arg("limits_storage"),
            py::arg("max_parallelism"), py::arg("remote_parallelism"),
-           py::arg("access_pattern"), py::arg("cache_policy"));
+           py::arg("access_pattern"), py::arg("cache_policy"),
+           py::arg("max_record_bytes") = kUnlimitedRecordBytes);
 
   py::class_<WriterBindingOptions>(m, "WriterBindingOptions",
                                    "How the engine writes a bag (from "

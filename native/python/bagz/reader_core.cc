@@ -167,6 +167,22 @@ py::list PendingRecords::CopyOut(const DecodedRecords& records) {
 }
 
 
+namespace {
+
+// A `bytes` for the decoded record; a MemoryError names the file and record.
+PyObject* NewRecordBytes(const StoredRecord& record) {
+  try {
+    return NewBytes(record.decoded_size);
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_MemoryError)) throw;
+    record.shard->ThrowOutOfMemory(
+        record.local, record.begin,
+        "allocating " + std::to_string(record.decoded_size) + " bytes");
+  }
+}
+
+}  // namespace
+
 py::bytes ReadRecord(const Reader& reader, int64_t index) {
   StoredRecord record;
   // Mapped sources need no I/O to locate a record: stay on the GIL.
@@ -176,7 +192,7 @@ py::bytes ReadRecord(const Reader& reader, int64_t index) {
   } else {
     reader.Locate(index, record);
   }
-  py::bytes out = py::reinterpret_steal<py::bytes>(NewBytes(record.decoded_size));
+  py::bytes out = py::reinterpret_steal<py::bytes>(NewRecordBytes(record));
   char* dst = BytesData(out.ptr());
   const bool compressed = record.shard->codec().compressed();
   if (record.decoded_size >=

@@ -364,6 +364,7 @@ std::optional<std::vector<RecordBytes>> RecordsInPlace(const Reader& reader, siz
                                                        const Run& run) {
   if (!ReadableInPlace(reader)) return std::nullopt;
   const Bag& bag = *reader.bag();
+  const uint64_t max_record_bytes = bag.options().shard.max_record_bytes;
   std::vector<uint64_t> offsets;
   std::vector<RecordBytes> records;
   records.reserve(runs);
@@ -374,6 +375,8 @@ std::optional<std::vector<RecordBytes>> RecordsInPlace(const Reader& reader, siz
     if (!MappedRun(bag, first, length, &data, offsets)) return std::nullopt;  // across shards
     PrefetchBytes(data, static_cast<size_t>(std::min<uint64_t>(offsets[length], kCacheLineBytes)));
     for (uint64_t i = 0; i < length; ++i) {
+      // A record over the cap goes the planned way, which refuses it by name.
+      if (offsets[i + 1] - offsets[i] > max_record_bytes) return std::nullopt;
       records.push_back({data + offsets[i], offsets[i + 1] - offsets[i]});
     }
   }

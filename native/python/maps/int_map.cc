@@ -194,6 +194,8 @@ class MapCore {
 
   const MapIndex& index() const { return *index_; }
   bool has_values() const { return source_ != nullptr; }
+  uint64_t max_value_bytes() const { return max_value_bytes_; }
+  void set_max_value_bytes(uint64_t bytes) { max_value_bytes_ = bytes; }
 
   int64_t Find(py::handle key) const {
     const std::optional<uint64_t> k = KeyArgument(key);
@@ -214,7 +216,7 @@ class MapCore {
   py::object ValueAt(uint32_t position, bool check_crc) const {
     RequireValues();
     CheckPosition(position);
-    MapLookup lookup(*index_, *source_, check_crc);
+    MapLookup lookup(*index_, *source_, check_crc, max_value_bytes_);
     FoundValue found;
     WithoutGilIf(source_->remote(), [&] { found = lookup.LocateAt(position); });
     return MaterialiseOne(lookup, found);
@@ -226,7 +228,7 @@ class MapCore {
     const std::optional<uint64_t> k = KeyArgument(key);
     if (!k) return py::none();
     // One key: no batch vectors or lists (this is the path of mb[key]).
-    MapLookup lookup(*index_, *source_, check_crc);
+    MapLookup lookup(*index_, *source_, check_crc, max_value_bytes_);
     FoundValue found;
     WithoutGilIf(source_->remote(), [&] {
       const int64_t position = Guarded(*source_, [&] { return index_->Find(*k); });
@@ -241,7 +243,7 @@ class MapCore {
                    py::object default_value) const {
     RequireValues();
     const KeyBatch keys_read = ReadKeys(keys);
-    MapLookup lookup(*index_, *source_, check_crc);
+    MapLookup lookup(*index_, *source_, check_crc, max_value_bytes_);
     std::vector<FoundValue> found;
     {
       ReleaseGil release;
@@ -264,7 +266,7 @@ class MapCore {
       ThrowOutOfRange("map positions " + std::to_string(first) + " + " +
                       std::to_string(count) + " out of range");
     }
-    MapLookup lookup(*index_, *source_, check_crc);
+    MapLookup lookup(*index_, *source_, check_crc, max_value_bytes_);
     std::vector<FoundValue> found;
     {
       ReleaseGil release;
@@ -287,7 +289,7 @@ class MapCore {
                                     std::to_string(extent.end - extent.begin) +
                                     " stored bytes (truncated)");
     }
-    MapLookup lookup(*index_, *source_or_empty(), check_crc);
+    MapLookup lookup(*index_, *source_or_empty(), check_crc, max_value_bytes_);
     const FoundValue found =
         lookup.LocateIn(position, bytes.view().data(), bytes.view().size());
     return MaterialiseOne(lookup, found);
@@ -410,6 +412,8 @@ class MapCore {
   py::object owner_;
   std::optional<BorrowedBytes> borrowed_;
   std::shared_ptr<ByteSource> source_;
+  // The most one value may decode to (sackli.maps' max_value_bytes).
+  uint64_t max_value_bytes_ = kUnlimitedRecordBytes;
   std::string index_copy_;
   MapHeader header_;
   std::optional<MapIndex> index_;
@@ -511,7 +515,10 @@ void RegisterIntMap(py::module_& m) {
            py::arg("parallelism"), py::arg("default") = py::none())
       .def("check_value", &MapCore::CheckValue, py::arg("position"), py::arg("stored"),
            py::arg("check_crc"))
-      .def("validate", &MapCore::Validate);
+      .def("validate", &MapCore::Validate)
+      .def_property("max_value_bytes", &MapCore::max_value_bytes,
+                    &MapCore::set_max_value_bytes,
+                    "The most one value may decode to (UNLIMITED_RECORD_BYTES: no cap).");
 
   m.def("build_map_buffer", &BuildMapBufferBinding, py::arg("keys"),
         py::arg("values"), py::arg("compression"), py::arg("version"),
