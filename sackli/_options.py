@@ -274,6 +274,12 @@ class ReaderOptions:
       cache_max_bytes: the cache's budget in bytes: the least recently used
         blocks are evicted to stay within it. None: `SACKLI_CACHE_MAX_BYTES`,
         else 10 GiB.
+      shared_cache: whether the cache folder is shared with other users
+        (docs/cache.md). False: a private cache, refused (PermissionError)
+        in a folder another user owns or that others can write; what it
+        creates is 0700/0600. True: such a folder is used, and what the
+        cache creates gets the folder's group permissions. None:
+        `SACKLI_SHARED_CACHE` (1 or 0) when the reader opens, else False.
     """
 
     sharding_layout: ShardingLayout = ShardingLayout.CONCATENATED
@@ -287,6 +293,7 @@ class ReaderOptions:
     cache_dir: Union[str, None] = None
     cache_max_bytes: Union[int, None] = None
     remote_parallelism: int = DEFAULT_REMOTE_PARALLELISM
+    shared_cache: Union[bool, None] = None
 
     def __post_init__(self) -> None:
         _set_checked(self, "sharding_layout", _check_enum("sharding_layout", self.sharding_layout, ShardingLayout))
@@ -301,6 +308,8 @@ class ReaderOptions:
             _set_checked(self, "cache_dir", check_cache_dir(self.cache_dir))
         if self.cache_max_bytes is not None:
             _check_int("cache_max_bytes", self.cache_max_bytes, 1)
+        if self.shared_cache is not None:
+            _check_bool("shared_cache", self.shared_cache)
         _set_checked(self, "remote_parallelism",
                      _check_int("remote_parallelism", self.remote_parallelism, 1, _MAX_PARALLELISM))
         # What the engine's open takes, built once per options object (not a
