@@ -1,9 +1,22 @@
 #include "bagz/siphash.h"
 
+#include <cstring>
+
 namespace sackli {
 namespace {
 
-uint64_t Load64(const unsigned char* p, size_t n = 8) {
+// A little-endian word: one load where the CPU is little-endian.
+uint64_t Load64(const unsigned char* p) {
+  uint64_t value;
+  std::memcpy(&value, p, sizeof(value));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  value = __builtin_bswap64(value);
+#endif
+  return value;
+}
+
+// The last n < 8 bytes, little-endian.
+uint64_t LoadTail(const unsigned char* p, size_t n) {
   uint64_t value = 0;
   for (size_t i = 0; i < n; ++i) value |= static_cast<uint64_t>(p[i]) << (8 * i);
   return value;
@@ -39,7 +52,7 @@ uint64_t SipHash24(const SipHashKey& key, const char* data, size_t n) {
   const auto* p = reinterpret_cast<const unsigned char*>(data);
   const size_t whole = n - n % 8;
   for (size_t at = 0; at < whole; at += 8) s.Absorb(Load64(p + at));
-  s.Absorb(Load64(p + whole, n % 8) | (static_cast<uint64_t>(n) << 56));
+  s.Absorb(LoadTail(p + whole, n % 8) | (static_cast<uint64_t>(n) << 56));
   s.v2 ^= 0xff;
   for (int i = 0; i < 4; ++i) s.Round();
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;

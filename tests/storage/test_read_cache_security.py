@@ -291,3 +291,9 @@ def test_the_sharing_setting_is_checked(bag, tmp_path, monkeypatch):
     planted(tmp_path / "open")
     with pytest.raises(PermissionError):
         sackli.Reader(url, cache_dir=tmp_path / "open")
+
+
+def test_the_engine_takes_only_a_secret_of_its_size(tmp_path):
+    with pytest.raises(ValueError, match="a cache secret is 16 bytes, not 3"):
+        _engine.BlockCache(str(tmp_path), b"abc", 1)
+    assert _engine.BlockCache.SECRET_BYTES == 16 and _engine.BlockCache.FORMAT == 3

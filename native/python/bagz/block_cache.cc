@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -20,26 +21,23 @@ namespace py = pybind11;
 namespace sackli::python {
 namespace {
 
-CacheKey KeyFrom(const py::bytes& key) {
-  const std::string text = key;
-  if (text.size() != kCacheKeyBytes) {
-    ThrowInvalidArgument("a cache key is " + std::to_string(kCacheKeyBytes) +
+// `bytes` of exactly N bytes as an array (a key, a secret).
+template <size_t N>
+std::array<unsigned char, N> FixedBytes(const py::bytes& bytes, const char* what) {
+  const std::string text = bytes;
+  if (text.size() != N) {
+    ThrowInvalidArgument(std::string("a cache ") + what + " is " + std::to_string(N) +
                          " bytes, not " + std::to_string(text.size()));
   }
-  CacheKey out;
-  std::memcpy(out.data(), text.data(), out.size());
+  std::array<unsigned char, N> out;
+  std::memcpy(out.data(), text.data(), N);
   return out;
 }
 
+CacheKey KeyFrom(const py::bytes& key) { return FixedBytes<kCacheKeyBytes>(key, "key"); }
+
 CacheSecret SecretFrom(const py::bytes& secret) {
-  const std::string text = secret;
-  if (text.size() != kCacheSecretBytes) {
-    ThrowInvalidArgument("a cache secret is " + std::to_string(kCacheSecretBytes) +
-                         " bytes, not " + std::to_string(text.size()));
-  }
-  CacheSecret out;
-  std::memcpy(out.data(), text.data(), out.size());
-  return out;
+  return FixedBytes<kCacheSecretBytes>(secret, "secret");
 }
 
 }  // namespace
