@@ -28,7 +28,7 @@ import secrets
 import stat
 import threading
 
-__all__ = ["ENV_SHARED", "FolderModes", "create_new", "make_secret", "open_file",
+__all__ = ["ENV_SHARED", "FolderModes", "RefusedFolder", "create_new", "make_secret", "open_file",
            "open_layout", "open_subfolder", "read_secret", "shared_from_environment"]
 
 ENV_SHARED = "SACKLI_SHARED_CACHE"
@@ -41,6 +41,11 @@ _TEMPORARY_SECRET = ".tmp-secret-"
 _NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _OPT_IN = (f"pass shared_cache=True (sackli.Reader.Options) or set {ENV_SHARED}=1 to use it as "
            "a cache shared with them (docs/cache.md)")
+
+
+class RefusedFolder(PermissionError):
+    """A private cache in a folder (or with a secret) that is not the
+    user's alone."""
 
 
 def shared_from_environment() -> bool:
@@ -115,7 +120,7 @@ def _check_private(folder: str, status: os.stat_result) -> None:
     problem = (f"is owned by {owner}" if status.st_uid != uid else
                "can be written by " + " and ".join(
                    who for who, bit in (("its group", 0o020), ("others", 0o002)) if mode & bit))
-    raise PermissionError(
+    raise RefusedFolder(
         errno.EACCES,
         f"sackli read cache {folder} {problem} (owner {owner}, mode {mode:04o}): a private "
         f"cache must be yours alone, since whoever can write it chooses what your reads return; "

@@ -14,7 +14,8 @@ file per block, where `key` is the SHA-256 of (scheme, bucket, object key,
 identity (S3 ETag, GCS generation), size, block size): a replaced object has
 new keys, so its old blocks are never served and simply age out. Beside the
 folders, `v1/usage` holds the bytes the cache holds (an upper bound), and is
-the lock every writer takes (`fcntl.flock`).
+the lock every writer takes (`fcntl.flock`); `v1/secret` is the key of the
+entries' seals.
 
 The folder is the user's own unless a shared cache is asked for
 (`_cache_folder`: folders 0700, files 0600, a folder others own or can
@@ -152,15 +153,18 @@ class ReadCache:
 
     def _secret(self) -> bytes:
         """The cache's secret, made if it has none. A cache that cannot make
-        one (read-only to this user) gets a secret of this process's own:
-        nothing is served from it, and reads go on from the network."""
-        secret = _cache_folder.read_secret(self._root, self.shared)
-        if secret is not None:
-            return secret
+        one (read-only to this user), or a shared one whose secret this user
+        cannot read, gets a secret of this process's own: nothing is served
+        from it, and reads go on from the network."""
         try:
+            secret = _cache_folder.read_secret(self._root, self.shared)
+            if secret is not None:
+                return secret
             with _Usage(self._root, self._modes):
                 return _cache_folder.make_secret(self._root, self._modes, self.shared)
         except OSError as error:
+            if isinstance(error, _cache_folder.RefusedFolder):
+                raise  # a private cache's secret that is not the user's
             self._warn(error)
             return os.urandom(_cache_folder.SECRET_BYTES)
 

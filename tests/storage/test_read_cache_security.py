@@ -297,3 +297,14 @@ def test_the_engine_takes_only_a_secret_of_its_size(tmp_path):
     with pytest.raises(ValueError, match="a cache secret is 16 bytes, not 3"):
         _engine.BlockCache(str(tmp_path), b"abc", 1)
     assert _engine.BlockCache.SECRET_BYTES == 16 and _engine.BlockCache.FORMAT == 3
+
+
+def test_a_cache_whose_secret_cannot_be_made_warns_and_reads_on(bag, store, tmp_path):
+    url, data = bag
+    folder = tmp_path / "cache"
+    os.makedirs(folder / "v1" / "secret")  # a folder where the secret goes
+    os.chmod(folder, 0o700)
+    with pytest.warns(RuntimeWarning, match="cannot keep fetched bytes"):
+        reader = sackli.Reader(url, cache_dir=folder)
+        assert list(reader) == data
+    assert os.path.isdir(folder / "v1" / "secret")
