@@ -103,7 +103,8 @@ def test_what_sackli_creates_is_private_whatever_the_umask(bag, tmp_path, mask):
 
 
 @pytest.mark.parametrize("mode, who", [(0o777, "its group and others"), (0o1777, "its group and others"),
-                                       (0o770, "its group"), (0o757, "others")])
+                                       (0o770, "its group"), (0o757, "others")],
+                         ids=["0777", "1777", "0770", "0757"])
 def test_a_folder_others_can_write_is_refused(bag, tmp_path, mode, who):
     url, _ = bag
     folder = planted(tmp_path / "planted", mode)
