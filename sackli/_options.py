@@ -295,6 +295,12 @@ class ReaderOptions:
         size, before anything is allocated for it: a small `.bagz` file
         whose frames decode to gigabytes (a decompression bomb) cannot
         exhaust memory.
+      shared_cache: whether the cache folder is shared with other users
+        (docs/cache.md). False: a private cache, refused (PermissionError)
+        in a folder another user owns or that others can write; what it
+        creates is 0700/0600. True: such a folder is used, and what the
+        cache creates gets the folder's group permissions. None:
+        `SACKLI_SHARED_CACHE` (1 or 0) when the reader opens, else False.
     """
 
     sharding_layout: ShardingLayout = ShardingLayout.CONCATENATED
@@ -309,6 +315,7 @@ class ReaderOptions:
     cache_max_bytes: Union[int, None] = None
     remote_parallelism: int = DEFAULT_REMOTE_PARALLELISM
     max_record_bytes: Union[int, None] = DEFAULT_MAX_RECORD_BYTES
+    shared_cache: Union[bool, None] = None
 
     def __post_init__(self) -> None:
         _set_checked(self, "sharding_layout", _check_enum("sharding_layout", self.sharding_layout, ShardingLayout))
@@ -323,6 +330,8 @@ class ReaderOptions:
             _set_checked(self, "cache_dir", check_cache_dir(self.cache_dir))
         if self.cache_max_bytes is not None:
             _check_int("cache_max_bytes", self.cache_max_bytes, 1)
+        if self.shared_cache is not None:
+            _check_bool("shared_cache", self.shared_cache)
         _set_checked(self, "remote_parallelism",
                      _check_int("remote_parallelism", self.remote_parallelism, 1, _MAX_PARALLELISM))
         engine_max_record_bytes = engine_byte_cap("max_record_bytes", self.max_record_bytes)

@@ -55,7 +55,8 @@ def _open_core(paths: list[str], options: ReaderOptions,
     # together (a SEPARATE bag's two objects, a shard set's manifest).
     remote = opener_for(paths, options.cache_dir, options.cache_max_bytes,
                         options.remote_parallelism,
-                        _records_objects(listed) if listed else None)
+                        _records_objects(listed) if listed else None,
+                        shared_cache=options.shared_cache)
     if remote is None:
         return _engine.open_reader(paths, options._engine_options, None)
     # The sets' manifests are read while the engine opens the shards (on

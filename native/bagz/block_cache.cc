@@ -24,6 +24,7 @@ namespace {
 constexpr char kMagic[8] = {'s', 'a', 'c', 'k', 'l', 'i', '\0', 'C'};
 // magic, format, chunk bytes, payload bytes, key, block, chunk count.
 constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 8 + kCacheKeyBytes + 8 + 4;
+constexpr size_t kSealBytes = 8;
 // Ranges whose chunks span at most this much are read in one pread into a
 // per-thread buffer (one call: a call costs about what 4-8 KiB of copying
 // does); longer ones read their whole chunks straight into the destination
@@ -128,11 +129,11 @@ void Unregister(BlockCache* cache) {
 }  // namespace
 
 size_t CacheHeaderBytes(uint64_t length) {
-  return kFixedHeaderBytes + 4 * Chunks(length) + 4;
+  return kFixedHeaderBytes + 4 * Chunks(length) + kSealBytes;
 }
 
-std::string EncodeCacheHeader(const CacheKey& key, uint64_t block,
-                              const char* payload, size_t length) {
+std::string EncodeCacheHeader(const CacheSecret& secret, const CacheKey& key,
+                              uint64_t block, const char* payload, size_t length) {
   std::string head;
   head.reserve(CacheHeaderBytes(length));
   head.append(kMagic, sizeof(kMagic));
@@ -145,7 +146,7 @@ std::string EncodeCacheHeader(const CacheKey& key, uint64_t block,
   for (size_t at = 0; at < length; at += kCacheChunkBytes) {
     Put32(head, Crc32c(payload + at, std::min(kCacheChunkBytes, length - at)));
   }
-  Put32(head, Crc32c(head.data(), head.size()));
+  Put64(head, SipHash24(secret, head.data(), head.size()));
   return head;
 }
 
@@ -170,8 +171,10 @@ size_t BlockCache::SlotHash::operator()(const Slot& slot) const {
   return static_cast<size_t>(bits ^ (slot.block * 0x9E3779B97F4A7C15ull));
 }
 
-BlockCache::BlockCache(std::string root, size_t max_open, int64_t touch_nanos)
+BlockCache::BlockCache(std::string root, const CacheSecret& secret, size_t max_open,
+                       int64_t touch_nanos)
     : root_(std::move(root)),
+      secret_(secret),
       max_open_(std::max<size_t>(max_open, 1)),
       touch_nanos_(touch_nanos) {
   Register(this);
@@ -274,8 +277,11 @@ std::shared_ptr<BlockCache::Entry> BlockCache::Open(const Slot& slot,
               static_cast<uint64_t>(status.st_size) == head_bytes + length;
   if (good) {
     std::string head(head_bytes, '\0');
+    // The seal first: it checks the header against damage and against
+    // entries made without the secret.
     good = PreadAll(fd, head.data(), head_bytes, 0) &&
-           Get32(head.data() + head_bytes - 4) == Crc32c(head.data(), head_bytes - 4);
+           Get64(head.data() + head_bytes - kSealBytes) ==
+               SipHash24(secret_, head.data(), head_bytes - kSealBytes);
     const char* p = head.data();
     good = good && std::memcmp(p, kMagic, sizeof(kMagic)) == 0 &&
            Get32(p + 8) == kCacheFormat && Get32(p + 12) == kCacheChunkBytes &&

@@ -6,14 +6,22 @@
 // (sackli/_storage/_read_cache.py), which writes entries with the headers
 // EncodeCacheHeader makes.
 //
-// An entry (format 2) is a header and then the block's payload:
+// An entry (format 3) is a header and then the block's payload:
 //
-//   magic "sackli\0C" | u32 format (2) | u32 chunk bytes (1024) |
+//   magic "sackli\0C" | u32 format (3) | u32 chunk bytes (1024) |
 //   u64 payload bytes | 32-byte key | u64 block | u32 chunk count |
-//   u32 CRC-32C per chunk of the payload | u32 CRC-32C of all the above
+//   u32 CRC-32C per chunk of the payload | u64 seal
 //
 // all little-endian. The key is the SHA-256 digest Python computes of the
-// object's scheme, bucket, name, identity, size and block size.
+// object's scheme, bucket, name, identity, size and block size: public
+// facts (what a HEAD of the object shows). The seal is the SipHash-2-4 tag
+// of all the header before it under the cache's secret (16 random bytes in
+// `<root>/secret`, which Python makes and hands to the constructor): an
+// entry written by someone who cannot read the secret never checks, even
+// with the right key and good CRCs, so it is a miss, never served. The
+// CRCs check the payload against damage; the seal makes them the cache's
+// own. (Format 2 had a CRC-32C of the header instead of the seal: its
+// entries are misses, replaced when read.)
 //
 // What a read guarantees: an entry is opened with O_NOFOLLOW (a symbolic
 // link is not followed), must be a regular file of exactly the header and
@@ -40,9 +48,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bagz/siphash.h"
+
 namespace sackli {
 
-inline constexpr uint32_t kCacheFormat = 2;
+inline constexpr uint32_t kCacheFormat = 3;
 // Each CRC covers this much payload: a record reads and checks the chunks
 // it spans, at most 2 KiB more than itself (a 1 KiB record: 1-2 KiB). The
 // bytes copied, not the calls, are most of what a small hit costs.
@@ -53,14 +63,17 @@ inline constexpr size_t kCacheKeyBytes = 32;
 inline constexpr int64_t kCacheTouchNanos = int64_t{60} * 1000 * 1000 * 1000;
 
 using CacheKey = std::array<unsigned char, kCacheKeyBytes>;
+// The cache's secret, which seals its entries' headers.
+using CacheSecret = SipHashKey;
+inline constexpr size_t kCacheSecretBytes = kSipHashKeyBytes;
 
 // The bytes of the header of an entry holding `length` payload bytes.
 size_t CacheHeaderBytes(uint64_t length);
 
 // The header of the entry holding `payload[0, length)` as block `block` of
-// the object keyed `key`.
-std::string EncodeCacheHeader(const CacheKey& key, uint64_t block,
-                              const char* payload, size_t length);
+// the object keyed `key`, sealed with `secret`.
+std::string EncodeCacheHeader(const CacheSecret& secret, const CacheKey& key,
+                              uint64_t block, const char* payload, size_t length);
 
 // A file found where an entry should be that is not a good one (damaged,
 // short, foreign, a link): its device and inode, so that only that file is
@@ -75,9 +88,10 @@ struct DamagedEntry {
 class BlockCache {
  public:
   // `root`: the folder of the entries' layout (`<cache_dir>/v1`).
+  // `secret`: the cache's secret: only entries sealed with it are served.
   // `max_open`: verified entries kept open (at least 1).
   // `touch_nanos`: how often a hit may touch its entry's mtime.
-  BlockCache(std::string root, size_t max_open,
+  BlockCache(std::string root, const CacheSecret& secret, size_t max_open,
              int64_t touch_nanos = kCacheTouchNanos);
   ~BlockCache();
   BlockCache(const BlockCache&) = delete;
@@ -96,6 +110,13 @@ class BlockCache {
 
   // Closes every open entry (a reader still using one closes it when done).
   void Forget();
+
+  // The header of the entry of `payload[0, length)` as block `block` of
+  // `key`, sealed with this cache's secret.
+  std::string EncodeHeader(const CacheKey& key, uint64_t block, const char* payload,
+                           size_t length) const {
+    return EncodeCacheHeader(secret_, key, block, payload, length);
+  }
 
   // Where block `block` of `key` is kept.
   std::string EntryPath(const CacheKey& key, uint64_t block) const;
@@ -129,6 +150,7 @@ class BlockCache {
   void Discard(const Slot& slot, const std::shared_ptr<Entry>& entry);
 
   const std::string root_;
+  const CacheSecret secret_;
   const size_t max_open_;
   const int64_t touch_nanos_;
   mutable std::mutex mu_;

@@ -200,13 +200,15 @@ REMOTE_OPENER: RemoteOpener = _FollowingOpener()
 def opener_for(paths: list[str], cache_dir: str | None = None,
                cache_max_bytes: int | None = None,
                parallelism: int = DEFAULT_PARALLELISM,
-               listed: dict[str, ObjectStat] | None = None) -> RemoteOpener | None:
+               listed: dict[str, ObjectStat] | None = None,
+               shared_cache: bool | None = None) -> RemoteOpener | None:
     """The engine's opener for a bag of `paths` (canonical, see
     `canonical_path`): a recording `RemoteOpener` when any is remote, None
     when all are local (the engine then opens them without calling back
     into Python). Each path is told apart here, once: the opener keeps the
     answers. Its objects' reads are cached as `read_cache(cache_dir,
-    cache_max_bytes)` says (by default, as the environment says); their
+    cache_max_bytes, shared_cache)` says (by default, as the environment
+    says); their
     batches keep at most `parallelism` requests in flight; `listed`
     objects open without a metadata request (`RemoteOpener`)."""
     known: dict[str, RemotePath | None] = {}
@@ -220,7 +222,7 @@ def opener_for(paths: list[str], cache_dir: str | None = None,
                 pass  # raised when the engine opens it, in its turn
     if not any_remote:
         return None
-    return RemoteOpener(record=True, known=known, cache=read_cache(cache_dir, cache_max_bytes),
+    return RemoteOpener(record=True, known=known, cache=read_cache(cache_dir, cache_max_bytes, shared_cache),
                         parallelism=parallelism, listed=listed)
 
 

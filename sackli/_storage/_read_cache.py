@@ -14,7 +14,13 @@ file per block, where `key` is the SHA-256 of (scheme, bucket, object key,
 identity (S3 ETag, GCS generation), size, block size): a replaced object has
 new keys, so its old blocks are never served and simply age out. Beside the
 folders, `v1/usage` holds the bytes the cache holds (an upper bound), and is
-the lock every writer takes (`fcntl.flock`).
+the lock every writer takes (`fcntl.flock`); `v1/secret` is the key of the
+entries' seals.
+
+The folder is the user's own unless a shared cache is asked for
+(`_cache_folder`: folders 0700, files 0600, a folder others own or can
+write refused; nothing written through a link), and `v1/secret` seals
+every entry: one made without it is a miss.
 
 Entries are read by the engine (`sackli._engine.BlockCache`,
 native/bagz/block_cache.h), for the engine's own reads of remote bags
@@ -25,11 +31,13 @@ misses: claims, fetches, publishing, the budget and eviction.
 Guarantees:
 - An entry is written under a temporary name in its folder and renamed into
   place while holding the lock: readers see a whole entry or none.
-- Every entry (format 2) carries a CRC-32C of each 1 KiB chunk of its
-  payload (and of its header, which names its key and block). Every byte
-  served is checked against them when it is read, so a damaged, truncated
-  or foreign file (a link, an entry of format 1) is dropped and fetched
-  again, never served. No fsync: damage is detected instead.
+- Every entry (format 3) carries a CRC-32C of each 1 KiB chunk of its
+  payload, and its header (which names its key and block, and holds the
+  CRCs) is sealed with a SipHash-2-4 tag under the cache's secret. Every
+  byte served is checked against them when it is read, so a damaged,
+  truncated or foreign file (a link, an entry of an older format, one
+  sealed without the secret) is dropped and fetched again, never served.
+  No fsync: damage is detected instead.
 - The budget: `usage` is raised before an entry is published (a crash leaves
   it high, never low); when it would exceed `max_bytes`, the writer holding
   the lock lists the cache, counts what is really there, deletes the least
@@ -58,6 +66,7 @@ import warnings
 import weakref
 from typing import Any, Callable, Sequence
 
+from . import _cache_folder
 from ._paths import path_argument
 from ._urls import RemotePath, is_remote
 
@@ -83,9 +92,9 @@ TOUCH_SECONDS = 60.0
 ENV_DIR = "SACKLI_CACHE_DIR"
 ENV_MAX_BYTES = "SACKLI_CACHE_MAX_BYTES"
 
-# The layout (folders, names, `usage` and its lock); the entries' own format
-# is in their header (2: CRC-32C; entries of format 1 are misses, replaced
-# when read, evicted otherwise).
+# The layout (folders, names, `usage` and its lock, `secret`); the entries'
+# own format is in their header (3: sealed; entries of formats 1 and 2 are
+# misses, replaced when read, evicted otherwise).
 _VERSION_DIR = "v1"
 _USAGE = "usage"
 _TEMPORARY = ".tmp-"
@@ -114,27 +123,58 @@ class ReadCache:
     module doc). Thread-safe; `read_cache` shares one per folder and budget.
 
     Args:
-      folder: the cache folder (created when missing).
+      folder: the cache folder (created, 0700, when missing).
       max_bytes: the budget: the bytes of every file in the cache.
+      shared: a cache shared with other users (docs/cache.md): the folder
+        may be theirs or writable by them, and what it creates is
+        shared with the folder's group. Private (False): PermissionError
+        for such a folder.
     """
 
-    def __init__(self, folder: str, max_bytes: int) -> None:
+    def __init__(self, folder: str, max_bytes: int, shared: bool = False) -> None:
         self.folder = folder
         self.max_bytes = max_bytes
+        self.shared = shared
         self.block_bytes = BLOCK_BYTES
         self._root = os.path.join(folder, _VERSION_DIR)
-        os.makedirs(self._root, exist_ok=True)
+        self._modes = _cache_folder.open_layout(folder, _VERSION_DIR, shared)
         self._lock = threading.Lock()
+        self._warned = False
         # The engine's reader of the entries (shared with the remote byte
         # sources of this cache's objects: `cache_blocks`).
-        self.entries = _ENGINE_CACHE(self._root, OPEN_ENTRIES, TOUCH_SECONDS)
+        self.entries = _ENGINE_CACHE(self._root, self._secret(), OPEN_ENTRIES, TOUCH_SECONDS)
         # Blocks being fetched by a thread of this process (`_claim`).
         self._fetching: dict[tuple[bytes, int], threading.Event] = {}
-        self._warned = False
         _LIVE.add(self)
 
     def __repr__(self) -> str:
-        return f"ReadCache({self.folder!r}, max_bytes={self.max_bytes})"
+        shared = ", shared=True" if self.shared else ""
+        return f"ReadCache({self.folder!r}, max_bytes={self.max_bytes}{shared})"
+
+    def _secret(self) -> bytes:
+        """The cache's secret, made if it has none. A cache that cannot make
+        one (read-only to this user), or a shared one whose secret this user
+        cannot read, gets a secret of this process's own: nothing is served
+        from it, and reads go on from the network."""
+        try:
+            secret = _cache_folder.read_secret(self._root, self.shared)
+            if secret is not None:
+                return secret
+            with _Usage(self._root, self._modes):
+                return _cache_folder.make_secret(self._root, self._modes, self.shared)
+        except OSError as error:
+            if isinstance(error, _cache_folder.RefusedFolder):
+                raise  # a private cache's secret that is not the user's
+            self._warn(error)
+            return os.urandom(_cache_folder.SECRET_BYTES)
+
+    def _warn(self, error: OSError) -> None:
+        """Warns once that this cache cannot keep what is fetched."""
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"sackli read cache {self.folder}: cannot keep fetched bytes "
+                          f"({error}); reads go on, served from the network", RuntimeWarning,
+                          stacklevel=3)
 
     def object_key(self, path: RemotePath, identity: str, size: int) -> bytes | None:
         """The key of the blocks of one version of an object, None when it
@@ -290,7 +330,7 @@ class ReadCache:
         link itself, not what it names); under the lock, so that a good
         entry published meanwhile stays."""
         try:
-            with _Usage(self._root):
+            with _Usage(self._root, self._modes):
                 status = os.lstat(path)
                 if (status.st_dev, status.st_ino) == ino:
                     os.unlink(path)
@@ -308,9 +348,9 @@ class ReadCache:
         if size > self.max_bytes:
             return
         path = self.entry_path(key, block)
+        folder, name = os.path.split(path)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with _Usage(self._root) as usage:
+            with _Usage(self._root, self._modes) as usage:
                 if os.path.lexists(path) and self.entries.read(key, block, len(payload), 0,
                                                                1) is not None:
                     return  # another writer published it meanwhile
@@ -320,20 +360,23 @@ class ReadCache:
                 if total is None or total + size > self.max_bytes:
                     total = self._evict(size)
                 usage.write(total + size)  # raised before the entry appears
-                temporary = os.path.join(os.path.dirname(path),
-                                         f"{_TEMPORARY}{os.getpid()}-{threading.get_ident()}")
-                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                # Written and renamed within the folder opened (never
+                # through a link put in its place).
+                folder_fd = _cache_folder.open_subfolder(self._root, os.path.basename(folder),
+                                                         self._modes)
                 try:
-                    _write_all(fd, header)
-                    _write_all(fd, payload)
+                    temporary = f"{_TEMPORARY}{os.getpid()}-{threading.get_ident()}"
+                    fd = _cache_folder.create_new(temporary, self._modes.file, folder_fd)
+                    try:
+                        _write_all(fd, header)
+                        _write_all(fd, payload)
+                    finally:
+                        os.close(fd)
+                    os.replace(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
                 finally:
-                    os.close(fd)
-                os.replace(temporary, path)
+                    os.close(folder_fd)
         except OSError as error:
-            if not self._warned:
-                self._warned = True
-                warnings.warn(f"sackli read cache {self.folder}: cannot keep fetched bytes "
-                              f"({error}); reads go on, served from the network", RuntimeWarning, stacklevel=2)
+            self._warn(error)
 
     def _evict(self, incoming: int) -> int:
         """Counts the cache (under the lock), deletes temporary files (none
@@ -341,7 +384,12 @@ class ReadCache:
         bytes would exceed the budget, the least recently used entries down
         to LOW_WATER of it; returns the bytes left."""
         entries: list[tuple[int, int, str]] = []
-        total = os.stat(os.path.join(self._root, _USAGE)).st_size  # counted too
+        total = 0
+        for counted in (_USAGE, _cache_folder.SECRET):  # in the budget too
+            try:
+                total += os.lstat(os.path.join(self._root, counted)).st_size
+            except FileNotFoundError:
+                pass
         for folder in os.scandir(self._root):
             if not folder.is_dir(follow_symlinks=False):
                 continue
@@ -382,15 +430,15 @@ class ReadCache:
 class _Usage:
     """The cache's lock and byte count: `v1/usage`, held with `flock` (a
     fresh open each time, so that threads and forked processes exclude each
-    other too)."""
+    other too), never opened through a link."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, modes: _cache_folder.FolderModes) -> None:
         self._path = os.path.join(root, _USAGE)
+        self._modes = modes
         self.total: int | None = None
 
     def __enter__(self) -> "_Usage":
-        self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                           0o644)
+        self._fd = _cache_folder.open_file(self._path, self._modes)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             text = os.pread(self._fd, 32, 0)
@@ -429,7 +477,7 @@ def _runs(blocks: list[int]) -> list[tuple[int, int]]:
 
 # --- Settings -----------------------------------------------------------------
 
-_CACHES: dict[tuple[str, int, int], ReadCache] = {}
+_CACHES: dict[tuple[str, int, int, bool], ReadCache] = {}
 _CACHES_LOCK = threading.Lock()
 _LIVE: "weakref.WeakSet[ReadCache]" = weakref.WeakSet()
 
@@ -466,11 +514,15 @@ def _max_bytes_from_environment(text: str) -> int:
     return int(number) * _SUFFIXES[suffix]
 
 
-def read_cache(cache_dir: str | None = None, max_bytes: int | None = None) -> ReadCache | None:
+def read_cache(cache_dir: str | None = None, max_bytes: int | None = None,
+               shared: bool | None = None) -> ReadCache | None:
     """The cache of remote reads in `cache_dir` (default: $SACKLI_CACHE_DIR)
     within `max_bytes` (default: $SACKLI_CACHE_MAX_BYTES, else
-    DEFAULT_MAX_BYTES); None (no cache) when neither names a folder. One
-    `ReadCache` per folder and budget in a process."""
+    DEFAULT_MAX_BYTES), shared with other users or not (default:
+    $SACKLI_SHARED_CACHE, else private); None (no cache) when neither names
+    a folder. One `ReadCache` per folder, budget and sharing in a process.
+    PermissionError for a private cache in a folder that is not the user's
+    alone."""
     if cache_dir is None:
         cache_dir = os.environ.get(ENV_DIR) or None
         if cache_dir is None:
@@ -484,12 +536,16 @@ def read_cache(cache_dir: str | None = None, max_bytes: int | None = None) -> Re
     if max_bytes is None:
         text = os.environ.get(ENV_MAX_BYTES)
         max_bytes = _max_bytes_from_environment(text) if text else DEFAULT_MAX_BYTES
-    slot = (cache_dir, max_bytes, BLOCK_BYTES)
+    if shared is None:
+        shared = _cache_folder.shared_from_environment()
+    slot = (cache_dir, max_bytes, BLOCK_BYTES, shared)
     with _CACHES_LOCK:
         cache = _CACHES.get(slot)
         if cache is None:
             try:
-                cache = _CACHES[slot] = ReadCache(cache_dir, max_bytes)
+                cache = _CACHES[slot] = ReadCache(cache_dir, max_bytes, shared)
+            except NotADirectoryError:
+                raise  # says which
             except OSError as error:
                 if error.errno in (errno.EEXIST, errno.ENOTDIR):
                     raise NotADirectoryError(

@@ -33,7 +33,7 @@ ON_DISK, IN_MEMORY = sackli.LimitsStorage.ON_DISK, sackli.LimitsStorage.IN_MEMOR
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch):
     monkeypatch.setattr(_read_cache, "BLOCK_BYTES", BLOCK)
-    for name in (_read_cache.ENV_DIR, _read_cache.ENV_MAX_BYTES):
+    for name in (_read_cache.ENV_DIR, _read_cache.ENV_MAX_BYTES, "SACKLI_SHARED_CACHE"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -62,7 +62,8 @@ def cache_files(folder) -> dict[str, int]:
 
 
 def entries(folder) -> list[str]:
-    return sorted(path for path in cache_files(folder) if os.path.basename(path) != "usage")
+    return sorted(path for path in cache_files(folder)
+                  if os.path.basename(path) not in ("usage", "secret"))
 
 
 def fetched(remote) -> tuple[dict, int]:
@@ -394,31 +395,53 @@ def test_warm_reads_make_no_python_call(store, tmp_path, monkeypatch, how):
     assert fetched(store) == ({"HEAD": 1}, 0)
 
 
-def _format_1(path: str, header_bytes: int) -> None:
-    """Rewrites the entry at `path` as sackli 0.1 wrote it (format 1: a
-    CRC-32 of each 16 KiB chunk), the same key, block and payload."""
+def _crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli), bit by bit: for the few bytes of a header."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def _older_format(path: str, header_bytes: int, version: int) -> None:
+    """Rewrites the entry at `path` as an older sackli wrote it, the same
+    key, block and payload: format 1 (sackli 0.1: a CRC-32 of each 16 KiB
+    chunk and of the header) or 2 (a CRC-32C of each 1 KiB chunk, as now,
+    and of the header, where format 3 has its seal)."""
     content = open(path, "rb").read()
     payload = content[header_bytes:]
     magic, _, _, length, digest, block, _ = struct.unpack_from("<8sIIQ32sQI", content)
-    chunk = 16 << 10
-    crcs = [zlib.crc32(payload[i:i + chunk]) for i in range(0, len(payload), chunk)]
-    head = struct.pack("<8sIIQ32sQI", magic, 1, chunk, length, digest, block, len(crcs))
+    if version == 1:
+        chunk = 16 << 10
+        crcs = [zlib.crc32(payload[i:i + chunk]) for i in range(0, len(payload), chunk)]
+    else:
+        chunk = 1 << 10
+        crcs = list(struct.unpack_from(f"<{-(-len(payload) // chunk)}I", content, 68))
+    head = struct.pack("<8sIIQ32sQI", magic, version, chunk, length, digest, block, len(crcs))
     head += struct.pack(f"<{len(crcs)}I", *crcs)
+    check = zlib.crc32(head) if version == 1 else _crc32c(head)
     with open(path, "wb") as file:
-        file.write(head + struct.pack("<I", zlib.crc32(head)) + payload)
+        file.write(head + struct.pack("<I", check) + payload)
 
 
-def test_entries_of_format_1_are_misses_and_replaced(store, tmp_path):
+def test_crc32c_of_the_tests_is_crc32c():
+    assert _crc32c(b"123456789") == 0xE3069283  # the check value of CRC-32C
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_entries_of_older_formats_are_misses_and_replaced(store, tmp_path, version):
     data = records(300, seed=5)
-    url = store.url("format1.bag")
+    url = store.url(f"format{version}.bag")
     write_bag(url, data)
     options = sackli.Reader.Options(cache_dir=str(tmp_path), cache_max_bytes=1 << 30)
     assert list(sackli.Reader(url, options)) == data
     good = {path: open(path, "rb").read() for path in entries(tmp_path)}
     for path, content in good.items():
-        assert content[8] == 2  # the format
+        assert content[8] == 3  # the format
         length = next(n for n in range(BLOCK + 1) if n + _read_cache._header_bytes(n) == len(content))
-        _format_1(path, _read_cache._header_bytes(length))
+        _older_format(path, _read_cache._header_bytes(length), version)
     for cache in list(_read_cache._LIVE):
         cache.forget_open()
     store.proxy.reset_counts()

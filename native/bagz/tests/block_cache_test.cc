@@ -1,6 +1,7 @@
 // The read side of the read cache (block_cache.h): entries written as
 // sackli/_storage/_read_cache.py writes them (EncodeCacheHeader, then the
-// payload) are served; anything damaged, short, foreign or linked is a miss
+// payload) are served; anything damaged, short, foreign, linked or sealed
+// with another secret is a miss
 // and noted for deletion; every chunk a range touches is checked; the open
 // set stays within its bound; a forked child reads on.
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 
 #include "bagz/block_cache.h"
 #include "bagz/crc32c.h"
+#include "bagz/siphash.h"
 #include "bagz/errors.h"
 #include "bagz/tests/test_bags.h"
 
@@ -36,6 +38,14 @@ CacheKey KeyOf(unsigned char seed) {
   return key;
 }
 
+CacheSecret SecretOf(unsigned char seed) {
+  CacheSecret secret;
+  for (size_t i = 0; i < secret.size(); ++i) secret[i] = static_cast<unsigned char>(seed + 7 * i);
+  return secret;
+}
+
+const CacheSecret kSecret = SecretOf(1);
+
 std::string Payload(size_t n, uint32_t seed = 7) {
   std::string bytes(n, '\0');
   for (char& c : bytes) {
@@ -51,7 +61,7 @@ std::string Publish(const BlockCache& cache, const CacheKey& key, uint64_t block
                     const std::string& payload) {
   const std::string path = cache.EntryPath(key, block);
   ::mkdir(path.substr(0, path.rfind('/')).c_str(), 0755);
-  WriteFile(path, EncodeCacheHeader(key, block, payload.data(), payload.size()) + payload);
+  WriteFile(path, cache.EncodeHeader(key, block, payload.data(), payload.size()) + payload);
   return path;
 }
 
@@ -62,25 +72,43 @@ std::string ReadPart(BlockCache& cache, const CacheKey& key, uint64_t block, siz
   return cache.Read(key, block, length, lo, hi, out.data()) ? out : "<miss>";
 }
 
+// The reference vectors of the SipHash paper (appendix A; key 00..0f,
+// message 00..n-1).
+TEST(SipHash, ReferenceVectors) {
+  SipHashKey key;
+  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<unsigned char>(i);
+  char message[64];
+  for (int i = 0; i < 64; ++i) message[i] = static_cast<char>(i);
+  EXPECT_EQ(SipHash24(key, message, 0), 0x726fdb47dd0e0e31ull);
+  EXPECT_EQ(SipHash24(key, message, 15), 0xa129ca6149be45e5ull);
+  EXPECT_EQ(SipHash24(key, message, 63), 0x958a324ceb064572ull);
+}
+
 TEST(BlockCache, HeaderLayout) {
   const std::string payload = Payload(2 * kChunk + 5);
   const CacheKey key = KeyOf(1);
-  const std::string head = EncodeCacheHeader(key, 17, payload.data(), payload.size());
+  const std::string head = EncodeCacheHeader(kSecret, key, 17, payload.data(), payload.size());
   ASSERT_EQ(head.size(), CacheHeaderBytes(payload.size()));
-  EXPECT_EQ(head.size(), 68u + 3 * 4 + 4);
+  EXPECT_EQ(head.size(), 68u + 3 * 4 + 8);
   EXPECT_EQ(head.substr(0, 8), std::string("sackli\0C", 8));
-  EXPECT_EQ(head[8], 2);  // the format
+  EXPECT_EQ(head[8], 3);  // the format
   EXPECT_EQ(head.substr(24, 32), std::string(key.begin(), key.end()));
   uint32_t crc;
   std::memcpy(&crc, head.data() + 68 + 4, 4);  // the second chunk's
   EXPECT_EQ(crc, Crc32c(payload.data() + kChunk, kChunk));
-  std::memcpy(&crc, head.data() + head.size() - 4, 4);
-  EXPECT_EQ(crc, Crc32c(head.data(), head.size() - 4));
-  EXPECT_EQ(CacheHeaderBytes(0), 72u);
+  uint64_t seal;
+  std::memcpy(&seal, head.data() + head.size() - 8, 8);
+  EXPECT_EQ(seal, SipHash24(kSecret, head.data(), head.size() - 8));
+  // Another secret, another seal; the same fields.
+  const std::string other = EncodeCacheHeader(SecretOf(2), key, 17, payload.data(),
+                                              payload.size());
+  EXPECT_EQ(other.substr(0, head.size() - 8), head.substr(0, head.size() - 8));
+  EXPECT_NE(other, head);
+  EXPECT_EQ(CacheHeaderBytes(0), 76u);
 }
 
 TEST(BlockCache, EntryPathNamesKeyAndBlock) {
-  BlockCache cache("/c/v1", 4);
+  BlockCache cache("/c/v1", kSecret, 4);
   CacheKey key{};
   key[0] = 0x3f;
   key[31] = 0xe1;
@@ -90,7 +118,7 @@ TEST(BlockCache, EntryPathNamesKeyAndBlock) {
 
 TEST(BlockCache, ServesEveryRangeOfAnEntry) {
   TempDir dir;
-  BlockCache cache(dir.path(), 8);
+  BlockCache cache(dir.path(), kSecret, 8);
   const CacheKey key = KeyOf(2);
   // 100 chunks and a bit: ranges inside one chunk, across two, from and to
   // the edges, whole chunks, the short last chunk, and ranges longer than
@@ -117,7 +145,7 @@ TEST(BlockCache, ServesEveryRangeOfAnEntry) {
 
 TEST(BlockCache, AbsentIsAMissAndNotDamage) {
   TempDir dir;
-  BlockCache cache(dir.path(), 8);
+  BlockCache cache(dir.path(), kSecret, 8);
   EXPECT_EQ(ReadPart(cache, KeyOf(3), 0, 100, 0, 10), "<miss>");
   EXPECT_TRUE(cache.TakeDamaged().empty());
   EXPECT_EQ(cache.open_entries(), 0u);
@@ -130,10 +158,11 @@ TEST(BlockCache, DamagedShortAndForeignEntriesAreMisses) {
   const CacheKey key = KeyOf(4);
   const std::vector<std::string> cases = {
       "payload bit", "header bit", "truncated", "longer", "empty", "other key",
-      "other block", "other length", "format 1", "symlink", "folder"};
+      "other block", "other length", "format 2", "sealed as format 2", "other secret",
+      "symlink", "folder"};
   for (const std::string& damage : cases) {
     TempDir dir;
-    BlockCache cache(dir.path(), 8);
+    BlockCache cache(dir.path(), kSecret, 8);
     const std::string path = Publish(cache, key, 5, payload);
     std::string bytes = ReadFile(path);
     const size_t head = CacheHeaderBytes(length);
@@ -148,15 +177,26 @@ TEST(BlockCache, DamagedShortAndForeignEntriesAreMisses) {
     } else if (damage == "empty") {
       bytes.clear();
     } else if (damage == "other key") {
-      bytes = EncodeCacheHeader(KeyOf(5), 5, payload.data(), length) + payload;
+      bytes = EncodeCacheHeader(kSecret, KeyOf(5), 5, payload.data(), length) + payload;
     } else if (damage == "other block") {
-      bytes = EncodeCacheHeader(key, 6, payload.data(), length) + payload;
+      bytes = EncodeCacheHeader(kSecret, key, 6, payload.data(), length) + payload;
     } else if (damage == "other length") {
-      bytes = EncodeCacheHeader(key, 5, payload.data(), length - 1) + payload.substr(1);
-    } else if (damage == "format 1") {
-      bytes[8] = 1;  // and the header's CRC made right again
-      const uint32_t crc = Crc32c(bytes.data(), head - 4);
-      std::memcpy(bytes.data() + head - 4, &crc, 4);
+      bytes = EncodeCacheHeader(kSecret, key, 5, payload.data(), length - 1) + payload.substr(1);
+    } else if (damage == "format 2") {
+      // sackli before the seal: a CRC-32C of the header where the seal is.
+      std::string old = bytes.substr(0, head - 8);
+      old[8] = 2;
+      const uint32_t crc = Crc32c(old.data(), old.size());
+      old.append(reinterpret_cast<const char*>(&crc), 4);
+      bytes = old + payload;
+    } else if (damage == "sealed as format 2") {
+      bytes[8] = 2;  // and the seal made right again
+      const uint64_t seal = SipHash24(kSecret, bytes.data(), head - 8);
+      std::memcpy(bytes.data() + head - 8, &seal, 8);
+    } else if (damage == "other secret") {
+      // What a forger makes from public facts (the key, block and payload
+      // a HEAD and a GET give), with good CRCs, without this cache's secret.
+      bytes = EncodeCacheHeader(SecretOf(2), key, 5, payload.data(), length) + payload;
     }
     if (damage == "symlink") {
       WriteFile(dir.File("elsewhere"), bytes);
@@ -200,7 +240,7 @@ TEST(BlockCache, EveryChunkARangeTouchesIsChecked) {
       {kChunk + 5, 72 * kChunk}};
   for (size_t chunk : {0, 1, 2, 3, 40, 69, 70, 71, 72, 79, 80}) {
     TempDir dir;
-    BlockCache cache(dir.path(), 8);
+    BlockCache cache(dir.path(), kSecret, 8);
     const std::string path = Publish(cache, key, 0, payload);
     std::string bytes = ReadFile(path);
     bytes[CacheHeaderBytes(length) + chunk * kChunk + 3] ^= 0x40;
@@ -216,7 +256,7 @@ TEST(BlockCache, EveryChunkARangeTouchesIsChecked) {
 
 TEST(BlockCache, DamageAfterOpeningIsFoundByTheNextRead) {
   TempDir dir;
-  BlockCache cache(dir.path(), 8);
+  BlockCache cache(dir.path(), kSecret, 8);
   const CacheKey key = KeyOf(6);
   const std::string payload = Payload(2 * kChunk);
   const std::string path = Publish(cache, key, 0, payload);
@@ -241,7 +281,7 @@ TEST(BlockCache, DamageAfterOpeningIsFoundByTheNextRead) {
 
 TEST(BlockCache, OpenEntriesStayWithinTheBound) {
   TempDir dir;
-  BlockCache cache(dir.path(), 3);
+  BlockCache cache(dir.path(), kSecret, 3);
   const CacheKey key = KeyOf(7);
   std::vector<std::string> payloads;
   for (uint64_t block = 0; block < 6; ++block) {
@@ -283,7 +323,7 @@ TEST(BlockCache, OpeningTouchesAndHitsTouchAtMostOncePerInterval) {
     ::utimensat(AT_FDCWD, path.c_str(), old, 0);
   };
   {
-    BlockCache cache(dir.path(), 4, /*touch_nanos=*/int64_t{1} << 62);
+    BlockCache cache(dir.path(), kSecret, 4, /*touch_nanos=*/int64_t{1} << 62);
     const std::string path = Publish(cache, key, 0, payload);
     age(path);
     ASSERT_EQ(ReadPart(cache, key, 0, 100, 0, 5), payload.substr(0, 5));
@@ -293,7 +333,7 @@ TEST(BlockCache, OpeningTouchesAndHitsTouchAtMostOncePerInterval) {
     EXPECT_EQ(mtime(path), 1000);  // a hit within the interval: not again
   }
   {
-    BlockCache cache(dir.path(), 4, /*touch_nanos=*/0);
+    BlockCache cache(dir.path(), kSecret, 4, /*touch_nanos=*/0);
     const std::string path = cache.EntryPath(key, 0);
     ASSERT_EQ(ReadPart(cache, key, 0, 100, 0, 5), payload.substr(0, 5));
     age(path);
@@ -304,7 +344,7 @@ TEST(BlockCache, OpeningTouchesAndHitsTouchAtMostOncePerInterval) {
 
 TEST(BlockCache, ThreadsShareEntries) {
   TempDir dir;
-  BlockCache cache(dir.path(), 2);
+  BlockCache cache(dir.path(), kSecret, 2);
   const CacheKey key = KeyOf(9);
   std::vector<std::string> payloads;
   for (uint64_t block = 0; block < 5; ++block) {
@@ -333,7 +373,7 @@ TEST(BlockCache, ThreadsShareEntries) {
 
 TEST(BlockCache, AForkedChildReadsOn) {
   TempDir dir;
-  BlockCache cache(dir.path(), 4);
+  BlockCache cache(dir.path(), kSecret, 4);
   const CacheKey key = KeyOf(10);
   const std::string payload = Payload(2 * kChunk);
   Publish(cache, key, 0, payload);

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -20,15 +21,23 @@ namespace py = pybind11;
 namespace sackli::python {
 namespace {
 
-CacheKey KeyFrom(const py::bytes& key) {
-  const std::string text = key;
-  if (text.size() != kCacheKeyBytes) {
-    ThrowInvalidArgument("a cache key is " + std::to_string(kCacheKeyBytes) +
+// `bytes` of exactly N bytes as an array (a key, a secret).
+template <size_t N>
+std::array<unsigned char, N> FixedBytes(const py::bytes& bytes, const char* what) {
+  const std::string text = bytes;
+  if (text.size() != N) {
+    ThrowInvalidArgument(std::string("a cache ") + what + " is " + std::to_string(N) +
                          " bytes, not " + std::to_string(text.size()));
   }
-  CacheKey out;
-  std::memcpy(out.data(), text.data(), out.size());
+  std::array<unsigned char, N> out;
+  std::memcpy(out.data(), text.data(), N);
   return out;
+}
+
+CacheKey KeyFrom(const py::bytes& key) { return FixedBytes<kCacheKeyBytes>(key, "key"); }
+
+CacheSecret SecretFrom(const py::bytes& secret) {
+  return FixedBytes<kCacheSecretBytes>(secret, "secret");
 }
 
 }  // namespace
@@ -37,30 +46,36 @@ void RegisterBlockCache(py::module_& m) {
   py::class_<BlockCache, std::shared_ptr<BlockCache>> cls(m, "BlockCache");
   cls.doc() =
       "The read side of the read cache's entries (bagz/block_cache.h): "
-      "BlockCache(root, max_open, touch_seconds=60).";
-  cls.def(py::init([](const std::string& root, size_t max_open, double touch_seconds) {
+      "BlockCache(root, secret, max_open, touch_seconds=60): serves the "
+      "entries under `root` sealed with `secret` (SECRET_BYTES bytes).";
+  cls.def(py::init([](const std::string& root, const py::bytes& secret, size_t max_open,
+                      double touch_seconds) {
             return std::make_shared<BlockCache>(
-                root, max_open, static_cast<int64_t>(touch_seconds * 1e9));
+                root, SecretFrom(secret), max_open, static_cast<int64_t>(touch_seconds * 1e9));
           }),
-          py::arg("root"), py::arg("max_open"), py::arg("touch_seconds") = 60.0);
+          py::arg("root"), py::arg("secret"), py::arg("max_open"),
+          py::arg("touch_seconds") = 60.0);
   cls.attr("FORMAT") = kCacheFormat;
+  cls.attr("SECRET_BYTES") = kCacheSecretBytes;
   cls.attr("CHUNK_BYTES") = kCacheChunkBytes;
   cls.def_static("header_bytes", &CacheHeaderBytes, py::arg("length"));
-  cls.def_static(
+  cls.def(
       "encode_header",
-      [](const py::bytes& key, uint64_t block, const py::buffer& payload) {
+      [](const BlockCache& cache, const py::bytes& key, uint64_t block,
+         const py::buffer& payload) {
         const CacheKey k = KeyFrom(key);
         const py::buffer_info info = payload.request();
         const size_t n = static_cast<size_t>(info.size * info.itemsize);
         std::string head;
         {
           ReleaseGil release;
-          head = EncodeCacheHeader(k, block, static_cast<const char*>(info.ptr), n);
+          head = cache.EncodeHeader(k, block, static_cast<const char*>(info.ptr), n);
         }
         return py::bytes(head);
       },
       py::arg("key"), py::arg("block"), py::arg("payload"),
-      "The header of the entry holding `payload` as block `block` of `key`.");
+      "The header of the entry holding `payload` as block `block` of `key`, "
+      "sealed with this cache's secret.");
   // Bytes [lo, hi) of a cached block, every chunk checked; None on a miss.
   cls.def(
       "read",
