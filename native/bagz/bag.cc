@@ -1,6 +1,9 @@
 #include "bagz/bag.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <new>
+#include <string>
 #include <exception>
 
 #include "bagz/errors.h"
@@ -30,6 +33,18 @@ std::shared_ptr<const Bag> Bag::Open(const std::vector<ShardPath>& paths,
         try {
           bag->shards_[i] =
               Shard::Open(paths[i].path, paths[i].codec, options.shard, opener);
+        } catch (const std::bad_alloc&) {
+          // Named here, where the shard is known (a set of many shards
+          // can run out of memory part way through opening).
+          try {
+            errors[i] = std::make_exception_ptr(Error(
+                ErrorKind::kIo,
+                paths[i].path + ": out of memory opening shard " +
+                    std::to_string(i) + " of " + std::to_string(n),
+                paths[i].path, ENOMEM));
+          } catch (...) {
+            errors[i] = std::current_exception();
+          }
         } catch (...) {
           errors[i] = std::current_exception();
         }

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <fstream>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "bagz/descriptor_cache.h"
 #include "bagz/errors.h"
 #include "bagz/fault_guard.h"
 #include "bagz/posix_io.h"
@@ -41,23 +44,9 @@ namespace {
 
 constexpr uint64_t kDirectAlignment = 4096;
 
-// Owns a file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Opens `path` read-only and checks it is a regular file; returns its size.
-int OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
+// Opens `path` read-only and checks it is a regular file; returns the
+// descriptor, its status in `*st`.
+int OpenRegularFile(const std::string& path, int extra_flags, struct stat* st) {
   int fd;
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected
   // below like every other non-regular file. Regular files ignore the flag.
@@ -66,9 +55,9 @@ int OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     const int error = errno;
-    struct stat st;
+    struct stat what;
     // O_DIRECT on a directory fails with EINVAL: say what is wrong with it.
-    if (error == EINVAL && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (error == EINVAL && ::stat(path.c_str(), &what) == 0 && S_ISDIR(what.st_mode)) {
       ThrowOsError(EISDIR, "open", path);
     }
     errno = error;
@@ -82,24 +71,22 @@ int OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
     }
     ThrowOsError(errno, "open", path);
   }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
+  if (::fstat(fd, st) != 0) {
     const int err = errno;
     ::close(fd);
     ThrowOsError(err, "stat", path);
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (S_ISDIR(st->st_mode)) {
     ::close(fd);
     ThrowOsError(EISDIR, "open", path);
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (!S_ISREG(st->st_mode)) {
     ::close(fd);
     throw Error(ErrorKind::kInvalidArgument,
                 path + ": not a regular file (a bag must be a file, not a "
                        "FIFO, socket or device)",
                 path);
   }
-  *size = static_cast<uint64_t>(st.st_size);
   return fd;
 }
 
@@ -163,29 +150,132 @@ void DropPages(int fd, uint64_t offset, size_t length) {
 #endif
 }
 
+// --- How many files the process keeps in memory or mapped (issue 49: a set
+// of 99,999 shards must not map 99,999 files, and vm.max_map_count is 65,530
+// by default). The three ways of reading a file under CachePolicy::kSystem,
+// cheapest first:
+//   InlineFile  a file of at most kInlineFileBytes, read whole at open, while
+//               the process holds less than kInlineBudgetBytes so.
+//   MappedFile  mapped, while the process maps fewer than MappedFileBudget()
+//               files.
+//   PreadFile   read with pread through DescriptorCache's bounded set of
+//               open descriptors.
+constexpr uint64_t kInlineFileBytes = 4096;  // one page: what a mapping costs
+constexpr uint64_t kInlineBudgetBytes = uint64_t{256} << 20;
+
+std::atomic<uint64_t> g_inline_bytes{0};
+std::atomic<size_t> g_mapped_files{0};
+
+// A quarter of vm.max_map_count (the rest stays for the heap, libraries and
+// the other mappings of the process), or SACKLI_MAX_MAPPED_FILES when set.
+size_t MappedFileBudget() {
+  static const size_t budget = [] {
+    if (const char* set = std::getenv("SACKLI_MAX_MAPPED_FILES")) {
+      const long value = std::strtol(set, nullptr, 10);
+      if (value >= 0) return static_cast<size_t>(value);
+    }
+    size_t max_map_count = 65530;
+#if defined(__linux__)
+    std::ifstream file("/proc/sys/vm/max_map_count");
+    size_t value = 0;
+    if (file >> value && value > 0) max_map_count = value;
+#endif
+    return max_map_count / 4;
+  }();
+  return budget;
+}
+
+// Takes one unit of `counter` under `budget`, or returns false.
+template <typename T>
+bool Reserve(std::atomic<T>& counter, T amount, T budget) {
+  T now = counter.load(std::memory_order_relaxed);
+  do {
+    if (now + amount > budget) return false;
+  } while (!counter.compare_exchange_weak(now, now + amount,
+                                          std::memory_order_relaxed));
+  return true;
+}
+
+// A small file held in memory: one read at open, no mapping, no descriptor,
+// and its first record costs no page fault. It reads as a mapping does
+// (mapped()), and a later change of the file does not reach it.
+class InlineFile final : public ByteSource {
+ public:
+  // `size` bytes reserved in g_inline_bytes, released on destruction.
+  InlineFile(std::string path, int fd, uint64_t size)
+      : path_(std::move(path)), size_(size) {
+    struct Release {
+      uint64_t size;
+      bool armed = true;
+      ~Release() {
+        if (armed) g_inline_bytes.fetch_sub(size, std::memory_order_relaxed);
+      }
+    } release{size};
+    data_.reset(new char[size > 0 ? size : 1]);
+    PreadFully(fd, 0, static_cast<size_t>(size), data_.get(), path_);
+    release.armed = false;
+  }
+  ~InlineFile() override { g_inline_bytes.fetch_sub(size_, std::memory_order_relaxed); }
+
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+  const char* mapped() const override { return data_.get(); }
+  void Read(uint64_t offset, size_t length, char* dst) const override {
+    CheckBounds(offset, length, size_, path_);
+    if (length > 0) std::memcpy(dst, data_.get() + offset, length);
+  }
+
+ private:
+  std::string path_;
+  uint64_t size_;
+  std::unique_ptr<char[]> data_;
+};
+
 class MappedFile final : public ByteSource {
  public:
-  MappedFile(std::string path, AccessPattern access) : path_(std::move(path)) {
-    Fd fd(OpenRegularFile(path_, 0, &size_));
-    if (size_ == 0) return;  // mmap refuses empty mappings
-    void* base = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd.get(), 0);
-    if (base == MAP_FAILED) ThrowOsError(errno, "mmap", path_);
+  // Maps the file open as `fd` (`size` bytes); one unit of g_mapped_files is
+  // reserved for it, released on destruction.
+  MappedFile(std::string path, AccessPattern access, int fd, uint64_t size)
+      : path_(std::move(path)), size_(size) {
+    // Opening a bag reads its 8-byte trailer. Through the mapping that is a
+    // page fault mapping a run of pages, and unmapping them again at close;
+    // one pread costs a fraction of that.
+    tail_size_ = static_cast<size_t>(std::min<uint64_t>(size_, sizeof(tail_)));
+    try {
+      PreadFully(fd, size_ - tail_size_, tail_size_, tail_, path_);
+    } catch (...) {
+      g_mapped_files.fetch_sub(1, std::memory_order_relaxed);
+      throw;
+    }
+    if (size_ == 0) {  // mmap refuses empty mappings
+      g_mapped_files.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    void* base = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+      const int error = errno;
+      g_mapped_files.fetch_sub(1, std::memory_order_relaxed);
+      ThrowOsError(error, "mmap", path_);
+    }
     base_ = static_cast<const char*>(base);
-    faults_ = std::make_unique<MappingFaults>(base_, size_, path_);
+    try {
+      faults_ = std::make_unique<MappingFaults>(base_, size_, path_);
+    } catch (...) {
+      ::munmap(base, size_);
+      g_mapped_files.fetch_sub(1, std::memory_order_relaxed);
+      throw;
+    }
     InstallFaultHandler();
     if (access == AccessPattern::kRandom) {
       ::madvise(base, size_, MADV_RANDOM);
     } else if (access == AccessPattern::kSequential) {
       ::madvise(base, size_, MADV_SEQUENTIAL);
     }
-    // Opening a bag reads its 8-byte trailer. Through the mapping that is a
-    // page fault mapping a run of pages, and unmapping them again at close;
-    // one pread costs a fraction of that.
-    tail_size_ = static_cast<size_t>(std::min<uint64_t>(size_, sizeof(tail_)));
-    PreadFully(fd.get(), size_ - tail_size_, tail_size_, tail_, path_);
   }
   ~MappedFile() override {
-    if (base_ != nullptr) ::munmap(const_cast<char*>(base_), size_);
+    if (base_ == nullptr) return;
+    ::munmap(const_cast<char*>(base_), size_);
+    g_mapped_files.fetch_sub(1, std::memory_order_relaxed);
   }
 
   uint64_t size() const override { return size_; }
@@ -215,30 +305,62 @@ class MappedFile final : public ByteSource {
 };
 
 // pread-based file; with `drop_after_read` each read is followed by
-// posix_fadvise(DONTNEED) so large scans do not fill the page cache.
+// posix_fadvise(DONTNEED) so large scans do not fill the page cache. Its
+// descriptor lives in DescriptorCache::Shared(): when evicted, the next read
+// opens the file again, and raises if the path now names another file.
 class PreadFile final : public ByteSource {
  public:
-  PreadFile(std::string path, AccessPattern access, bool drop_after_read)
-      : path_(std::move(path)), drop_after_read_(drop_after_read) {
-    fd_ = OpenRegularFile(path_, 0, &size_);
-    AdviseAccess(fd_, access);
-    if (drop_after_read_) PrepareDropAfterRead(fd_);
+  PreadFile(std::string path, AccessPattern access, bool drop_after_read,
+            int fd, const struct stat& st)
+      : path_(std::move(path)),
+        access_(access),
+        drop_after_read_(drop_after_read),
+        size_(static_cast<uint64_t>(st.st_size)),
+        device_(st.st_dev),
+        inode_(st.st_ino) {
+    auto owned = std::make_shared<const Fd>(fd);
+    Prepare(fd);
+    DescriptorCache::Shared().Put(this, std::move(owned));
   }
-  ~PreadFile() override { ::close(fd_); }
+  ~PreadFile() override { DescriptorCache::Shared().Forget(this); }
 
   uint64_t size() const override { return size_; }
   const std::string& path() const override { return path_; }
   void Read(uint64_t offset, size_t length, char* dst) const override {
     CheckBounds(offset, length, size_, path_);
-    PreadFully(fd_, offset, length, dst, path_);
-    if (drop_after_read_ && length > 0) DropPages(fd_, offset, length);
+    const std::shared_ptr<const Fd> fd =
+        DescriptorCache::Shared().Get(this, [this] { return Reopen(); });
+    PreadFully(fd->get(), offset, length, dst, path_);
+    if (drop_after_read_ && length > 0) DropPages(fd->get(), offset, length);
   }
 
  private:
+  void Prepare(int fd) const {
+    AdviseAccess(fd, access_);
+    if (drop_after_read_) PrepareDropAfterRead(fd);
+  }
+  // Opens the file again after its descriptor was evicted. Replaced since
+  // (a rename over it): its content is not the one this reader opened.
+  int Reopen() const {
+    struct stat st;
+    const int fd = OpenRegularFile(path_, 0, &st);
+    if (st.st_dev != device_ || st.st_ino != inode_) {
+      ::close(fd);
+      ThrowCorruption(path_, 0,
+                      "the file was replaced while this reader had it open "
+                      "(another file now has its name): open it again to "
+                      "read what it holds now");
+    }
+    Prepare(fd);
+    return fd;
+  }
+
   std::string path_;
+  AccessPattern access_;
   bool drop_after_read_;
-  int fd_ = -1;
-  uint64_t size_ = 0;
+  uint64_t size_;
+  dev_t device_;
+  ino_t inode_;
 };
 
 // O_DIRECT file: every read is widened to aligned boundaries and goes through
@@ -255,7 +377,9 @@ class DirectFile final : public ByteSource {
                         "CachePolicy.DROP_AFTER_READ",
                 path_);
 #else
-    fd_ = OpenRegularFile(path_, SACKLI_DIRECT_FLAG, &size_);
+    struct stat st;
+    fd_ = OpenRegularFile(path_, SACKLI_DIRECT_FLAG, &st);
+    size_ = static_cast<uint64_t>(st.st_size);
 #endif
 #if defined(SACKLI_DIRECT_NOCACHE)
     if (::fcntl(fd_, F_NOCACHE, 1) == -1) {
@@ -324,15 +448,28 @@ class DirectFile final : public ByteSource {
 std::shared_ptr<ByteSource> OpenLocalFile(const std::string& path,
                                           AccessPattern access,
                                           CachePolicy cache) {
-  switch (cache) {
-    case CachePolicy::kDropAfterRead:
-      return std::make_shared<PreadFile>(path, access, true);
-    case CachePolicy::kDirectIo:
-      return std::make_shared<DirectFile>(path);
-    case CachePolicy::kSystem:
-      break;
+  if (cache == CachePolicy::kDirectIo) return std::make_shared<DirectFile>(path);
+  struct stat st;
+  const int fd = OpenRegularFile(path, 0, &st);
+  if (cache == CachePolicy::kDropAfterRead) {
+    return std::make_shared<PreadFile>(path, access, true, fd, st);
   }
-  return std::make_shared<MappedFile>(path, access);
+  Fd owned(fd);  // closed once the file is in memory or mapped
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size <= kInlineFileBytes &&
+      Reserve<uint64_t>(g_inline_bytes, size, kInlineBudgetBytes)) {
+    return std::make_shared<InlineFile>(path, fd, size);
+  }
+  if (Reserve<size_t>(g_mapped_files, 1, MappedFileBudget())) {
+    try {
+      return std::make_shared<MappedFile>(path, access, fd, size);
+    } catch (const Error& e) {
+      // Out of address space or of mappings (RLIMIT_AS, vm.max_map_count
+      // shared with other code): pread needs neither.
+      if (e.errno_value() != ENOMEM) throw;
+    }
+  }
+  return std::make_shared<PreadFile>(path, access, false, owned.release(), st);
 }
 
 bool LocalFileExists(const std::string& path) {

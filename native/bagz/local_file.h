@@ -1,6 +1,9 @@
 // Local files as ByteSources. The default maps the file; the cache policies
 // trade the page cache for predictable memory use:
-//   kSystem         mmap, let the kernel cache pages.
+//   kSystem         mmap, let the kernel cache pages. Within process-wide
+//                   budgets (local_file.cc): a file of at most 4 KiB is read
+//                   whole at open instead, and past the mapping budget files
+//                   are read with pread through DescriptorCache.
 //   kDropAfterRead  pread, then posix_fadvise(DONTNEED) on what was read.
 //   kDirectIo       O_DIRECT with 4 KiB-aligned reads through a bounce buffer;
 //                   a file system that refuses O_DIRECT raises kInvalidArgument.

@@ -141,8 +141,16 @@ PyObject* SetPythonError() {
     e.restore();
   } catch (const py::builtin_exception& e) {
     e.set_error();
+  } catch (const std::bad_alloc&) {
+    // Out of memory (RLIMIT_AS, a huge record): MemoryError, as Python's
+    // own allocations raise, never an abort.
+    PyErr_NoMemory();
   } catch (...) {
-    TranslateError(std::current_exception());
+    try {
+      TranslateError(std::current_exception());
+    } catch (...) {
+      // Not an engine error: said below.
+    }
     if (!PyErr_Occurred()) {
       PyErr_SetString(PyExc_RuntimeError, "sackli: unexpected C++ exception");
     }
