@@ -141,16 +141,10 @@ PyObject* SetPythonError() {
     e.restore();
   } catch (const py::builtin_exception& e) {
     e.set_error();
-  } catch (const std::bad_alloc&) {
-    // Out of memory (RLIMIT_AS, a huge record): MemoryError, as Python's
-    // own allocations raise, never an abort.
-    PyErr_NoMemory();
   } catch (...) {
-    try {
-      TranslateError(std::current_exception());
-    } catch (...) {
-      // Not an engine error: said below.
-    }
+    // TranslateError turns every C++ exception into a Python one
+    // (std::bad_alloc into MemoryError): none escapes to abort.
+    TranslateError(std::current_exception());
     if (!PyErr_Occurred()) {
       PyErr_SetString(PyExc_RuntimeError, "sackli: unexpected C++ exception");
     }
