@@ -139,7 +139,7 @@ def summary(lib: str, size: int, count: int, parallelism: int | None, runs: list
         "runs": len(runs), "seconds": _median(runs, lambda r: r["seconds"]),
         "peak_mib": _median(runs, lambda r: r["peak_kib"] / 1024),
         "extra_mib": _median(runs, lambda r: (r["peak_kib"] - r["before_kib"]) / 1024),
-        "file_mb": runs[0]["file_bytes"] / 1e6,
+        "file_bytes": runs[0]["file_bytes"],
     }
 
 
@@ -197,6 +197,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--sizes", help="record sizes to run, comma-separated from 1KiB,1MiB,64MiB,1GiB")
     parser.add_argument("--parallelism", default=",".join(map(str, PARALLELISM)),
                         help="sackli's max_parallelism values, comma-separated (default 1,2,8)")
+    parser.add_argument("--records", type=int, help="records per case instead of the defaults (for a tiny run)")
     parser.add_argument("--folder", help="where the files are written (default: a temporary folder)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--child", nargs=5, metavar=("LIB", "SIZE", "COUNT", "P", "PATH"), help=argparse.SUPPRESS)
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
         for size in sizes:
-            count = COUNTS[size][1 if args.quick else 0]
+            count = args.records or COUNTS[size][1 if args.quick else 0]
             if count == 0:
                 continue  # --quick leaves out 1 GiB
             runs: dict[Any, list[dict[str, Any]]] = {}

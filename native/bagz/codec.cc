@@ -271,13 +271,18 @@ void Codec::Encode(const char* src, size_t n, std::string& out) const {
   }
 }
 
-Codec::Frame Codec::EncodeFrame(const char* src, size_t n) const {
-  Frame frame;
+Codec::Frame Codec::EncodeFrame(const char* src, size_t n, Frame reuse) const {
+  Frame frame = std::move(reuse);
+  frame.size = 0;
   if (n == 0) return frame;
-  const size_t capacity = compressed_ ? ZSTD_compressBound(n) : n;
-  frame.bytes.reset(new char[capacity]);  // default-initialized: untouched
+  const size_t needed = compressed_ ? ZSTD_compressBound(n) : n;
+  if (frame.bytes == nullptr || frame.capacity < needed) {
+    frame.bytes.reset();  // before the new one: never both at once
+    frame.bytes.reset(new char[needed]);  // default-initialized: untouched
+    frame.capacity = needed;
+  }
   if (compressed_) {
-    frame.size = CompressInto(src, n, frame.bytes.get(), capacity);
+    frame.size = CompressInto(src, n, frame.bytes.get(), frame.capacity);
   } else {
     std::copy(src, src + n, frame.bytes.get());
     frame.size = n;

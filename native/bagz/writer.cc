@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <random>
+#include <utility>
 
 #include "bagz/errors.h"
 #include "bagz/format.h"
@@ -311,13 +312,13 @@ void Writer::CompressOnCallerLocked(std::string_view record,
   const auto slot = std::make_shared<Batch>();
   slot->on_caller = true;
   in_flight_.push_back(slot);
+  Codec::Frame frame = std::exchange(spare_frame_, Codec::Frame());
   lock.unlock();
   // Lock released: the pool's batches report, other threads write, while
   // this one compresses from the caller's buffer.
-  Codec::Frame frame;
   std::exception_ptr error;
   try {
-    frame = options_.codec.EncodeFrame(record.data(), record.size());
+    frame = options_.codec.EncodeFrame(record.data(), record.size(), std::move(frame));
   } catch (const CodecError& e) {
     error = std::make_exception_ptr(Error(ErrorKind::kIo, path_ + ": " + e.what(), path_));
   } catch (...) {
@@ -376,6 +377,10 @@ void Writer::DrainLocked() {
       if (batch->error) std::rethrow_exception(batch->error);
       if (batch->on_caller) {
         AppendLocked({batch->frame.bytes.get(), batch->frame.size});
+        // Kept for the next large record (the larger of two).
+        if (batch->frame.capacity > spare_frame_.capacity) {
+          spare_frame_ = std::exchange(batch->frame, Codec::Frame());
+        }
         continue;
       }
       size_t begin = 0;
@@ -472,6 +477,7 @@ void Writer::Close(bool publish) {
         limits_.Close();
       }
       finished_ = true;
+      spare_frame_ = {};
     }
   }
   if (publish) Publish(path_);
@@ -558,6 +564,7 @@ void Writer::Stop(bool keep) {
     RemoveQuietly(LimitsPathFor(partial_path_));
     ::rmdir(partial_folder_.c_str());
   }
+  spare_frame_ = {};
   discarded_ = true;
 }
 

@@ -21,8 +21,10 @@
 // soon as the records before it are. So what a writer holds stays within
 // kMaxBytesInFlight plus one batch, plus for each thread writing a large
 // record its compressed frame (at most the record's size and 0.4%),
-// whatever max_parallelism is. Uncompressed records are appended at once.
-// Thread-safe.
+// whatever max_parallelism is. The buffer of the last large record's frame
+// is kept, until Close, for the next one: a fresh buffer page-faults in
+// every page its frame takes, which cost more than compressing did.
+// Uncompressed records are appended at once. Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -206,6 +208,7 @@ class Writer {
   std::condition_variable batch_done_;
   size_t max_in_flight_;
   size_t bytes_in_flight_ = 0;  // the costs of the batches in flight
+  Codec::Frame spare_frame_;  // the last large record's, for the next one
   std::exception_ptr failure_;  // a batch that could not be written
 };
 

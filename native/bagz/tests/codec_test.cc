@@ -76,8 +76,9 @@ std::string MixedBytes(size_t n, uint32_t seed) {
   return bytes;
 }
 
-std::string FrameOf(const Codec& codec, const std::string& record) {
-  const Codec::Frame frame = codec.EncodeFrame(record.data(), record.size());
+std::string FrameOf(const Codec& codec, const std::string& record,
+                    Codec::Frame reuse = Codec::Frame()) {
+  const Codec::Frame frame = codec.EncodeFrame(record.data(), record.size(), std::move(reuse));
   return std::string(frame.bytes.get(), frame.size);
 }
 
@@ -92,6 +93,14 @@ TEST(CodecTest, FramesAreEncodesBytes) {
     EXPECT_EQ(FrameOf(codec, ""), "");
   }
   EXPECT_EQ(FrameOf(Codec::None(), record), record);
+  // A buffer reused from a larger frame (its old bytes past the new frame
+  // are no part of it), or too small to be reused.
+  const Codec codec = Codec::Zstd(3, "");
+  const std::string small = MixedBytes(1000, 6);
+  EXPECT_EQ(FrameOf(codec, small, codec.EncodeFrame(record.data(), record.size(), Codec::Frame())),
+            Encoded(codec, small));
+  EXPECT_EQ(FrameOf(codec, record, codec.EncodeFrame(small.data(), small.size(), Codec::Frame())),
+            Encoded(codec, record));
 }
 
 // A C++ caller gets the one level check (the rule Python's CompressionZstd

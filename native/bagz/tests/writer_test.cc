@@ -236,7 +236,9 @@ TEST(Writer, LargeRecordsKeepTheirPlaceAndTheirBytes) {
   const std::string path = dir.File("x.bagz");
   std::string large(Writer::kLargeRecordBytes + 3, '\0');
   for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>((i * 7919) >> 9);
-  const std::vector<std::string> records = {"before", large, "after", large.substr(1), ""};
+  // Three large ones: the second and third reuse the first one's buffer.
+  const std::vector<std::string> records = {"before", large, "after", large.substr(1), "",
+                                            large.substr(2)};
   const Codec codec = Codec::Zstd(3, "");
   {
     BusyPool busy(2);
@@ -244,7 +246,7 @@ TEST(Writer, LargeRecordsKeepTheirPlaceAndTheirBytes) {
     std::thread writing([&] {
       writer.Write(records[0]);
       writer.Write(records[1]);  // compressed here while "before" waits on the pool
-      writer.WriteMany({records[2], records[3], records[4]});
+      writer.WriteMany({records[2], records[3], records[4], records[5]});
     });
     EXPECT_TRUE(Eventually([&] { return writer.records_written() >= 2; }));
     busy.Release();
