@@ -8,15 +8,18 @@ phrase: zstd level 3 halves it), resets the kernel's peak-RSS mark
 `write()` per record and closes the writer. "peak MiB" is the subprocess's
 VmHWM during the write, "extra MiB" that minus its RSS just before (what the
 writer held: copies, compressed output, buffers), "x record" the extra over
-one record's size. "zstd alone (floor)" is zstd compressing the same
-records one-shot on one thread, with no file and no writer: what a writer
-that must make bagz's frames (no multithreaded zstd: its frames differ)
-cannot beat for one record. bagz 0.3.8 has no `max_parallelism` (its writer compresses
-on the calling thread), so it runs once per record size and every sackli row
-of that size is compared with it: "time ratio" is sackli's median time over
-bagz's (at most 1 means sackli is as fast or faster), "memory ratio" sackli's
-median extra over bagz's. Medians over `--repeat` runs, sackli and bagz
-alternating.
+one record's size; "median CPU" the subprocess's user and system time during
+the write (all threads): on a loaded machine it moves less than the time.
+
+bagz 0.3.8 has no `max_parallelism` (its writer compresses on the calling
+thread), so it runs once per record size and every sackli row of that size
+is compared with it: "time ratio" is sackli's median time over bagz's (at
+most 1: sackli is as fast or faster), "CPU ratio" the same of CPU time,
+"memory ratio" sackli's median extra over bagz's. "zstd alone" compresses
+the same records one-shot on one thread with no file and no writer (sackli's
+Encode, into a buffer of zstd's bound that it zero-fills first): about the
+floor of any writer that must make bagz's frames (multithreaded zstd makes
+other frames). Medians over `--repeat` runs, sackli and bagz alternating.
 
 Commands (from the repository root):
 
@@ -37,6 +40,7 @@ import json
 import os
 import platform
 import random
+import resource
 import shlex
 import statistics
 import subprocess
@@ -66,6 +70,12 @@ def make_record(size: int) -> bytes:
     return random_half + (phrase * ((size - half) // len(phrase) + 1))[: size - half]
 
 
+def _cpu_seconds() -> float:
+    """User and system time of this process (every thread) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _status_kib(field: str) -> int:
     with open("/proc/self/status") as status:
         for line in status:
@@ -81,10 +91,12 @@ def _zstd_alone(record: bytes, count: int) -> dict[str, Any]:
 
     from sackli import _engine
     offsets = array.array("q", [0, len(record)])
+    cpu = _cpu_seconds()
     began = time.perf_counter()
     for _ in range(count):
         _engine.zstd_packed_size(record, offsets, ZSTD_LEVEL, False)
-    return {"seconds": time.perf_counter() - began, "peak_kib": 0, "before_kib": 0, "file_bytes": 0}
+    return {"seconds": time.perf_counter() - began, "cpu_seconds": _cpu_seconds() - cpu, "peak_kib": 0,
+            "before_kib": 0, "file_bytes": 0}
 
 
 def child(lib: str, size: int, count: int, parallelism: int, path: str) -> dict[str, Any]:
@@ -106,15 +118,18 @@ def child(lib: str, size: int, count: int, parallelism: int, path: str) -> dict[
     with open("/proc/self/clear_refs", "w") as clear:
         clear.write("5")  # VmHWM := VmRSS: the peak from here on
     before = _status_kib("VmRSS")
+    cpu = _cpu_seconds()
     began = time.perf_counter()
     with open_writer() as writer:
         for _ in range(count):
             writer.write(record)
     seconds = time.perf_counter() - began
+    cpu = _cpu_seconds() - cpu
     peak = _status_kib("VmHWM")
     file_bytes = os.path.getsize(path)
     os.remove(path)
-    return {"seconds": seconds, "peak_kib": peak, "before_kib": before, "file_bytes": file_bytes}
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_kib": peak, "before_kib": before,
+            "file_bytes": file_bytes}
 
 
 def run_case(lib: str, size: int, count: int, parallelism: int, folder: str) -> dict[str, Any]:
@@ -137,6 +152,7 @@ def summary(lib: str, size: int, count: int, parallelism: int | None, runs: list
     return {
         "library": lib, "record_bytes": size, "records": count, "max_parallelism": parallelism,
         "runs": len(runs), "seconds": _median(runs, lambda r: r["seconds"]),
+        "cpu_seconds": _median(runs, lambda r: r["cpu_seconds"]),
         "peak_mib": _median(runs, lambda r: r["peak_kib"] / 1024),
         "extra_mib": _median(runs, lambda r: (r["peak_kib"] - r["before_kib"]) / 1024),
         "file_bytes": runs[0]["file_bytes"],
@@ -152,24 +168,26 @@ def _fmt_times(ratio: float) -> str:
 
 
 def markdown(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| record | records | writer | max_parallelism | median time | peak MiB | extra MiB | x record "
-             "| time ratio | memory ratio |",
-             "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|"]
+    lines = ["| record | records | writer | max_parallelism | median time | median CPU | peak MiB | extra MiB "
+             "| x record | time ratio | CPU ratio | memory ratio |",
+             "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     bagz_rows = {row["record_bytes"]: row for row in rows if row["library"] == "bagz"}
     for row in rows:
         base = bagz_rows.get(row["record_bytes"])
-        ratios = ["–", "–"]
+        ratios = ["–", "–", "–"]
         if row["library"] == "sackli" and base:
-            ratios = [f"{row['seconds'] / base['seconds']:.2f}x",
+            ratios = [f"{row['seconds'] / base['seconds']:.2f}x", f"{row['cpu_seconds'] / base['cpu_seconds']:.2f}x",
                       f"{row['extra_mib'] / base['extra_mib']:.2f}x" if base["extra_mib"] > 0 else "–"]
         if row["library"] == "zstd":
             lines.append(f"| {SIZE_NAMES[row['record_bytes']]} | {row['records']:,} | zstd alone (floor) | 1 | "
-                         f"{_fmt_seconds(row['seconds'])} | – | – | – | "
-                         f"{row['seconds'] / base['seconds']:.2f}x | – |" if base else "")
+                         f"{_fmt_seconds(row['seconds'])} | {_fmt_seconds(row['cpu_seconds'])} | – | – | – | "
+                         f"{row['seconds'] / base['seconds']:.2f}x | {row['cpu_seconds'] / base['cpu_seconds']:.2f}x "
+                         f"| – |" if base else "")
             continue
         lines.append(
             f"| {SIZE_NAMES[row['record_bytes']]} | {row['records']:,} | {row['library']} | "
-            f"{row['max_parallelism'] or '–'} | {_fmt_seconds(row['seconds'])} | {row['peak_mib']:.0f} | "
+            f"{row['max_parallelism'] or '–'} | {_fmt_seconds(row['seconds'])} | "
+            f"{_fmt_seconds(row['cpu_seconds'])} | {row['peak_mib']:.0f} | "
             f"{row['extra_mib']:.0f} | {_fmt_times(row['extra_mib'] * MIB / row['record_bytes'])} | "
             + " | ".join(ratios) + " |")
     return lines
