@@ -362,7 +362,8 @@ class WriterOptions:
         SEPARATE leaves them in `limits.<name>` beside it.
       compression: how records are stored; by default zstd level 3 for files
         named `*.bagz`, raw otherwise.
-      max_parallelism: threads that compress records in the background.
+      max_parallelism: threads that compress records in the background
+        (records of 16 MiB or more are compressed by the calling thread).
       atomic: True (the default): the bag is written under a hidden
         temporary name and renamed onto its path by `close()`, so readers
         see the old file or the whole new one. False: it is written into

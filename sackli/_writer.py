@@ -75,8 +75,11 @@ class Writer:
     the file it points to is replaced (its temporary files beside that file).
 
     Compressed records are copied into batches that the engine's thread pool
-    compresses while the caller goes on (up to `max_parallelism` threads,
-    a few batches in flight); batches reach the file in call order. An error
+    compresses while the caller goes on (up to `max_parallelism` threads;
+    the batches in flight hold at most 256 MiB, whatever `max_parallelism`
+    is); batches reach the file in call order. A record of 16 MiB or more is
+    not copied: the calling thread compresses it from the caller's buffer
+    (the GIL released), holding only its compressed frame. An error
     writing a batch (a full disk, say) raises from a later `write`,
     `write_many`, `flush` or `close`, and from every call after it: no
     record is ever written after a lost one.

@@ -230,15 +230,9 @@ std::string Codec::DecodeUnsized(const char* src, size_t n,
   return out;
 }
 
-void Codec::Encode(const char* src, size_t n, std::string& out) const {
-  if (!compressed_) {
-    out.append(src, n);
-    return;
-  }
-  if (n == 0) return;
+size_t Codec::CompressInto(const char* src, size_t n, char* dst,
+                           size_t capacity) const {
   ZSTD_CCtx* cctx = Contexts().cctx;
-  const size_t old = out.size();
-  out.resize(old + ZSTD_compressBound(n));
   size_t result;
   if (dictionary_ || raw_literals_) {
     // Parameters beyond the level need the advanced API; the context is
@@ -258,17 +252,50 @@ void Codec::Encode(const char* src, size_t n, std::string& out) const {
       ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode,
                              kRawLiterals);
     }
-    result = ZSTD_compress2(cctx, out.data() + old, out.size() - old, src, n);
+    result = ZSTD_compress2(cctx, dst, capacity, src, n);
     ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
   } else {
-    result = ZSTD_compressCCtx(cctx, out.data() + old, out.size() - old, src,
-                               n, level_);
+    result = ZSTD_compressCCtx(cctx, dst, capacity, src, n, level_);
   }
   if (ZSTD_isError(result)) {
-    out.resize(old);
     throw CodecError(std::string("zstd: ") + ZSTD_getErrorName(result));
   }
-  out.resize(old + result);
+  return result;
+}
+
+void Codec::Encode(const char* src, size_t n, std::string& out) const {
+  if (!compressed_) {
+    out.append(src, n);
+    return;
+  }
+  if (n == 0) return;
+  const size_t old = out.size();
+  out.resize(old + ZSTD_compressBound(n));
+  try {
+    out.resize(old + CompressInto(src, n, out.data() + old, out.size() - old));
+  } catch (...) {
+    out.resize(old);
+    throw;
+  }
+}
+
+Codec::Frame Codec::EncodeFrame(const char* src, size_t n, Frame reuse) const {
+  Frame frame = std::move(reuse);
+  frame.size = 0;
+  if (n == 0) return frame;
+  const size_t needed = compressed_ ? ZSTD_compressBound(n) : n;
+  if (frame.bytes == nullptr || frame.capacity < needed) {
+    frame.bytes.reset();  // before the new one: never both at once
+    frame.bytes.reset(new char[needed]);  // default-initialized: untouched
+    frame.capacity = needed;
+  }
+  if (compressed_) {
+    frame.size = CompressInto(src, n, frame.bytes.get(), frame.capacity);
+  } else {
+    std::copy(src, src + n, frame.bytes.get());
+    frame.size = n;
+  }
+  return frame;
 }
 
 }  // namespace sackli

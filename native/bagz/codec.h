@@ -86,7 +86,23 @@ class Codec {
   // Appends the encoded form of `src[0, n)` to `out`; empty stays empty.
   void Encode(const char* src, size_t n, std::string& out) const;
 
+  // The same frame as Encode, in a buffer of its own of zstd's bound that
+  // is never zero-filled: of a large record's frame, only the pages the
+  // frame takes are touched (Encode's string would fill the whole bound).
+  // The buffer of `reuse` is taken when it is large enough: its pages are
+  // in memory already (a fresh one page-faults in every page it takes).
+  struct Frame {
+    std::unique_ptr<char[]> bytes;
+    size_t size = 0;
+    size_t capacity = 0;
+  };
+  Frame EncodeFrame(const char* src, size_t n, Frame reuse) const;
+
  private:
+  // Compresses `src[0, n)` (n > 0) into `dst`, which has room for zstd's
+  // bound; returns the frame's size. Throws CodecError.
+  size_t CompressInto(const char* src, size_t n, char* dst, size_t capacity) const;
+
   bool compressed_ = false;
   int level_ = 0;
   bool raw_literals_ = false;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <random>
+#include <utility>
 
 #include "bagz/errors.h"
 #include "bagz/format.h"
@@ -291,6 +292,9 @@ void Writer::WriteMany(const std::vector<std::string_view>& records) {
     const size_t end = next + std::min(records.size() - next, kWriteManyMaxRecords);
     size_t bytes = 0;
     while (next < end && bytes < kWriteManyMaxBytes) {
+      // A record that waited (for room, or compressing a large one) let
+      // other threads in: a Close among them ends the call.
+      CheckOpenLocked();
       bytes += records[next].size();
       AcceptLocked(records[next++], lock);
     }
@@ -300,7 +304,9 @@ void Writer::WriteMany(const std::vector<std::string_view>& records) {
 void Writer::AcceptLocked(std::string_view record,
                           std::unique_lock<std::mutex>& lock) {
   ++records_accepted_;
-  if (options_.codec.compressed()) {
+  if (options_.codec.compressed() && record.size() >= kLargeRecordBytes) {
+    CompressOnCallerLocked(record, lock);
+  } else if (options_.codec.compressed()) {
     EnqueueLocked(record, lock);
   } else {
     AppendLocked(record);
@@ -317,12 +323,42 @@ void Writer::EnqueueLocked(std::string_view record,
     SubmitLocked();
   }
   DrainLocked();
-  WaitLocked(lock, max_in_flight_);
+  WaitForRoomLocked(lock);
+}
+
+void Writer::CompressOnCallerLocked(std::string_view record,
+                                    std::unique_lock<std::mutex>& lock) {
+  SubmitLocked();  // the records before it go first
+  const auto slot = std::make_shared<Batch>();
+  slot->on_caller = true;
+  in_flight_.push_back(slot);
+  Codec::Frame frame = std::exchange(spare_frame_, Codec::Frame());
+  lock.unlock();
+  // Lock released: the pool's batches report, other threads write, while
+  // this one compresses from the caller's buffer.
+  std::exception_ptr error;
+  try {
+    frame = options_.codec.EncodeFrame(record.data(), record.size(), std::move(frame));
+  } catch (const CodecError& e) {
+    error = std::make_exception_ptr(Error(ErrorKind::kIo, path_ + ": " + e.what(), path_));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  lock.lock();
+  slot->frame = std::move(frame);
+  slot->error = error;
+  slot->done = true;
+  batch_done_.notify_all();
+  DrainLocked();  // appends it now unless batches ahead of it are in flight
 }
 
 void Writer::SubmitLocked() {
   if (!open_batch_) return;
   std::shared_ptr<Batch> batch(std::move(open_batch_));
+  // Its records and, at worst, as many compressed bytes (plus zstd's bound
+  // on the growth of incompressible data, under 1%).
+  batch->cost = 2 * batch->raw.size() + batch->raw.size() / 128;
+  bytes_in_flight_ += batch->cost;
   in_flight_.push_back(batch);
   // The task touches the writer only to report, under its lock; Close (and
   // so the destructor) waits for every batch to report.
@@ -356,8 +392,17 @@ void Writer::DrainLocked() {
   while (!in_flight_.empty() && in_flight_.front()->done) {
     std::shared_ptr<Batch> batch = std::move(in_flight_.front());
     in_flight_.pop_front();
+    bytes_in_flight_ -= batch->cost;
     try {
       if (batch->error) std::rethrow_exception(batch->error);
+      if (batch->on_caller) {
+        AppendLocked({batch->frame.bytes.get(), batch->frame.size});
+        // Kept for the next large record (the larger of two).
+        if (batch->frame.capacity > spare_frame_.capacity) {
+          spare_frame_ = std::exchange(batch->frame, Codec::Frame());
+        }
+        continue;
+      }
       size_t begin = 0;
       for (size_t end : batch->encoded_ends) {
         AppendLocked({batch->encoded.data() + begin, end - begin});
@@ -375,6 +420,21 @@ void Writer::DrainLocked() {
 void Writer::WaitLocked(std::unique_lock<std::mutex>& lock, size_t at_most) {
   while (in_flight_.size() > at_most) {
     // Another thread may drain the queue while this one waits.
+    batch_done_.wait(lock, [this] {
+      return in_flight_.empty() || in_flight_.front()->done;
+    });
+    DrainLocked();
+  }
+}
+
+bool Writer::OverBoundsLocked() const {
+  // One batch alone goes whatever its size.
+  return in_flight_.size() > max_in_flight_ ||
+         (bytes_in_flight_ > kMaxBytesInFlight && in_flight_.size() > 1);
+}
+
+void Writer::WaitForRoomLocked(std::unique_lock<std::mutex>& lock) {
+  while (OverBoundsLocked()) {
     batch_done_.wait(lock, [this] {
       return in_flight_.empty() || in_flight_.front()->done;
     });
@@ -437,6 +497,7 @@ void Writer::Close(bool publish) {
         limits_.Close();
       }
       finished_ = true;
+      spare_frame_ = {};
     }
   }
   if (publish) Publish(path_);
@@ -523,6 +584,7 @@ void Writer::Stop(bool keep) {
     RemoveQuietly(LimitsPathFor(partial_path_));
     ::rmdir(partial_folder_.c_str());
   }
+  spare_frame_ = {};
   discarded_ = true;
 }
 
@@ -542,7 +604,7 @@ uint64_t Writer::bytes_written() {
 
 bool Writer::backlogged() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return in_flight_.size() >= max_in_flight_;
+  return in_flight_.size() >= max_in_flight_ || bytes_in_flight_ >= kMaxBytesInFlight;
 }
 
 bool Writer::closed() const {

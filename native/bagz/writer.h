@@ -9,11 +9,22 @@
 // deletes `limits.<name>`; then the file (for SEPARATE, its limits file
 // first) is renamed onto the target and the partial folder removed.
 //
-// Compressed records are copied into batches that the shared thread pool
-// compresses while the caller goes on; finished batches are appended strictly
-// in call order by whichever call comes next (or Flush/Close). At most a few
-// batches are in flight: a call that would exceed that waits. Uncompressed
-// records are appended at once. Thread-safe.
+// Compressed records smaller than kLargeRecordBytes are copied into batches
+// that the shared thread pool compresses while the caller goes on; finished
+// batches are appended strictly in call order by whichever call comes next
+// (or Flush/Close). The batches in flight are bounded in number (two per
+// thread of max_parallelism) and in bytes (kMaxBytesInFlight for their
+// records and compressed forms): a call that would exceed either waits. A
+// record of kLargeRecordBytes or more is not copied: the calling thread
+// compresses it from the caller's buffer (the lock released meanwhile) into
+// a frame buffer of which only the frame's pages are touched, appended as
+// soon as the records before it are. So what a writer holds stays within
+// kMaxBytesInFlight plus one batch, plus for each thread writing a large
+// record its compressed frame (at most the record's size and 0.4%),
+// whatever max_parallelism is. The buffer of the last large record's frame
+// is kept, until Close, for the next one: a fresh buffer page-faults in
+// every page its frame takes, which cost more than compressing did.
+// Uncompressed records are appended at once. Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -77,6 +88,13 @@ class Writer {
   // caller holds for the call stays bounded.
   static constexpr size_t kWriteManyMaxRecords = 4096;
   static constexpr size_t kWriteManyMaxBytes = size_t{16} << 20;
+  // A compressed record at least this large is compressed by the calling
+  // thread from the caller's buffer (no copy).
+  static constexpr size_t kLargeRecordBytes = size_t{16} << 20;
+  // The bytes that batches in flight may hold (their records and their
+  // compressed forms at worst), whatever max_parallelism is; one batch is
+  // always let through, so a batch larger than this still goes alone.
+  static constexpr size_t kMaxBytesInFlight = size_t{256} << 20;
 
   // Both raise the error of an earlier batch that could not be written.
   void Write(std::string_view record);
@@ -130,12 +148,16 @@ class Writer {
   bool backlogged() const;
 
  private:
-  // Records to compress, and then their compressed forms.
+  // Records to compress, and then their compressed forms; or the place in
+  // call order of a large record its caller compresses (on_caller).
   struct Batch {
     std::string raw;  // the records back to back
     std::vector<size_t> ends;
     std::string encoded;
     std::vector<size_t> encoded_ends;
+    bool on_caller = false;
+    Codec::Frame frame;  // on_caller: the record's frame
+    size_t cost = 0;  // bytes counted in bytes_in_flight_
     bool done = false;  // guarded by the writer's mutex
     std::exception_ptr error;
   };
@@ -152,12 +174,20 @@ class Writer {
   void AcceptLocked(std::string_view record, std::unique_lock<std::mutex>& lock);
   // Adds a record to the open batch; submits the batch once full.
   void EnqueueLocked(std::string_view record, std::unique_lock<std::mutex>& lock);
+  // Compresses a large record on the calling thread, the lock released
+  // meanwhile, its place in call order held in the queue.
+  void CompressOnCallerLocked(std::string_view record,
+                              std::unique_lock<std::mutex>& lock);
   void SubmitLocked();
   // Appends the finished batches at the front of the queue, in order.
   void DrainLocked();
   // Waits until at most `at_most` batches are in flight (draining as they
   // finish).
   void WaitLocked(std::unique_lock<std::mutex>& lock, size_t at_most);
+  // Whether the batches in flight exceed their bounds (count or bytes).
+  bool OverBoundsLocked() const;
+  // Waits until they do not (draining as they finish).
+  void WaitForRoomLocked(std::unique_lock<std::mutex>& lock);
 
   const std::string path_;
   const WriterConfig options_;
@@ -177,6 +207,8 @@ class Writer {
   std::deque<std::shared_ptr<Batch>> in_flight_;
   std::condition_variable batch_done_;
   size_t max_in_flight_;
+  size_t bytes_in_flight_ = 0;  // the costs of the batches in flight
+  Codec::Frame spare_frame_;  // the last large record's, for the next one
   std::exception_ptr failure_;  // a batch that could not be written
 };
 

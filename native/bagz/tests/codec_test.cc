@@ -68,6 +68,41 @@ TEST(CodecTest, ChoiceCarriesRawLiteralsToEveryPath) {
   EXPECT_FALSE(codecs[1].compressed());
 }
 
+// Half random bytes, half four-letter text: compressible, but not to nothing.
+std::string MixedBytes(size_t n, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::string bytes = SkewedText(n, seed + 1);
+  for (size_t i = 0; i < n; i += 2) bytes[i] = static_cast<char>(random());
+  return bytes;
+}
+
+std::string FrameOf(const Codec& codec, const std::string& record,
+                    Codec::Frame reuse = Codec::Frame()) {
+  const Codec::Frame frame = codec.EncodeFrame(record.data(), record.size(), std::move(reuse));
+  return std::string(frame.bytes.get(), frame.size);
+}
+
+// The writer compresses large records into frames of their own: they must
+// be Encode's bytes (the format, and what bagz writes, do not depend on the
+// record's size), for every kind of codec.
+TEST(CodecTest, FramesAreEncodesBytes) {
+  const std::string record = MixedBytes(300000, 5);
+  for (const Codec& codec : {Codec::Zstd(3, ""), Codec::Zstd(-3, ""), Codec::Zstd(3, "", true),
+                             Codec::Zstd(3, SkewedText(4000)), Codec::None()}) {
+    EXPECT_EQ(FrameOf(codec, record), Encoded(codec, record));
+    EXPECT_EQ(FrameOf(codec, ""), "");
+  }
+  EXPECT_EQ(FrameOf(Codec::None(), record), record);
+  // A buffer reused from a larger frame (its old bytes past the new frame
+  // are no part of it), or too small to be reused.
+  const Codec codec = Codec::Zstd(3, "");
+  const std::string small = MixedBytes(1000, 6);
+  EXPECT_EQ(FrameOf(codec, small, codec.EncodeFrame(record.data(), record.size(), Codec::Frame())),
+            Encoded(codec, small));
+  EXPECT_EQ(FrameOf(codec, record, codec.EncodeFrame(small.data(), small.size(), Codec::Frame())),
+            Encoded(codec, record));
+}
+
 // A C++ caller gets the one level check (the rule Python's CompressionZstd
 // uses too): libzstd's range, with the bounds in its message.
 TEST(CodecTest, ZstdLevelOutsideLibzstdRangeIsRefused) {

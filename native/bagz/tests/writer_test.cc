@@ -9,11 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "bagz/errors.h"
 #include "bagz/format.h"
 #include "bagz/tests/test_bags.h"
+#include "bagz/thread_pool.h"
 
 namespace sackli {
 namespace {
@@ -136,6 +140,141 @@ TEST(Writer, CompressedWriteManyFromThreadsKeepsEachThreadsOrder) {
   for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(by_thread[t], ThreadRecords(t, kPerThread)) << "thread " << t;
   }
+}
+
+// Keeps every thread of the shared pool busy until released, so that the
+// batches a writer submits meanwhile stay in flight: what the writer then
+// holds is what its bounds let in, however fast compression would be.
+class BusyPool {
+ public:
+  explicit BusyPool(size_t at_least) : state_(std::make_shared<State>()) {
+    ThreadPool& pool = ThreadPool::Shared();
+    const size_t threads = std::max(pool.num_threads(), at_least);
+    for (size_t i = 0; i < threads; ++i) {
+      pool.Submit(
+          [state = state_] {  // shared: a task may wake after the BusyPool is gone
+            std::unique_lock<std::mutex> lock(state->mutex);
+            ++state->busy;
+            state->changed.notify_all();
+            state->changed.wait(lock, [&] { return state->released; });
+          },
+          threads);
+    }
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->changed.wait(lock, [&] { return state_->busy == threads; });
+  }
+  ~BusyPool() { Release(); }
+  void Release() {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->released = true;
+    state_->changed.notify_all();
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;
+    size_t busy = 0;
+    bool released = false;
+  };
+  std::shared_ptr<State> state_;
+};
+
+// Polls `done` for up to ten seconds.
+template <typename Done>
+bool Eventually(Done done) {
+  for (int i = 0; i < 10000 && !done(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
+// The stored records of a TAIL bag, as they are in the file.
+std::vector<std::string> StoredRecords(const std::string& path, size_t n) {
+  const std::string file = ReadFile(path);
+  std::vector<std::string> stored;
+  const size_t limits = file.size() - n * kLimitBytes;
+  uint64_t begin = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t end = LoadU64(file.data() + limits + i * kLimitBytes);
+    stored.push_back(file.substr(begin, end - begin));
+    begin = end;
+  }
+  return stored;
+}
+
+// The byte bound, not only the count (two batches a thread, 128 here):
+// records of 8 MiB, one batch each, stop at the 16th, whose batch takes the
+// bytes in flight past kMaxBytesInFlight (16 x 16.06 MiB); once the pool
+// runs again every record arrives, in order.
+TEST(Writer, BatchesInFlightAreBoundedInBytes) {
+  static_assert(Writer::kMaxBytesInFlight == size_t{256} << 20);
+  TempDir dir;
+  const std::string path = dir.File("x.bagz");
+  const std::string record(size_t{8} << 20, 'r');
+  constexpr size_t kParallelism = 64;
+  constexpr int kRecords = 20;
+  BusyPool busy(kParallelism);
+  Writer writer(path, Options(LimitsPlacement::kTail, Codec::Zstd(1, ""), kParallelism));
+  std::thread writing([&] {
+    for (int i = 0; i < kRecords; ++i) writer.Write(record);
+  });
+  EXPECT_TRUE(Eventually([&] { return writer.records_written() == 16 && writer.backlogged(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(writer.records_written(), 16u);  // still waiting for room
+  busy.Release();
+  writing.join();
+  writer.Close();
+  EXPECT_EQ(testing::ReadAll(*OpenBag({path})), std::vector<std::string>(kRecords, record));
+}
+
+// A record of kLargeRecordBytes or more is compressed by the caller into
+// the frame Encode makes; it keeps its place after a batch still in flight
+// (its frame waits for it) and before the records after it.
+TEST(Writer, LargeRecordsKeepTheirPlaceAndTheirBytes) {
+  TempDir dir;
+  const std::string path = dir.File("x.bagz");
+  std::string large(Writer::kLargeRecordBytes + 3, '\0');
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>((i * 7919) >> 9);
+  // Three large ones: the second and third reuse the first one's buffer.
+  const std::vector<std::string> records = {"before", large, "after", large.substr(1), "",
+                                            large.substr(2)};
+  const Codec codec = Codec::Zstd(3, "");
+  {
+    BusyPool busy(2);
+    Writer writer(path, Options(LimitsPlacement::kTail, codec, 2));
+    std::thread writing([&] {
+      writer.Write(records[0]);
+      writer.Write(records[1]);  // compressed here while "before" waits on the pool
+      writer.WriteMany({records[2], records[3], records[4], records[5]});
+    });
+    EXPECT_TRUE(Eventually([&] { return writer.records_written() >= 2; }));
+    busy.Release();
+    writing.join();
+    writer.Close();
+  }
+  std::vector<std::string> expected;
+  for (const std::string& record : records) {
+    std::string frame;
+    codec.Encode(record.data(), record.size(), frame);
+    expected.push_back(frame);
+  }
+  EXPECT_EQ(StoredRecords(path, records.size()), expected);
+  EXPECT_EQ(testing::ReadAll(*OpenBag({path})), records);
+}
+
+// Close from another thread while a large record is being compressed waits
+// for it: the record is in the bag, whole.
+TEST(Writer, CloseWaitsForALargeRecordBeingCompressed) {
+  TempDir dir;
+  const std::string path = dir.File("x.bagz");
+  const std::string large(Writer::kLargeRecordBytes * 2, 'L');
+  Writer writer(path, Options(LimitsPlacement::kTail, Codec::Zstd(19, ""), 1));
+  std::thread writing([&] { writer.Write(large); });
+  EXPECT_TRUE(Eventually([&] { return writer.records_written() == 1; }));
+  writer.Close();
+  writing.join();
+  EXPECT_EQ(testing::ReadAll(*OpenBag({path})), std::vector<std::string>{large});
 }
 
 TEST(Writer, WriteManyTakesMoreThanItsBoundsInOrder) {
