@@ -1,5 +1,6 @@
 #include "bagz/descriptor_cache.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -39,7 +40,16 @@ DescriptorCache::DescriptorCache(size_t capacity)
 
 DescriptorCache& DescriptorCache::Shared() {
   // Never destroyed: files may close during interpreter shutdown.
-  static DescriptorCache* cache = new DescriptorCache(DefaultCapacity());
+  static DescriptorCache* cache = [] {
+    auto* made = new DescriptorCache(DefaultCapacity());
+    // A fork while another thread holds the lock would leave the child's
+    // copy locked for ever (a forking loader's workers would hang on their
+    // first read): the forking thread holds it across the fork instead.
+    // The child keeps the inherited descriptors, which pread shares safely.
+    ::pthread_atfork([] { Shared().mu_.lock(); }, [] { Shared().mu_.unlock(); },
+                     [] { Shared().mu_.unlock(); });
+    return made;
+  }();
   return *cache;
 }
 

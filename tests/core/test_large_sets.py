@@ -151,6 +151,56 @@ def test_a_replaced_unmapped_shard_is_named(tmp_path, run_python):
     assert victim in outcome["message"] and "replaced" in outcome["message"]
 
 
+def test_a_fork_while_threads_read_unmapped_shards_leaves_the_child_reading(tmp_path, run_python):
+    """Threads read shards through the process's descriptor cache while the
+    main thread forks: each child reads at once. A fork taken while another
+    thread held the cache's lock would leave the child's copy locked (the
+    child hangs on its first read) without the cache's fork handlers."""
+    spec = write_set(str(tmp_path / "set"), 40, padded_shard)
+    outcome = run_python(f"""
+        import os, random, threading, time
+        os.environ["SACKLI_MAX_MAPPED_FILES"] = "0"
+        os.environ["SACKLI_MAX_OPEN_FILES"] = "16"
+        import sackli
+        r = sackli.Reader({spec!r})
+        stop = threading.Event()
+        def churn():  # 40 shards through 16 descriptors: the lock is busy
+            pick = random.Random(threading.get_ident())
+            while not stop.is_set():
+                r[pick.randrange(40)]
+        threads = [threading.Thread(target=churn) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        children = []
+        for _ in range(40):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0 if [r[i] for i in range(0, 40, 3)] == [b"%05d" % i * 1000 for i in range(0, 40, 3)] else 1)
+            children.append(pid)
+        deadline = time.monotonic() + 20
+        statuses, hung = [], 0
+        for pid in children:
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    statuses.append(os.waitstatus_to_exitcode(status))
+                    break
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    hung += 1
+                    break
+                time.sleep(0.01)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        report(lambda: (hung, statuses.count(0), len(statuses)))
+    """, timeout=90).outcome()
+    assert "ok" in outcome, outcome
+    hung, good, ended = eval(outcome["ok"])
+    assert (hung, good, ended) == (0, 40, 40)
+
+
 # --- Running out ---------------------------------------------------------------
 
 
