@@ -357,14 +357,9 @@ def put_file(url: str, file: Any, metadata: dict[str, str]) -> str:
     except OSError:
         # Ambiguous: the last attempt may have succeeded with its answer
         # lost. The object tells: our size and our metadata, or not ours.
-        size = file.seek(0, 2)
-        try:
-            found = store.stat(remote)
-        except OSError:
-            found = None
-        if found is not None and found.size == size and all(
-                found.metadata.get(key) == value for key, value in metadata.items()):
-            return found.identity
+        identity = store.uploaded_identity(remote, file.seek(0, 2), metadata)
+        if identity is not None:
+            return identity
         raise
 
 

@@ -258,14 +258,10 @@ class S3Store(Store):
             # the same (they carry Last-Modified). The object tells at once,
             # rather than after every attempt: ours (our size and metadata),
             # or again.
-            try:
-                found = self.stat(path)
-            except FileNotFoundError:
-                found = None
-            if found is not None and found.size == size and all(
-                    found.metadata.get(key) == value for key, value in metadata.items()):
-                return found.identity
-            raise Transient("the answer to the PUT is another request's")
+            identity = self.uploaded_identity(path, size, metadata)
+            if identity is None:
+                raise Transient("the answer to the PUT is another request's")
+            return identity
 
         return self._call("PUT", path.url, put)
 

@@ -80,6 +80,18 @@ class Store:
         missing)."""
         raise NotImplementedError
 
+    def uploaded_identity(self, path: RemotePath, size: int, metadata: dict[str, str]) -> str | None:
+        """The object's identity if it is an upload of `size` bytes with
+        `metadata`, else None (missing, another object, or no answer): how a
+        write whose answer was lost or doubtful is decided."""
+        try:
+            found = self.stat(path)
+        except OSError:
+            return None
+        if found.size == size and all(found.metadata.get(key) == value for key, value in metadata.items()):
+            return found.identity
+        return None
+
     def size(self, path: RemotePath) -> int:
         """The object's size in bytes (FileNotFoundError when missing)."""
         return self.stat(path).size
