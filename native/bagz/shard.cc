@@ -231,11 +231,15 @@ void Shard::ThrowBadRecord(uint64_t i, uint64_t offset,
                   "record " + std::to_string(i) + " is corrupt: " + what);
 }
 
+std::string Shard::NameRecord(uint64_t i, uint64_t offset) const {
+  return path() + ": record " + std::to_string(i) + " (byte offset " +
+         std::to_string(offset) + ")";
+}
+
 void Shard::ThrowTooLarge(uint64_t i, uint64_t offset,
                           const std::string& size_text) const {
   throw Error(ErrorKind::kTooLarge,
-              path() + ": record " + std::to_string(i) + " (byte offset " +
-                  std::to_string(offset) + ") decodes to " + size_text +
+              NameRecord(i, offset) + " decodes to " + size_text +
                   " bytes (max_record_bytes=" + std::to_string(max_record_bytes_) +
                   ")",
               path());
@@ -244,9 +248,7 @@ void Shard::ThrowTooLarge(uint64_t i, uint64_t offset,
 void Shard::ThrowOutOfMemory(uint64_t i, uint64_t offset,
                              const std::string& what) const {
   throw Error(ErrorKind::kOutOfMemory,
-              path() + ": record " + std::to_string(i) + " (byte offset " +
-                  std::to_string(offset) + "): out of memory " + what,
-              path());
+              NameRecord(i, offset) + ": out of memory " + what, path());
 }
 
 std::string Shard::DecodeUnsized(uint64_t i, uint64_t offset,

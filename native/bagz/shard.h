@@ -112,6 +112,8 @@ class Shard {
   void ReadRawLimits(uint64_t first, uint64_t count, uint64_t* out) const;
   [[noreturn]] void ThrowBadLimit(uint64_t i, uint64_t value,
                                   const std::string& why) const;
+  // "<path>: record i (byte offset o)", how errors of a record begin.
+  std::string NameRecord(uint64_t i, uint64_t offset) const;
 
   std::shared_ptr<ByteSource> records_;
   std::shared_ptr<ByteSource> limits_source_;  // records_ itself for TAIL
