@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator, Sequence, overload
 
 from . import _engine
 from ._batching import records_per_batch
-from ._options import ReaderOptions, with_overrides
+from ._options import LimitsStorage, ReaderOptions, with_overrides
 from ._index_stream import IndexStream
 from ._read_ahead import index_batches, iterate_range
 from ._unfinished import explained_missing
@@ -21,7 +21,8 @@ from ._skipping import (
 from ._consistency import OpenCheck
 from ._format import LIMITS_PREFIX
 from ._storage import (
-    ObjectStat, base_name, opener_for, path_argument, remembering_listings, use_cache_engine,
+    TAIL_BYTES, TRAILER_BYTES, ObjectStat, base_name, opener_for, path_argument, remembering_listings,
+    use_cache_engine,
 )
 
 __all__ = ["Reader", "checked_range"]
@@ -56,7 +57,11 @@ def _open_core(paths: list[str], options: ReaderOptions,
     remote = opener_for(paths, options.cache_dir, options.cache_max_bytes,
                         options.remote_parallelism,
                         _records_objects(listed) if listed else None,
-                        shared_cache=options.shared_cache)
+                        shared_cache=options.shared_cache,
+                        # What the engine reads of each bag's end at open
+                        # comes with its size, in one request.
+                        tail_bytes=(TAIL_BYTES if options.limits_storage == LimitsStorage.IN_MEMORY
+                                    else TRAILER_BYTES))
     if remote is None:
         return _engine.open_reader(paths, options._engine_options, None)
     # The sets' manifests are read while the engine opens the shards (on

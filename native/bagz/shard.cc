@@ -27,7 +27,8 @@ namespace {
 // A remote TAIL bag whose limits are loaded at open has its trailer read
 // with the bytes before it, up to this many: all of its limits unless it
 // holds more than 8,000 records (every read of a remote object is a round
-// trip).
+// trip). The Python opener (sackli/_storage/_objects.py, TAIL_BYTES) fetches
+// as many of the end with the object's size, so this read costs no request.
 constexpr uint64_t kRemoteTailBytes = 64 * 1024;
 
 }  // namespace

@@ -66,7 +66,7 @@ from ._links import resolve_write_links
 from ._local import LocalStore
 from ._paths import path_argument
 from ._objects import (
-    REMOTE_OPENER, RemoteObject, RemoteOpener, atomic_output, copy_object, delete_object,
+    REMOTE_OPENER, TAIL_BYTES, TRAILER_BYTES, RemoteObject, RemoteOpener, atomic_output, copy_object, delete_object,
     delete_objects, list_objects, object_exists, open_local, open_upload, opener_for, put_file, read_object,
     remembering_listings, reset_clients, stat_object, sync_folders, write_object,
 )
@@ -80,7 +80,7 @@ from ._upload import OpenUpload, Upload, UploadFile
 from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, parse
 
 __all__ = ["DEFAULT_REMOTE_PARALLELISM", "GcsSettings", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS",
-           "MAX_REQUEST_THREADS", "ObjectStat", "OpenUpload", "OwnFile", "Prefetch", "REMOTE_OPENER", "RemoteObject", "RemoteOpener", "RemotePath",
+           "MAX_REQUEST_THREADS", "ObjectStat", "OpenUpload", "OwnFile", "Prefetch", "REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener", "RemotePath",
            "S3Settings", "StagedFile", "StorageSettings", "Store", "Upload", "UploadDestination",
            "UploadFile", "WriteDestination", "atomic_output", "base_name", "by_upload",
            "canonical_path", "check_cache_dir", "copy_object", "current_settings", "delete_object", "delete_objects",

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from ._gcs_upload import GcsUpload
 from ._retry import Transient, request_timeout, with_retries
 from ._settings import GcsSettings
-from ._store import ObjectStat, Store, changed_error, check_content_range
+from ._store import ObjectStat, ObjectTail, Store, changed_error, check_content_range, tail_size
 from ._urls import RemotePath
 
 __all__ = ["GcsStore"]
@@ -45,6 +45,8 @@ def _media_url(client: Any, path: RemotePath) -> str:
 # default of 10 would open and drop a connection for every request of a
 # batch beyond the tenth (`remote_parallelism` keeps 32 in flight).
 _POOL_CONNECTIONS = 128
+# The prefix of a media answer's headers that carry the object's metadata.
+_META = "x-goog-meta-"
 
 
 def _widen_pool(session: Any) -> None:
@@ -166,6 +168,31 @@ class GcsStore(Store):
             return data
 
         return self._call(f"GET bytes {offset}-{end}", path.url, get)
+
+    def read_tail(self, path: RemotePath, length: int) -> ObjectTail:
+        """One media GET of `Range: bytes=-length`: the size (the
+        Content-Range's total), the generation and the metadata (the
+        x-goog-generation and x-goog-meta-* headers) come with the bytes.
+        An empty object's 416 (and an answer without a generation) falls
+        back to a metadata request (`Store.read_tail`)."""
+        from google.api_core import exceptions as api_errors
+
+        def get() -> ObjectTail | None:
+            try:
+                data, headers = self._media_get(path, f"bytes=-{length}", None)
+            except api_errors.RequestRangeNotSatisfiable:
+                return None
+            generation = headers.get("x-goog-generation")
+            if not generation:
+                return None
+            size = tail_size(headers.get("Content-Range"), length, len(data))
+            # Header names carry no case; sackli's metadata keys are lower case.
+            metadata = {name[len(_META):].lower(): value for name, value in headers.items()
+                        if name.lower().startswith(_META)}
+            return ObjectTail(ObjectStat(size, generation, metadata), data)
+
+        tail = self._call(f"GET the last {length} bytes", path.url, get)
+        return tail if tail is not None else super().read_tail(path, length)
 
     def read_whole(self, path: RemotePath) -> bytes:
         # A body cut short raises in urllib3 (it enforces Content-Length),

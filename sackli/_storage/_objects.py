@@ -20,12 +20,20 @@ from ._store import ObjectStat, Store
 from ._upload import Upload, UploadFile
 from ._urls import RemotePath, is_remote, parse, remote_path
 
-__all__ = ["REMOTE_OPENER", "RemoteObject", "RemoteOpener", "atomic_output", "copy_object",
+__all__ = ["REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener", "atomic_output", "copy_object",
            "delete_object", "delete_objects", "list_objects", "object_exists", "open_local", "open_upload",
            "opener_for", "put_file", "read_object", "remembering_listings", "reset_clients",
            "stat_object", "sync_folders", "write_object"]
 
 T = TypeVar("T")
+
+# How much of a remote object's end its open fetches, with its size and
+# identity, in one request: what the engine reads of a remote bag's end at
+# open when it loads the limits (IN_MEMORY; native/bagz/shard.cc,
+# kRemoteTailBytes: the trailer and the limits of up to 8,191 records) ...
+TAIL_BYTES = 64 * 1024
+# ... and when it reads them as needed (ON_DISK): the trailer alone.
+TRAILER_BYTES = 8
 
 _LOCAL = LocalStore()
 # The stores of the standard configuration.
@@ -67,23 +75,37 @@ class RemoteObject:
     `parallelism`: requests a batch (`read_many`) keeps in flight at most
     (the reader's `remote_parallelism`).
 
+    Without a `stat` or a `cache`, the open is one request
+    (`Store.read_tail`): the object's size, identity and metadata and its
+    last `tail_bytes` bytes, which serve the engine's first read (a bag's
+    trailer and last limits) without another request. With a cache, a HEAD
+    (the cache serves whole blocks, which a tail does not hold).
+
     `stat`: what a listing made just before said of the object (its size
-    and identity), instead of a metadata request of its own. Reads are
-    pinned to that identity as to a HEAD's, so an object replaced since the
-    listing raises ESTALE at its first read, never serves other bytes."""
+    and identity), instead of a request of its own. Reads are pinned to
+    that identity as to a HEAD's, so an object replaced since the listing
+    raises ESTALE at its first read, never serves other bytes."""
 
     def __init__(self, url: str | RemotePath, store: Store | None = None,
                  cache: ReadCache | None = None,
                  parallelism: int = DEFAULT_PARALLELISM,
-                 stat: ObjectStat | None = None) -> None:
+                 stat: ObjectStat | None = None, tail_bytes: int = TAIL_BYTES) -> None:
         self._path = url if isinstance(url, RemotePath) else parse(url)
         self.url = self._path.url
         # Kept (by default the store of the settings in effect now): the
         # engine reads ranges later from its own threads, where the
         # opener's context is not.
         self._store = _current_store(self._path) if store is None else store
-        self.size, self.identity, self.metadata = self._store.stat(self._path) if stat is None else stat
+        tail: bytes | memoryview = b""
+        if stat is None and cache is not None:
+            # The cache fetches and serves whole blocks (1 MiB), which a
+            # tail does not hold: a HEAD costs the same round trip, no bytes.
+            stat = self._store.stat(self._path)
+        elif stat is None:
+            stat, tail = self._store.read_tail(self._path, tail_bytes)
+        self.size, self.identity, self.metadata = stat
         self._cache = cache
+        self._tail = tail
         self.parallelism = parallelism
         self._cache_key = (None if cache is None
                            else cache.object_key(self._path, self.identity, self.size))
@@ -120,11 +142,31 @@ class RemoteObject:
                                         self._fetch_many)
 
     def _fetch(self, offset: int, length: int) -> bytes:
+        served = self._from_tail([(offset, length)])
+        if served is not None:
+            return bytes(served[0])
         return self._store.read(self._path, offset, length, self.identity or None)
 
     def _fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
+        served = self._from_tail(ranges)
+        if served is not None:
+            return served  # type: ignore[return-value]
         return self._store.read_many(self._path, ranges, self.identity or None,
                                      parallelism=self.parallelism)
+
+    def _from_tail(self, ranges: list[tuple[int, int]]) -> list[memoryview] | None:
+        """The ranges cut from the tail fetched at open when it holds them
+        all, else None. The tail serves one fetch, the first (the engine's
+        read of the trailer and last limits), and is dropped then: a reader
+        of many shards keeps no 64 KiB of each."""
+        tail, self._tail = self._tail, b""
+        if not tail:
+            return None
+        start = self.size - len(tail)
+        if not all(offset >= start and offset + length <= self.size for offset, length in ranges):
+            return None
+        view = memoryview(tail)
+        return [view[offset - start:offset - start + length] for offset, length in ranges]
 
 
 class RemoteOpener:
@@ -143,19 +185,23 @@ class RemoteOpener:
     (`read_cache`), None for no cache. `parallelism`: requests each
     object's batches keep in flight at most. `listed`: URL -> what a
     listing just made said of the object (`remembering_listings`), so that
-    opening it needs no metadata request (see `RemoteObject`)."""
+    opening it needs no request of its own (see `RemoteObject`).
+    `tail_bytes`: how much of each object's end its open fetches (see
+    `RemoteObject`)."""
 
     def __init__(self, record: bool = False,
                  known: dict[str, RemotePath | None] | None = None,
                  cache: ReadCache | None = None,
                  parallelism: int = DEFAULT_PARALLELISM,
-                 listed: dict[str, ObjectStat] | None = None) -> None:
+                 listed: dict[str, ObjectStat] | None = None,
+                 tail_bytes: int = TAIL_BYTES) -> None:
         self.opened: dict[str, RemoteObject] | None = {} if record else None
         self._settings = current_settings()
         self._known = known or {}
         self._cache = cache
         self._parallelism = parallelism
         self._listed = listed or {}
+        self._tail_bytes = tail_bytes
 
     def _parsed(self, path: str) -> RemotePath | None:
         return self._known[path] if path in self._known else remote_path(path)
@@ -171,7 +217,7 @@ class RemoteOpener:
         if parsed is None:
             return None
         remote = RemoteObject(parsed, _store(parsed, self._settings_now()), self._cache_now(),
-                              self._parallelism, self._listed.get(parsed.url))
+                              self._parallelism, self._listed.get(parsed.url), self._tail_bytes)
         if self.opened is not None:
             self.opened[remote.url] = remote
         return remote
@@ -201,7 +247,8 @@ def opener_for(paths: list[str], cache_dir: str | None = None,
                cache_max_bytes: int | None = None,
                parallelism: int = DEFAULT_PARALLELISM,
                listed: dict[str, ObjectStat] | None = None,
-               shared_cache: bool | None = None) -> RemoteOpener | None:
+               shared_cache: bool | None = None,
+               tail_bytes: int = TAIL_BYTES) -> RemoteOpener | None:
     """The engine's opener for a bag of `paths` (canonical, see
     `canonical_path`): a recording `RemoteOpener` when any is remote, None
     when all are local (the engine then opens them without calling back
@@ -210,7 +257,8 @@ def opener_for(paths: list[str], cache_dir: str | None = None,
     cache_max_bytes, shared_cache)` says (by default, as the environment
     says); their
     batches keep at most `parallelism` requests in flight; `listed`
-    objects open without a metadata request (`RemoteOpener`)."""
+    objects open without a request of their own; the others fetch the last
+    `tail_bytes` bytes with their size (`RemoteOpener`)."""
     known: dict[str, RemotePath | None] = {}
     any_remote = False
     for path in paths:
@@ -223,7 +271,7 @@ def opener_for(paths: list[str], cache_dir: str | None = None,
     if not any_remote:
         return None
     return RemoteOpener(record=True, known=known, cache=read_cache(cache_dir, cache_max_bytes, shared_cache),
-                        parallelism=parallelism, listed=listed)
+                        parallelism=parallelism, listed=listed, tail_bytes=tail_bytes)
 
 
 def reset_clients() -> None:

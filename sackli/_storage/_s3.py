@@ -24,7 +24,7 @@ from ._retry import Transient, request_timeout, with_retries
 from ._s3_ranges import S3Ranges, ranges_for
 from ._s3_upload import S3Upload, upload_etag
 from ._settings import S3Settings
-from ._store import ObjectStat, Store, changed_error, check_content_range, read_each
+from ._store import ObjectStat, ObjectTail, Store, changed_error, check_content_range, read_each, tail_size
 from ._urls import RemotePath
 
 __all__ = ["S3Store"]
@@ -178,6 +178,34 @@ class S3Store(Store):
         if fast is not None:
             return list(fast.read_many(path, ranges, identity, parallelism))
         return read_each(self._read_boto3, path, ranges, identity, parallelism)
+
+    def read_tail(self, path: RemotePath, length: int) -> ObjectTail:
+        """One GET of `Range: bytes=-length` (obstore's or boto3's): size,
+        ETag and metadata come with the bytes. Where S3 cannot answer so
+        (an empty object's 416), a HEAD and a read (`Store.read_tail`)."""
+        fast = self._fast(path)
+        tail = fast.read_tail(path, length) if fast is not None else self._read_tail_boto3(path, length)
+        return tail if tail is not None else super().read_tail(path, length)
+
+    def _read_tail_boto3(self, path: RemotePath, length: int) -> ObjectTail | None:
+        from botocore.exceptions import ClientError
+
+        def get() -> ObjectTail | None:
+            try:
+                response = self._s3().get_object(Bucket=path.bucket, Key=path.key, Range=f"bytes=-{length}")
+            except ClientError as error:
+                status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+                if status == 416 or error.response.get("Error", {}).get("Code") == "InvalidRange":
+                    return None
+                raise
+            data = response["Body"].read()  # a dropped body raises a ConnectionError
+            if not response.get("ETag"):
+                return None
+            size = tail_size(response.get("ContentRange"), length, len(data))
+            return ObjectTail(ObjectStat(size, str(response["ETag"]), dict(response.get("Metadata") or {})),
+                              data)
+
+        return self._call(f"GET the last {length} bytes", path.url, get)
 
     def _read_boto3(self, path: RemotePath, offset: int, length: int,
                     identity: str | None) -> bytes:

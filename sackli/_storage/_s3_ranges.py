@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from ._executor import DEFAULT_PARALLELISM
 from ._retry import Transient, request_timeout, with_retries
-from ._store import changed_error, check_content_range, read_each
+from ._store import ObjectStat, ObjectTail, changed_error, check_content_range, read_each, tail_size
 from ._urls import RemotePath
 
 __all__ = ["S3Ranges", "ranges_for", "unsupported_reason"]
@@ -36,6 +36,9 @@ __all__ = ["S3Ranges", "ranges_for", "unsupported_reason"]
 _CREDENTIALS_RECHECK = datetime.timedelta(seconds=60)
 _STATUS = re.compile(r"status code: (\d{3})")
 _CODE = re.compile(r"<Code>([^<]+)</Code>")
+# The attributes of a GET that are not the object's user metadata.
+_STANDARD_ATTRIBUTES = frozenset({"Content-Disposition", "Content-Encoding", "Content-Language",
+                                  "Content-Type", "Cache-Control"})
 # The process whose obstore runtime this is. obstore's runtime does not
 # survive a fork: in a child its calls never return. So a child forked
 # after obstore ran reads through boto3; one forked before runs its own.
@@ -195,20 +198,63 @@ class S3Ranges:
         obstore's buffers (no copy)."""
         return read_each(self._read, path, ranges, identity, parallelism)
 
+    def read_tail(self, path: RemotePath, length: int) -> ObjectTail | None:
+        """The object's stat and last min(`length`, size) bytes from one GET
+        of `Range: bytes=-length`, checked (`tail_size`) and retried; None
+        where S3 answers no range (an empty object: 416, or a 200)."""
+        return with_retries(lambda: self._tail(path, length),
+                            f"{path.url}: GET the last {length} bytes")
+
+    def _tail(self, path: RemotePath, length: int) -> ObjectTail | None:
+        try:
+            result, data = self._request(path, {"range": {"suffix": length}}, "the last bytes")
+        except _NoRange:
+            return None
+        etag = result.meta.get("e_tag")
+        if not etag:
+            return None
+        start, stop = result.range
+        size = tail_size(f"bytes {start}-{stop - 1}/{result.meta.get('size')}", length, len(data))
+        metadata = {name: value for name, value in (result.attributes or {}).items()
+                    if isinstance(name, str) and name not in _STANDARD_ATTRIBUTES}
+        return ObjectTail(ObjectStat(size, str(etag), metadata), data)
+
     def _get(self, path: RemotePath, offset: int, length: int,
              identity: str | None) -> memoryview:
-        import obstore
-        from obstore import exceptions as obstore_errors
-
         url = path.url
         # If-Match: a replaced object answers 412, never other bytes.
         options: dict[str, Any] = {"range": (offset, offset + length)}
         if identity:
             options["if_match"] = identity
         try:
+            result, data = self._request(path, options, f"bytes {offset}-{offset + length - 1}")
+        except _NoRange as error:
+            if error.status == "416":
+                raise OSError(f"{url}: GET bytes {offset}-{offset + length - 1}: "
+                              "range not satisfiable") from None
+            raise Transient(str(error)) from None  # not an answer to this range
+        etag = result.meta.get("e_tag")
+        if identity and etag not in (None, identity):
+            raise changed_error(url, f"ETag {identity}", f"ETag {etag}")
+        start, stop = result.range
+        check_content_range(f"bytes {start}-{stop - 1}/{result.meta.get('size')}",
+                            offset, length, len(data))
+        return data
+
+    def _request(self, path: RemotePath, options: dict[str, Any], what: str) -> tuple[Any, memoryview]:
+        """(obstore's result, its body) of one GET with `options`, its
+        failures as the other back-ends raise them: `changed_error` for a
+        412 under If-Match, `_NoRange` for a 416 or an answer that is not
+        partial, `Transient` for what may succeed when asked again."""
+        import obstore
+        from obstore import exceptions as obstore_errors
+
+        url = path.url
+        try:
             result = obstore.get(self._store(path.bucket), path.key, options=options)
             data = memoryview(result.bytes())  # a body cut short raises here
         except obstore_errors.PreconditionError:
+            identity = options.get("if_match")
             if identity:
                 raise changed_error(url, f"ETag {identity}", None) from None
             raise OSError(f"{url}: GET failed: precondition failed") from None
@@ -220,6 +266,9 @@ class S3Ranges:
         except obstore_errors.GenericError as error:
             status = _STATUS.search(str(error))
             if status is None:
+                if "NotPartial" in str(error):
+                    # A 200 to a ranged GET: S3's answer for an empty object.
+                    raise _NoRange(None, _first_line(error)) from None
                 # No answer, a body cut short, a timeout, or an answer for
                 # another range (object_store compares Content-Range).
                 raise Transient(_first_line(error)) from error
@@ -232,16 +281,18 @@ class S3Ranges:
             if code.startswith("5") or code in ("408", "429"):
                 raise Transient(f"HTTP {code}") from error
             if code == "416":
-                raise OSError(f"{url}: GET bytes {offset}-{offset + length - 1}: "
-                              "range not satisfiable") from None
+                raise _NoRange(code, f"GET {what}: range not satisfiable") from None
             raise OSError(f"{url}: GET failed: {_first_line(error)}") from None
-        etag = result.meta.get("e_tag")
-        if identity and etag not in (None, identity):
-            raise changed_error(url, f"ETag {identity}", f"ETag {etag}")
-        start, stop = result.range
-        check_content_range(f"bytes {start}-{stop - 1}/{result.meta.get('size')}",
-                            offset, length, len(data))
-        return data
+        return result, data
+
+
+class _NoRange(Exception):
+    """A GET answered with no range: 416 (`status`), or a whole object
+    (`status` None)."""
+
+    def __init__(self, status: str | None, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _code(error: BaseException) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import re
 from typing import Any, Callable, Iterator, NamedTuple, TypeVar
 
 from ._executor import DEFAULT_PARALLELISM, in_parallel
@@ -11,9 +12,12 @@ from ._retry import Transient
 from ._upload import Upload
 from ._urls import RemotePath
 
-__all__ = ["ObjectStat", "Store", "changed_error", "check_content_range", "read_each"]
+__all__ = ["ObjectStat", "ObjectTail", "Store", "changed_error", "check_content_range", "read_each",
+           "tail_size"]
 
 T = TypeVar("T")
+
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(-?\d+)/(\d+)")
 
 
 class ObjectStat(NamedTuple):
@@ -25,6 +29,15 @@ class ObjectStat(NamedTuple):
     identity: str
     # The object's user metadata (S3's x-amz-meta-*, GCS's metadata).
     metadata: dict[str, str]
+
+
+class ObjectTail(NamedTuple):
+    """What one suffix-ranged GET (`Range: bytes=-N`) tells of an object:
+    its stat (size from the Content-Range's total, identity and metadata
+    from the headers) and its last min(N, size) bytes."""
+
+    stat: ObjectStat
+    data: bytes | memoryview
 
 
 def changed_error(url: str, opened: str, now: str | None) -> OSError:
@@ -53,6 +66,33 @@ def check_content_range(header: str | None, offset: int, length: int, received: 
         raise Transient(f"asked for {length} bytes at offset {offset}, got {received}")
 
 
+def tail_size(header: str | None, length: int, received: int) -> int:
+    """The object's size from the answer to `Range: bytes=-length`, checked
+    to be its last min(length, size) bytes: `Content-Range: bytes
+    a-(size-1)/size` with a = max(0, size - length), and that many bytes
+    received. Raises `Transient` otherwise (another request's answer, a
+    body cut short). Without a Content-Range only an empty object is
+    believed (S3 answers a 200 for it): a server that ignores the Range
+    sends the whole object, indistinguishable from a stale whole-object
+    answer."""
+    if header is None:
+        if received != 0:
+            raise Transient(f"asked for the last {length} bytes, got an answer without "
+                            f"Content-Range ({received} bytes)")
+        return 0
+    match = _CONTENT_RANGE.fullmatch(header.strip())
+    if match is None:
+        raise Transient(f"asked for the last {length} bytes, got Content-Range {header!r}")
+    first, last, size = (int(group) for group in match.groups())
+    if size == 0 and received == 0:
+        return 0  # "bytes 0--1/0": fake-gcs-server's answer for an empty object
+    if first != max(0, size - length) or last != size - 1:
+        raise Transient(f"asked for the last {length} bytes, got Content-Range {header!r}")
+    if received != last - first + 1:
+        raise Transient(f"asked for the last {last - first + 1} bytes, got {received}")
+    return size
+
+
 def read_each(read: Callable[[RemotePath, int, int, str | None], T], path: RemotePath,
               ranges: list[tuple[int, int]], identity: str | None, parallelism: int) -> list[T]:
     """`read(path, offset, length, identity)` of each range, in order, at
@@ -79,6 +119,17 @@ class Store:
         """The object's size, identity and metadata (FileNotFoundError when
         missing)."""
         raise NotImplementedError
+
+    def read_tail(self, path: RemotePath, length: int) -> ObjectTail:
+        """The object's stat and its last min(`length`, size) bytes, checked
+        as `read` checks a range (FileNotFoundError when missing): what
+        opening a remote bag needs (its trailer, its last limits). Here a
+        `stat` and a `read` pinned to the identity seen; back-ends answer it
+        with one suffix-ranged GET where they can (`tail_size`), and come
+        back here where the server cannot (an empty object's 416)."""
+        stat = self.stat(path)
+        n = min(length, stat.size)
+        return ObjectTail(stat, self.read(path, stat.size - n, n, stat.identity or None) if n else b"")
 
     def uploaded_identity(self, path: RemotePath, size: int, metadata: dict[str, str]) -> str | None:
         """The object's identity if it is an upload of `size` bytes with

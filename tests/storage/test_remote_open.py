@@ -7,7 +7,7 @@ What opening a set of N shards with TAIL limits (stored ON_DISK) costs:
 
 | spec | requests |
 |---|---|
-| `name@N.ext`, a comma list | N HEADs + N GETs of a tail + the manifest's GET |
+| `name@N.ext`, a comma list | N GETs of a tail (each answer gives the size and version) + the manifest's GET |
 | `name@*.ext`, a glob | 1 LIST + N GETs of a tail + the manifest's GET |
 
 The listing gives each shard's size and version (ETag, generation), so the
@@ -49,11 +49,12 @@ def _specs(remote) -> dict[str, str]:
     }
 
 
-# Per shard: a HEAD (unless a listing gave its size and version) and a GET
-# of its last 8 bytes; per set: its manifest (one GET), and the listing.
+# Per shard: one GET of its last 64 KiB, whose answer gives its size and
+# version too (a listing's, when there is one); per set: its manifest (one
+# GET), and the listing.
 EXPECTED = {
-    "count": {"HEAD": SHARDS, "GET": SHARDS + 1},
-    "list": {"HEAD": SHARDS, "GET": SHARDS + 1},
+    "count": {"GET": SHARDS + 1},
+    "list": {"GET": SHARDS + 1},
     "star": {"LIST": 1, "GET": SHARDS + 1},
     "glob": {"LIST": 1, "GET": SHARDS + 1},
 }
@@ -99,10 +100,8 @@ def test_a_missing_shard_is_named(remote):
 @pytest.mark.parametrize("kind", ["count", "star"])
 def test_a_refused_request_names_its_shard(remote, kind):
     _write_set(remote, make_records(SHARDS * 2, seed=6))
-    # The one request of shard 5 that each spec makes first: its HEAD, or
-    # (found by listing) the read of its tail.
-    remote.proxy.fail_next(1, status=403, kinds=["HEAD" if kind == "count" else "GET"],
-                           match=NAMES[5])
+    # The one request of shard 5 that each spec makes: the read of its tail.
+    remote.proxy.fail_next(1, status=403, kinds=["GET"], match=NAMES[5])
     with pytest.raises(PermissionError) as caught:
         sackli.Reader(_specs(remote)[kind])
     assert remote.url(NAMES[5]) in str(caught.value)
@@ -140,10 +139,11 @@ def test_a_shard_replaced_behind_the_set_is_an_error(remote, kind):
     assert remote.url(NAMES[3]) in str(caught.value)
 
 
-def test_separate_limits_objects_still_get_their_own_head(remote):
+def test_separate_limits_objects_still_get_their_own_request(remote):
     """Limits objects carry the version of their records in their metadata,
-    which S3 listings do not give: each is asked for (its HEAD), also when
-    a listing found its records."""
+    which S3 listings do not give: each is asked for (the GET of its tail,
+    whose answer carries the metadata), also when a listing found its
+    records."""
     records = make_records(SHARDS * 3, seed=8)
     with sackli.ShardedWriter(remote.url(f"{BASE}@{SHARDS}.bag"),
                               limits_placement=sackli.LimitsPlacement.SEPARATE) as writer:
@@ -152,7 +152,7 @@ def test_separate_limits_objects_still_get_their_own_head(remote):
     remote.proxy.reset_counts()
     reader = sackli.Reader(remote.url(f"{BASE}@*.bag"),
                            limits_placement=sackli.LimitsPlacement.SEPARATE)
-    assert dict(remote.proxy.counts) == {"LIST": 1, "HEAD": SHARDS, "GET": 1}
+    assert dict(remote.proxy.counts) == {"LIST": 1, "GET": SHARDS + 1}
     assert remote.proxy.max_in_flight >= 8
     remote.proxy.latency = 0.0
     assert reader.read() == records
