@@ -21,9 +21,10 @@ from ._upload import Upload, UploadFile
 from ._urls import RemotePath, is_remote, parse, remote_path
 
 __all__ = ["REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener",
-           "atomic_output", "copy_object", "delete_object", "delete_objects", "list_objects", "object_exists", "open_local", "open_upload",
-           "opener_for", "put_file", "read_object", "remembering_listings", "reset_clients",
-           "stat_object", "sync_folders", "write_object"]
+           "atomic_output", "copy_object", "delete_object", "delete_objects", "list_objects",
+           "object_exists", "open_local", "open_upload", "opener_for", "put_file", "read_object",
+           "remembering_listings", "reset_clients", "stat_object", "sync_folders",
+           "write_object"]
 
 T = TypeVar("T")
 
