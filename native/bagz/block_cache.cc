@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,11 +26,8 @@ constexpr char kMagic[8] = {'s', 'a', 'c', 'k', 'l', 'i', '\0', 'C'};
 // magic, format, chunk bytes, payload bytes, key, block, chunk count.
 constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 8 + kCacheKeyBytes + 8 + 4;
 constexpr size_t kSealBytes = 8;
-// Ranges whose chunks span at most this much are read in one pread into a
-// per-thread buffer (one call: a call costs about what 4-8 KiB of copying
-// does); longer ones read their whole chunks straight into the destination
-// and only the partial chunks at their ends into the buffer.
-constexpr size_t kScratchBytes = 64 * 1024;
+constexpr size_t kLoadChunks = kCacheLoadBytes / kCacheChunkBytes;
+static_assert(kCacheLoadBytes % kCacheChunkBytes == 0, "loads are whole chunks");
 constexpr size_t kMaxDamaged = 1024;
 
 uint64_t Chunks(uint64_t length) {
@@ -79,9 +77,12 @@ int64_t NowNanos() {
 // Marks an entry used now. A read-only cache still serves: errors ignored.
 void Touch(int fd) { (void)::futimens(fd, nullptr); }
 
-char* Scratch() {
-  thread_local std::unique_ptr<char[]> scratch(new char[kScratchBytes]);
-  return scratch.get();
+// Anonymous memory for `n` payload bytes (pages are committed as chunks are
+// loaded into them, and returned by munmap), or null.
+char* MapPayload(size_t n) {
+  void* p = ::mmap(nullptr, std::max<size_t>(n, 1), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
 }
 
 // Every live BlockCache, for the fork handlers: leaked on purpose (caches
@@ -150,19 +151,52 @@ std::string EncodeCacheHeader(const CacheSecret& secret, const CacheKey& key,
   return head;
 }
 
+// An open entry: its descriptor, the CRCs of its header, and the chunks of
+// its payload read and checked so far (`payload`, a bit each in `loaded`).
+// A chunk's bytes are written once, under `load_mu`, before its bit is set
+// (release); a reader that sees the bit (acquire) copies them without a
+// lock. Chunks that failed their check stay unset and are never served.
 struct BlockCache::Entry {
   Entry(int fd, uint64_t device, uint64_t inode, uint64_t length,
-        std::vector<uint32_t> crcs)
+        std::vector<uint32_t> crcs, char* payload)
       : fd(fd), device(device), inode(inode), length(length),
-        crcs(std::move(crcs)), touched(NowNanos()) {}
-  ~Entry() { ::close(fd); }
+        crcs(std::move(crcs)), payload(payload),
+        loaded(new std::atomic<uint64_t>[Words()]()), touched(NowNanos()) {}
+  ~Entry() {
+    ::munmap(payload, std::max<uint64_t>(length, 1));
+    ::close(fd);
+  }
+  size_t Words() const { return (crcs.size() + 63) / 64; }
+  uint64_t ChunkEnd(uint64_t chunk) const {
+    return std::min(length, (chunk + 1) * kCacheChunkBytes);
+  }
+  bool Loaded(uint64_t chunk, std::memory_order order) const {
+    return (loaded[chunk / 64].load(order) >> (chunk % 64)) & 1;
+  }
+  // Whether chunks [first, last] are all in memory.
+  bool AllLoaded(uint64_t first, uint64_t last) const {
+    for (uint64_t word = first / 64; word <= last / 64; ++word) {
+      const uint64_t lo = word == first / 64 ? first % 64 : 0;
+      const uint64_t hi = word == last / 64 ? last % 64 : 63;
+      const uint64_t mask = (~uint64_t{0} >> (63 - hi)) & (~uint64_t{0} << lo);
+      if ((loaded[word].load(std::memory_order_acquire) & mask) != mask) return false;
+    }
+    return true;
+  }
 
   const int fd;
   const uint64_t device;
   const uint64_t inode;
   const uint64_t length;
   const std::vector<uint32_t> crcs;
+  char* const payload;
+  const std::unique_ptr<std::atomic<uint64_t>[]> loaded;
+  std::mutex load_mu;  // held by the one thread loading chunks
   std::atomic<int64_t> touched;
+  // Under the BlockCache's mu_: whether `open_` holds it, and the bytes of
+  // its loaded chunks counted in `memory_`.
+  bool listed = true;
+  size_t counted = 0;
 };
 
 size_t BlockCache::SlotHash::operator()(const Slot& slot) const {
@@ -172,11 +206,12 @@ size_t BlockCache::SlotHash::operator()(const Slot& slot) const {
 }
 
 BlockCache::BlockCache(std::string root, const CacheSecret& secret, size_t max_open,
-                       int64_t touch_nanos)
+                       int64_t touch_nanos, size_t memory_bytes)
     : root_(std::move(root)),
       secret_(secret),
       max_open_(std::max<size_t>(max_open, 1)),
-      touch_nanos_(touch_nanos) {
+      touch_nanos_(touch_nanos),
+      max_memory_(memory_bytes) {
   Register(this);
 }
 
@@ -198,6 +233,11 @@ size_t BlockCache::open_entries() const {
   return open_.size();
 }
 
+size_t BlockCache::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return memory_;
+}
+
 bool BlockCache::Read(const CacheKey& key, uint64_t block, uint64_t length,
                       uint64_t lo, uint64_t hi, char* dst) {
   if (lo > hi || hi > length) {
@@ -209,11 +249,23 @@ bool BlockCache::Read(const CacheKey& key, uint64_t block, uint64_t length,
   const Slot slot{key, block};
   std::shared_ptr<Entry> entry = Acquire(slot, length);
   if (entry == nullptr) return false;
-  if (!ReadChecked(*entry, lo, hi, dst)) {
-    Discard(slot, entry);
-    NoteDamaged(slot, entry->device, entry->inode);
-    return false;
+  const uint64_t first = lo / kCacheChunkBytes;
+  const uint64_t last = (hi - 1) / kCacheChunkBytes;
+  if (!entry->AllLoaded(first, last)) {
+    size_t added = 0;
+    bool good;
+    {
+      std::lock_guard<std::mutex> loading(entry->load_mu);
+      good = Load(*entry, first, last, &added);
+    }
+    Account(entry, added);
+    if (!good) {
+      Discard(slot, entry);
+      NoteDamaged(slot, entry->device, entry->inode);
+      return false;
+    }
   }
+  std::memcpy(dst, entry->payload + lo, hi - lo);
   MaybeTouch(*entry);
   return true;
 }
@@ -242,11 +294,7 @@ std::shared_ptr<BlockCache::Entry> BlockCache::Acquire(const Slot& slot,
   }
   lru_.emplace_front(slot, opened);
   open_.emplace(slot, lru_.begin());
-  while (open_.size() > max_open_) {
-    closing.push_back(std::move(lru_.back().second));
-    open_.erase(lru_.back().first);
-    lru_.pop_back();
-  }
+  while (open_.size() > max_open_) Unlist(std::prev(lru_.end()), closing);
   return opened;
 }
 
@@ -301,66 +349,74 @@ std::shared_ptr<BlockCache::Entry> BlockCache::Open(const Slot& slot,
     NoteDamaged(slot, device, inode);
     return nullptr;
   }
+  char* payload = MapPayload(length);
+  if (payload == nullptr) {  // out of memory: a miss, the entry is good
+    ::close(fd);
+    return nullptr;
+  }
   Touch(fd);
-  return std::make_shared<Entry>(fd, device, inode, length, std::move(crcs));
+  return std::make_shared<Entry>(fd, device, inode, length, std::move(crcs), payload);
 }
 
-bool BlockCache::ReadChecked(const Entry& entry, uint64_t lo, uint64_t hi,
-                             char* dst) const {
-  const uint64_t first = lo / kCacheChunkBytes;
-  const uint64_t last = (hi - 1) / kCacheChunkBytes;
-  const uint64_t start = first * kCacheChunkBytes;
-  const uint64_t end = std::min(entry.length, (last + 1) * kCacheChunkBytes);
+bool BlockCache::Load(Entry& entry, uint64_t first, uint64_t last, size_t* added) {
+  // The aligned run of kLoadChunks chunks around [first, last]; within it,
+  // each stretch of chunks not yet loaded is one pread straight into the
+  // payload (the loaded ones are being read by other threads: never
+  // rewritten), then checked chunk by chunk.
+  const uint64_t chunks = entry.crcs.size();
+  const uint64_t from = first / kLoadChunks * kLoadChunks;
+  const uint64_t to = std::min(chunks, (last / kLoadChunks + 1) * kLoadChunks);
   const uint64_t base = CacheHeaderBytes(entry.length);
-  auto chunk_end = [&](uint64_t chunk) {
-    return std::min(entry.length, (chunk + 1) * kCacheChunkBytes);
-  };
-  auto check = [&](uint64_t chunk, const char* data) {
-    const uint64_t from = chunk * kCacheChunkBytes;
-    return Crc32c(data, chunk_end(chunk) - from) == entry.crcs[chunk];
-  };
-  if (end - start <= kScratchBytes) {
-    char* scratch = Scratch();
-    if (!PreadAll(entry.fd, scratch, end - start, base + start)) return false;
-    for (uint64_t chunk = first; chunk <= last; ++chunk) {
-      if (!check(chunk, scratch + (chunk * kCacheChunkBytes - start))) return false;
+  uint64_t chunk = from;
+  while (chunk < to) {
+    if (entry.Loaded(chunk, std::memory_order_relaxed)) {
+      ++chunk;
+      continue;
     }
-    std::memcpy(dst, scratch + (lo - start), hi - lo);
-    return true;
-  }
-  // Whole chunks straight into dst; a chunk cut by lo or hi through the
-  // scratch buffer (at most one at each end).
-  uint64_t inner_first = first;
-  uint64_t inner_last = last;  // inclusive; empty when inner_first > inner_last
-  char* scratch = Scratch();
-  if (lo != start) {
-    const uint64_t from = first * kCacheChunkBytes;
-    if (!PreadAll(entry.fd, scratch, chunk_end(first) - from, base + from) ||
-        !check(first, scratch)) {
-      return false;
+    uint64_t end = chunk + 1;
+    while (end < to && !entry.Loaded(end, std::memory_order_relaxed)) ++end;
+    const uint64_t start = chunk * kCacheChunkBytes;
+    char* out = entry.payload + start;
+    if (PreadAll(entry.fd, out, entry.ChunkEnd(end - 1) - start, base + start)) {
+      for (uint64_t c = chunk; c < end; ++c) {
+        const uint64_t at = c * kCacheChunkBytes;
+        if (Crc32c(entry.payload + at, entry.ChunkEnd(c) - at) != entry.crcs[c]) continue;
+        entry.loaded[c / 64].fetch_or(uint64_t{1} << (c % 64), std::memory_order_release);
+        *added += entry.ChunkEnd(c) - at;
+      }
     }
-    std::memcpy(dst, scratch + (lo - from), chunk_end(first) - lo);
-    ++inner_first;
+    chunk = end;
   }
-  if (hi != chunk_end(last)) {
-    const uint64_t from = last * kCacheChunkBytes;
-    if (!PreadAll(entry.fd, scratch, chunk_end(last) - from, base + from) ||
-        !check(last, scratch)) {
-      return false;
-    }
-    std::memcpy(dst + (from - lo), scratch, hi - from);
-    --inner_last;
+  // Chunks outside [first, last] that failed stay unloaded: a read of them
+  // finds the damage again.
+  return entry.AllLoaded(first, last);
+}
+
+void BlockCache::Account(const std::shared_ptr<Entry>& entry, size_t added) {
+  if (added == 0) return;
+  std::vector<std::shared_ptr<Entry>> closing;  // freed outside the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  // An entry dropped meanwhile is freed when its readers are done.
+  if (!entry->listed) return;
+  entry->counted += added;
+  memory_ += added;
+  // The least recently used go first; the entry just read stays.
+  auto it = lru_.end();
+  while (memory_ > max_memory_ && it != lru_.begin()) {
+    --it;
+    if (it->second == entry) continue;
+    it = Unlist(it, closing);
   }
-  if (inner_first <= inner_last) {
-    const uint64_t from = inner_first * kCacheChunkBytes;
-    const uint64_t to = chunk_end(inner_last);
-    char* out = dst + (from - lo);
-    if (!PreadAll(entry.fd, out, to - from, base + from)) return false;
-    for (uint64_t chunk = inner_first; chunk <= inner_last; ++chunk) {
-      if (!check(chunk, out + (chunk - inner_first) * kCacheChunkBytes)) return false;
-    }
-  }
-  return true;
+}
+
+BlockCache::Lru::iterator BlockCache::Unlist(
+    Lru::iterator it, std::vector<std::shared_ptr<Entry>>& closing) {
+  it->second->listed = false;
+  memory_ -= it->second->counted;
+  it->second->counted = 0;
+  open_.erase(it->first);
+  closing.push_back(std::move(it->second));
+  return lru_.erase(it);
 }
 
 void BlockCache::MaybeTouch(Entry& entry) const {
@@ -381,13 +437,11 @@ void BlockCache::NoteDamaged(const Slot& slot, uint64_t device, uint64_t inode) 
 }
 
 void BlockCache::Discard(const Slot& slot, const std::shared_ptr<Entry>& entry) {
-  std::shared_ptr<Entry> closing;  // closed outside the lock
+  std::vector<std::shared_ptr<Entry>> closing;  // closed outside the lock
   std::lock_guard<std::mutex> lock(mu_);
   auto found = open_.find(slot);
   if (found != open_.end() && found->second->second == entry) {
-    closing = std::move(found->second->second);
-    lru_.erase(found->second);
-    open_.erase(found);
+    Unlist(found->second, closing);
   }
 }
 
@@ -399,10 +453,9 @@ std::vector<DamagedEntry> BlockCache::TakeDamaged() {
 }
 
 void BlockCache::Forget() {
-  Lru closing;  // closed outside the lock
+  std::vector<std::shared_ptr<Entry>> closing;  // closed outside the lock
   std::lock_guard<std::mutex> lock(mu_);
-  open_.clear();
-  closing.swap(lru_);
+  while (!lru_.empty()) Unlist(lru_.begin(), closing);
 }
 
 void BlockCache::LockForFork() { mu_.lock(); }
@@ -412,9 +465,12 @@ void BlockCache::UnlockAfterFork(bool child) {
     // The entries the parent's other threads were reading are never
     // released here (those threads are gone): their descriptors stay open
     // in the child. The open set starts empty.
+    // Nor are their entries' bytes kept: one may be half loaded, its
+    // load_mu held by a thread the child does not have.
     open_.clear();
     lru_.clear();
     damaged_.clear();
+    memory_ = 0;
   }
   mu_.unlock();
 }

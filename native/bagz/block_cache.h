@@ -28,14 +28,27 @@
 // payload expected, with a header that checks and names the key and block
 // asked for; every chunk a range touches is read with pread (never mapped:
 // a file truncated under a reader cannot SIGBUS) and checked against its
-// CRC-32C before Read returns. Anything else (damaged, short, foreign, of
-// another format) is a miss; the file found is noted (TakeDamaged) so that
-// the writer side deletes it, under its lock, if the path still names it.
+// CRC-32C before any of it is served. Anything else (damaged, short,
+// foreign, of another format) is a miss; the file found is noted
+// (TakeDamaged) so that the writer side deletes it, under its lock, if the
+// path still names it.
+//
+// Hits are served from memory: each open entry keeps the chunks it has
+// checked (read in aligned runs of kCacheLoadBytes, in anonymous memory of
+// its own), so a hit on them is a lookup and a copy, no system call. Those
+// bytes stay right whatever happens to the file afterwards: an entry is
+// never rewritten in place by sackli (published under a temporary name,
+// then renamed) and its key names one version of one object, so a file
+// replaced or deleted later holds the same bytes or none. The bytes kept
+// are bounded per BlockCache by `memory_bytes` (least recently used
+// entries dropped first) as well as the entries by `max_open`.
 //
 // Each BlockCache keeps up to `max_open` verified entries open (least
 // recently used closed first), shared by the threads reading them. Thread-
-// safe. After fork() the child starts with none open (a fork handler takes
-// every cache's lock around the fork, so no state is left half-changed).
+// safe. After fork() the child starts with none open and no bytes kept (a
+// fork handler takes every cache's lock around the fork, so no state is
+// left half-changed; an entry a parent's thread was loading may be locked
+// by it, so the child never touches the parent's entries).
 #pragma once
 
 #include <array>
@@ -58,6 +71,13 @@ inline constexpr uint32_t kCacheFormat = 3;
 // bytes copied, not the calls, are most of what a small hit costs.
 inline constexpr size_t kCacheChunkBytes = 1024;
 inline constexpr size_t kCacheKeyBytes = 32;
+// A read of chunks not yet in memory reads and checks the aligned run of
+// this many bytes around them (one pread: a call costs about what 16 KiB of
+// copying and checking does), so that neighbouring records read next are
+// hits in memory.
+inline constexpr size_t kCacheLoadBytes = 16 * 1024;
+// The payload bytes a BlockCache keeps in memory by default.
+inline constexpr size_t kCacheMemoryBytes = size_t{64} << 20;
 // A hit marks its entry used (its mtime: the LRU's recency) at most this
 // often per process.
 inline constexpr int64_t kCacheTouchNanos = int64_t{60} * 1000 * 1000 * 1000;
@@ -91,8 +111,11 @@ class BlockCache {
   // `secret`: the cache's secret: only entries sealed with it are served.
   // `max_open`: verified entries kept open (at least 1).
   // `touch_nanos`: how often a hit may touch its entry's mtime.
+  // `memory_bytes`: checked payload bytes kept in memory, over all entries
+  // (the entry being read keeps what it has even when it alone is over).
   BlockCache(std::string root, const CacheSecret& secret, size_t max_open,
-             int64_t touch_nanos = kCacheTouchNanos);
+             int64_t touch_nanos = kCacheTouchNanos,
+             size_t memory_bytes = kCacheMemoryBytes);
   ~BlockCache();
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
@@ -123,6 +146,9 @@ class BlockCache {
   const std::string& root() const { return root_; }
   size_t max_open() const { return max_open_; }
   size_t open_entries() const;
+  // The checked payload bytes kept in memory by the open entries.
+  size_t memory_bytes() const;
+  size_t max_memory_bytes() const { return max_memory_; }
 
   // For the fork handlers (block_cache.cc).
   void LockForFork();
@@ -141,10 +167,19 @@ class BlockCache {
     size_t operator()(const Slot& slot) const;
   };
   using Lru = std::list<std::pair<Slot, std::shared_ptr<Entry>>>;
+  // Removes `it` from the open set (under mu_), its last reference moved to
+  // `closing` (freed outside the lock); returns the next.
+  Lru::iterator Unlist(Lru::iterator it, std::vector<std::shared_ptr<Entry>>& closing);
 
   std::shared_ptr<Entry> Acquire(const Slot& slot, uint64_t length);
   std::shared_ptr<Entry> Open(const Slot& slot, uint64_t length);
-  bool ReadChecked(const Entry& entry, uint64_t lo, uint64_t hi, char* dst) const;
+  // Reads and checks the chunks around [first, last] not yet in memory
+  // (adding the bytes loaded to `added`); false unless [first, last] all
+  // are then. Under entry.load_mu.
+  bool Load(Entry& entry, uint64_t first, uint64_t last, size_t* added);
+  // Counts `added` bytes loaded into `entry`; drops the least recently used
+  // entries while over the memory bound.
+  void Account(const std::shared_ptr<Entry>& entry, size_t added);
   void MaybeTouch(Entry& entry) const;
   void NoteDamaged(const Slot& slot, uint64_t device, uint64_t inode);
   void Discard(const Slot& slot, const std::shared_ptr<Entry>& entry);
@@ -153,10 +188,12 @@ class BlockCache {
   const CacheSecret secret_;
   const size_t max_open_;
   const int64_t touch_nanos_;
+  const size_t max_memory_;
   mutable std::mutex mu_;
   Lru lru_;  // most recently used first
   std::unordered_map<Slot, Lru::iterator, SlotHash> open_;
   std::vector<DamagedEntry> damaged_;
+  size_t memory_ = 0;  // the `kept` bytes of the entries in `open_`
 };
 
 }  // namespace sackli

@@ -86,6 +86,9 @@ LOW_WATER = 0.9
 # Verified entries each process keeps open (an evicted one's blocks stay on
 # disk until its descriptor closes: at most this many blocks per process).
 OPEN_ENTRIES = 64
+# The checked payload bytes of those entries each process keeps in memory,
+# so that a hit is a copy, not a read of the file (docs/cache.md).
+MEMORY_BYTES = 64 << 20
 # A hit touches its entry (its recency, for eviction) at most this often.
 TOUCH_SECONDS = 60.0
 
@@ -142,7 +145,8 @@ class ReadCache:
         self._warned = False
         # The engine's reader of the entries (shared with the remote byte
         # sources of this cache's objects: `cache_blocks`).
-        self.entries = _ENGINE_CACHE(self._root, self._secret(), OPEN_ENTRIES, TOUCH_SECONDS)
+        self.entries = _ENGINE_CACHE(self._root, self._secret(), OPEN_ENTRIES, TOUCH_SECONDS,
+                                     MEMORY_BYTES)
         # Blocks being fetched by a thread of this process (`_claim`).
         self._fetching: dict[tuple[bytes, int], threading.Event] = {}
         _LIVE.add(self)

@@ -2,8 +2,9 @@
 // sackli/_storage/_read_cache.py writes them (EncodeCacheHeader, then the
 // payload) are served; anything damaged, short, foreign, linked or sealed
 // with another secret is a miss
-// and noted for deletion; every chunk a range touches is checked; the open
-// set stays within its bound; a forked child reads on.
+// and noted for deletion; every chunk a range touches is checked before it
+// is served, once, then served from memory; the open set and the bytes kept
+// stay within their bounds; a forked child reads on.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -254,29 +255,99 @@ TEST(BlockCache, EveryChunkARangeTouchesIsChecked) {
   }
 }
 
-TEST(BlockCache, DamageAfterOpeningIsFoundByTheNextRead) {
-  TempDir dir;
-  BlockCache cache(dir.path(), kSecret, 8);
-  const CacheKey key = KeyOf(6);
-  const std::string payload = Payload(2 * kChunk);
-  const std::string path = Publish(cache, key, 0, payload);
-  ASSERT_EQ(ReadPart(cache, key, 0, payload.size(), 0, 10), payload.substr(0, 10));
-  // In place: the open descriptor sees it.
-  std::string bytes = ReadFile(path);
-  bytes[CacheHeaderBytes(payload.size()) + 3] ^= 1;
+// Overwrites `path` in place (the open descriptor sees it) with `bytes`.
+void Overwrite(const std::string& path, const std::string& bytes) {
   FILE* file = std::fopen(path.c_str(), "r+b");
   ASSERT_NE(file, nullptr);
   std::fwrite(bytes.data(), 1, bytes.size(), file);
   std::fclose(file);
-  EXPECT_EQ(ReadPart(cache, key, 0, payload.size(), 0, 10), "<miss>");
+}
+
+constexpr size_t kLoad = kCacheLoadBytes / kCacheChunkBytes;  // chunks per load
+
+TEST(BlockCache, DamageAfterOpeningIsFoundByTheNextReadOfIt) {
+  TempDir dir;
+  BlockCache cache(dir.path(), kSecret, 8);
+  const CacheKey key = KeyOf(6);
+  const std::string payload = Payload(3 * kLoad * kChunk);
+  const std::string path = Publish(cache, key, 0, payload);
+  ASSERT_EQ(ReadPart(cache, key, 0, payload.size(), 0, 10), payload.substr(0, 10));
+  // Damage to a chunk not read yet: found by the read of it.
+  std::string bytes = ReadFile(path);
+  bytes[CacheHeaderBytes(payload.size()) + (kLoad + 1) * kChunk + 3] ^= 1;
+  Overwrite(path, bytes);
+  EXPECT_EQ(ReadPart(cache, key, 0, payload.size(), (kLoad + 1) * kChunk, (kLoad + 1) * kChunk + 9),
+            "<miss>");
   EXPECT_EQ(cache.TakeDamaged().size(), 1u);
   EXPECT_EQ(cache.open_entries(), 0u);
-  // Truncated under the reader: a miss, never a crash.
+  EXPECT_EQ(cache.memory_bytes(), 0u);
+  // Truncated under the reader: what was checked is served from memory, the
+  // rest is a miss, never a crash.
   Publish(cache, key, 0, payload);
   ASSERT_EQ(ReadPart(cache, key, 0, payload.size(), kChunk, kChunk + 5),
             payload.substr(kChunk, 5));
   ASSERT_EQ(::truncate(path.c_str(), 100), 0);
-  EXPECT_EQ(ReadPart(cache, key, 0, payload.size(), kChunk, kChunk + 5), "<miss>");
+  EXPECT_EQ(ReadPart(cache, key, 0, payload.size(), kChunk, kChunk + 5),
+            payload.substr(kChunk, 5));
+  EXPECT_EQ(ReadPart(cache, key, 0, payload.size(), 2 * kLoad * kChunk, 2 * kLoad * kChunk + 5),
+            "<miss>");
+}
+
+TEST(BlockCache, ChunksCheckedOnceAreServedFromMemory) {
+  TempDir dir;
+  BlockCache cache(dir.path(), kSecret, 8);
+  const CacheKey key = KeyOf(12);
+  const std::string payload = Payload(2 * kLoad * kChunk + 100);
+  const std::string path = Publish(cache, key, 0, payload);
+  // One read loads and checks the aligned run around it.
+  ASSERT_EQ(ReadPart(cache, key, 0, payload.size(), 3 * kChunk, 3 * kChunk + 7),
+            payload.substr(3 * kChunk, 7));
+  EXPECT_EQ(cache.memory_bytes(), kCacheLoadBytes);
+  // Damaged on disk (or replaced by another file, or deleted) after it was
+  // checked: the bytes served are still the checked ones, and nothing is
+  // noted as damaged (nothing read was).
+  std::string bytes = ReadFile(path);
+  for (size_t i = 0; i < kLoad * kChunk; ++i) bytes[CacheHeaderBytes(payload.size()) + i] ^= 0x5a;
+  Overwrite(path, bytes);
+  for (size_t lo = 0; lo < kLoad * kChunk; lo += 997) {
+    const size_t hi = std::min(kLoad * kChunk, lo + 3000);
+    ASSERT_EQ(ReadPart(cache, key, 0, payload.size(), lo, hi), payload.substr(lo, hi - lo));
+  }
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  EXPECT_EQ(ReadPart(cache, key, 0, payload.size(), 0, kLoad * kChunk),
+            payload.substr(0, kLoad * kChunk));
+  EXPECT_TRUE(cache.TakeDamaged().empty());
+  // The rest is still read from the open descriptor (the unlinked file).
+  EXPECT_EQ(ReadPart(cache, key, 0, payload.size(), 0, payload.size()), payload);
+  EXPECT_EQ(cache.memory_bytes(), payload.size());
+}
+
+TEST(BlockCache, KeptBytesStayWithinTheMemoryBound) {
+  TempDir dir;
+  const size_t block = 4 * kLoad * kChunk;  // 4 loads per block
+  BlockCache cache(dir.path(), kSecret, 16, kCacheTouchNanos,
+                   /*memory_bytes=*/3 * kCacheLoadBytes);
+  const CacheKey key = KeyOf(13);
+  std::vector<std::string> payloads;
+  for (uint64_t b = 0; b < 4; ++b) {
+    payloads.push_back(Payload(block, static_cast<uint32_t>(b + 3)));
+    Publish(cache, key, b, payloads.back());
+  }
+  for (uint64_t b = 0; b < 4; ++b) {
+    ASSERT_EQ(ReadPart(cache, key, b, block, 5, 9), payloads[b].substr(5, 4));
+    EXPECT_LE(cache.memory_bytes(), 3 * kCacheLoadBytes);
+  }
+  // The least recently used (block 0) was dropped: 1, 2, 3 stay.
+  EXPECT_EQ(cache.open_entries(), 3u);
+  EXPECT_EQ(cache.memory_bytes(), 3 * kCacheLoadBytes);
+  ASSERT_EQ(::unlink(cache.EntryPath(key, 0).c_str()), 0);
+  EXPECT_EQ(ReadPart(cache, key, 0, block, 5, 9), "<miss>");
+  // One entry over the bound on its own keeps what it read; the others go.
+  ASSERT_EQ(ReadPart(cache, key, 3, block, 0, block), payloads[3]);
+  EXPECT_EQ(cache.open_entries(), 1u);
+  EXPECT_EQ(cache.memory_bytes(), block);
+  cache.Forget();
+  EXPECT_EQ(cache.memory_bytes(), 0u);
 }
 
 TEST(BlockCache, OpenEntriesStayWithinTheBound) {
@@ -382,8 +453,9 @@ TEST(BlockCache, AForkedChildReadsOn) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // The open set starts empty; both blocks read from the files.
-    const bool good = cache.open_entries() == 0 &&
+    // The open set starts empty, with no bytes kept; both blocks read from
+    // the files.
+    const bool good = cache.open_entries() == 0 && cache.memory_bytes() == 0 &&
                       ReadPart(cache, key, 0, payload.size(), 5, kChunk + 5) ==
                           payload.substr(5, kChunk) &&
                       ReadPart(cache, key, 1, payload.size(), 0, 3) == payload.substr(0, 3);
@@ -393,6 +465,7 @@ TEST(BlockCache, AForkedChildReadsOn) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_EQ(cache.open_entries(), 1u);
+  EXPECT_EQ(cache.memory_bytes(), payload.size());  // the parent keeps its own
   EXPECT_EQ(ReadPart(cache, key, 1, payload.size(), 0, 3), payload.substr(0, 3));
 }
 

@@ -46,18 +46,22 @@ void RegisterBlockCache(py::module_& m) {
   py::class_<BlockCache, std::shared_ptr<BlockCache>> cls(m, "BlockCache");
   cls.doc() =
       "The read side of the read cache's entries (bagz/block_cache.h): "
-      "BlockCache(root, secret, max_open, touch_seconds=60): serves the "
-      "entries under `root` sealed with `secret` (SECRET_BYTES bytes).";
+      "BlockCache(root, secret, max_open, touch_seconds=60, memory_bytes=MEMORY_BYTES): "
+      "serves the entries under `root` sealed with `secret` (SECRET_BYTES bytes), "
+      "keeping up to `memory_bytes` of their checked payloads in memory.";
   cls.def(py::init([](const std::string& root, const py::bytes& secret, size_t max_open,
-                      double touch_seconds) {
-            return std::make_shared<BlockCache>(
-                root, SecretFrom(secret), max_open, static_cast<int64_t>(touch_seconds * 1e9));
+                      double touch_seconds, size_t memory_bytes) {
+            return std::make_shared<BlockCache>(root, SecretFrom(secret), max_open,
+                                                static_cast<int64_t>(touch_seconds * 1e9),
+                                                memory_bytes);
           }),
           py::arg("root"), py::arg("secret"), py::arg("max_open"),
-          py::arg("touch_seconds") = 60.0);
+          py::arg("touch_seconds") = 60.0, py::arg("memory_bytes") = kCacheMemoryBytes);
   cls.attr("FORMAT") = kCacheFormat;
   cls.attr("SECRET_BYTES") = kCacheSecretBytes;
   cls.attr("CHUNK_BYTES") = kCacheChunkBytes;
+  cls.attr("LOAD_BYTES") = kCacheLoadBytes;
+  cls.attr("MEMORY_BYTES") = kCacheMemoryBytes;
   cls.def_static("header_bytes", &CacheHeaderBytes, py::arg("length"));
   cls.def(
       "encode_header",
@@ -116,6 +120,9 @@ void RegisterBlockCache(py::module_& m) {
   });
   cls.def_property_readonly("root", &BlockCache::root);
   cls.def_property_readonly("open_entries", &BlockCache::open_entries);
+  cls.def_property_readonly("memory_bytes", &BlockCache::memory_bytes,
+                            "The checked payload bytes kept in memory.");
+  cls.def_property_readonly("max_memory_bytes", &BlockCache::max_memory_bytes);
 }
 
 }  // namespace sackli::python
