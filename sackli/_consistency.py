@@ -40,7 +40,7 @@ from ._format import LIMITS_PREFIX
 
 __all__ = [
     "OpenCheck", "RECORDS_OBJECT_KEY", "RECORDS_VERSION_KEY", "SetManifest", "check_opened",
-    "limits_metadata", "manifest_url",
+    "limits_metadata", "manifest_url", "read_manifest",
 ]
 
 RECORDS_OBJECT_KEY = "sackli-records-object"
@@ -112,7 +112,7 @@ class OpenCheck:
     def __init__(self, paths: Iterable[str], prefetch: bool = True) -> None:
         self._sets = _complete_sets(paths)
         self._manifests = {
-            url: _storage.Prefetch(functools.partial(_read_manifest, url)) if prefetch else None
+            url: _storage.Prefetch(functools.partial(read_manifest, url)) if prefetch else None
             for url in self._sets}
 
     def check(self, opened: Mapping[str, Any]) -> None:
@@ -123,7 +123,7 @@ class OpenCheck:
         for url, shards in self._sets.items():
             manifest = self._manifests[url]
             _check_set(url, shards, opened,
-                       _read_manifest(url) if manifest is None else manifest.result())
+                       read_manifest(url) if manifest is None else manifest.result())
 
 
 def _check_limits_pairs(opened: Mapping[str, Any]) -> None:
@@ -167,7 +167,9 @@ def _complete_sets(paths: Iterable[str]) -> dict[str, list[str]]:
             if indices[manifest] == set(range(counts[manifest]))}
 
 
-def _read_manifest(url: str) -> dict | None:
+def read_manifest(url: str) -> dict | None:
+    """The manifest at `url`; None when there is none; CorruptionError when
+    it is not one."""
     try:
         data = _storage.read_object(url)
     except FileNotFoundError:
@@ -192,8 +194,9 @@ def _check_set(manifest_url_: str, shards: list[str], opened: Mapping[str, Any],
         raise CorruptionError(
             f"{spec}: a write of this shard set is being published, or was interrupted "
             f"(its manifest {manifest_url_} says {manifest.get('state')!r}, since "
-            f"{manifest.get('written', '?')}): some shards may be new and others old. Wait for "
-            "the writer, or write the set again")
+            f"{manifest.get('written', '?')}): some shards may be new and others old. "
+            + (f"Wait for the writer, or finish its publish with `sackli recover {spec}`"
+               if manifest.get("journal") else "Wait for the writer, or write the set again"))
     objects = manifest["objects"]
     members = set()
     for shard in shards:
@@ -235,26 +238,30 @@ class SetManifest:
             return None
         return cls(paths, writer)
 
-    def begin(self) -> None:
-        """Marks the set as being published (keeps the old manifest)."""
+    def begin(self, journal: str | None = None) -> None:
+        """Marks the set as being published (keeps the old manifest);
+        `journal`: the URL of the write's journal (`_bucket_journal`), which
+        `sackli recover` rolls forward from."""
         try:
             self._old = _storage.read_object(self.url)
         except FileNotFoundError:
             self._old = None
         self._begun = True
-        self._write("publishing", {})
+        self._write("publishing", {}, journal)
 
     def complete(self, files: Iterable[str]) -> None:
         """Names the version of every file of the set, now published."""
-        objects = {}
-        for url in files:
-            objects[_split(url)[1]] = _storage.stat_object(url).identity
-        self._write("complete", objects)
+        urls = list(files)
+        stats = _storage.in_parallel([functools.partial(_storage.stat_object, url) for url in urls],
+                                     _storage.MAX_PARALLEL_REQUESTS)
+        self._write("complete", {_split(url)[1]: stat.identity for url, stat in zip(urls, stats)})
 
-    def _write(self, state: str, objects: dict[str, str]) -> None:
+    def _write(self, state: str, objects: dict[str, str], journal: str | None = None) -> None:
         document = {"format": _FORMAT, "state": state, "writer": self._writer,
                     "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "objects": objects}
+        if journal is not None:
+            document["journal"] = journal
         _storage.write_object(self.url, json.dumps(document, indent=1, sort_keys=True).encode())
 
     def roll_back(self) -> None:

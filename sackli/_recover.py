@@ -9,12 +9,13 @@ import os
 from typing import Iterable, NamedTuple
 
 from . import _engine
+from ._bucket_recover import missing_error, recover_bucket_writes
 from ._format import PARTIAL_MARKER, limits_path_for, partial_folder_prefix
 from ._partial_trust import check_partial_folder
 from ._reader import Reader
 from ._set_recover import recover_set
 from ._shard_spec import shard_name, split_shard_entry, strip_local_prefix
-from ._storage import path_argument, resolve_write_links
+from ._storage import is_remote, path_argument, resolve_write_links
 from ._unfinished import (
     BAG, UnfinishedWrite, unfinished_writes, unfinished_writes_of, write_of_folder,
 )
@@ -38,6 +39,9 @@ class RecoveryReport(NamedTuple):
     """Limits found in `limits.<name>` that pointed nowhere valid."""
     dropped_bytes: int
     """Record bytes after the last recovered record, removed."""
+    rolled_back: int = 0
+    """On a bucket: writes rolled back (nothing of them was published);
+    `records` counts those rolled forward."""
 
 
 def partial_writes(path: str) -> list[str]:
@@ -96,6 +100,19 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
     the name: such a set is reported (FileExistsError) before anything is
     published.
 
+    On gs:// and s3://, `path` is a shard spec (`s3://b/out/set@4.bag`,
+    `name@*.ext`) or a prefix ending in "/" (every interrupted write under
+    it). Each interrupted shard-set or row-set write found by its journal
+    (in its hidden staging prefix) rolls forward when its publish was
+    decided (the set's manifest says "publishing": the copies are made
+    again, each checked against the journal, the manifest written
+    "complete", the staging and any older sets the write replaced
+    removed), and back otherwise (the staging is deleted: the set reads as
+    before the write, the older set or nothing). `records` then counts the
+    records of the sets rolled forward, `rolled_back` the writes rolled
+    back. A staged object gone or changed since it was staged is an
+    OSError naming it, and nothing of that write is changed.
+
     Returns a RecoveryReport; `records` counts records (of every shard),
     datapoints or map entries.
 
@@ -107,7 +124,9 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
       ValueError: several unfinished writes of `path` exist, or a journal
         this version of sackli cannot complete or that names another target.
     """
-    local = strip_local_prefix(path_argument(path, "path")).rstrip("/") or "/"
+    if is_remote(argument := path_argument(path, "path")):
+        return _recover_bucket(argument)
+    local = strip_local_prefix(argument).rstrip("/") or "/"
     target = _target_of_partial(local)
     if target is not None:
         return _complete_partial(local, target)
@@ -138,15 +157,28 @@ def recover(path: str | os.PathLike[str]) -> RecoveryReport:
     shards = _shards_written_one_by_one(local)
     if shards:
         return _sum(recover(shard) for shard in shards)
-    hidden = f"an unfinished write ({os.path.basename(partial_folder_prefix(local))}*)"
+    hidden = f"no unfinished write ({os.path.basename(partial_folder_prefix(local))}*)"
     looked_for = hidden if split_shard_entry(local) is not None else \
-        f"neither {os.path.basename(limits_path_for(local))} nor {hidden}"
+        f"no {os.path.basename(limits_path_for(local))} and {hidden}"
     raise FileNotFoundError(
         errno.ENOENT,
-        f"{local}: nothing to recover: {looked_for} exists beside it (the write completed, "
+        f"{local}: nothing to recover: {looked_for} beside it (the write completed, "
         "or it was never started)",
         local,
     )
+
+
+def _recover_bucket(url: str) -> RecoveryReport:
+    """`recover` of a gs:// / s3:// shard spec or prefix: every interrupted
+    write rolled forward or back (`_bucket_recover`)."""
+    done = recover_bucket_writes(url)
+    if not done and not url.endswith("/"):
+        raise missing_error(url)
+    stuck = [write.line() for write in done if write.outcome == "neither"]
+    if stuck:
+        raise OSError(errno.EIO, "\n".join(stuck), url)
+    return RecoveryReport(sum(write.records for write in done), 0, 0,
+                          sum(write.outcome == "rolled back" for write in done))
 
 
 def recover_write(write: UnfinishedWrite) -> RecoveryReport:
@@ -194,6 +226,7 @@ def _shards_written_one_by_one(spec: str) -> list[str]:
 
 
 def _sum(reports: Iterable[RecoveryReport]) -> RecoveryReport:
+    # Local reports only: every field is a count.
     return RecoveryReport(*map(sum, zip(*reports)))
 
 

@@ -68,6 +68,15 @@ class RemoteBagShard(BagShard):
     def targets(self, target: str) -> list[str]:
         return [limits_path_for(target), target]
 
+    def staged(self, target: str) -> tuple[list[tuple[str, str, int]], list[str]]:
+        """For a journaled set (`_bucket_journal`): (hidden URL, final URL,
+        records) of each object this shard staged for `target`, and the
+        final URLs its publish deletes (a stale limits object)."""
+        records = self.records_written
+        objects = [(temp, final, records if final == target else 0)
+                   for temp, final in zip(self._files(self._temp), self._files(target))]
+        return objects, [] if self._separate else [limits_path_for(target)]
+
     def discard(self) -> None:
         """Deletes what this shard wrote: an unfinished upload leaves
         nothing; finished objects (the hidden ones, or a single bag's) are

@@ -6,12 +6,14 @@ set whose record count is not known, the shard files, and the journal
 `sackli-write.json`, written once before any record, which says how the
 records are dealt:
 
-    {"kind": "set", "target": "name@N.ext", "mode": "count" | "spool" | "size",
+    {"kind": "set", "where": "local", "target": "name@N.ext",
+     "mode": "count" | "spool" | "size",
      "counts": [records of each shard] (mode "count"), "in_place": shards
      written at their names (atomic=False), "options": the writer options,
      "overwrite": whether other sets of the name are replaced}
 
-and `companion.<rule>` files: what to write beside the set (a row set's
+(a set on a bucket keeps a journal of the same kind with "where": "bucket":
+`_bucket_journal`) and `companion.<rule>` files: what to write beside the set (a row set's
 schema, `rule` naming how its path follows from the first shard's).
 
 so that `sackli.recover("dir/name@N.ext")` (`_set_recover`) completes the set
@@ -102,7 +104,8 @@ class SetJournal:
         self.in_place = not options.atomic
         """Whether the shards are written at their own names (atomic=False)."""
         journal = {
-            "kind": "set", "target": os.path.basename(spec), "mode": mode, "counts": counts,
+            "kind": "set", "where": "local", "target": os.path.basename(spec), "mode": mode,
+            "counts": counts,
             "in_place": self.in_place, "options": _options_to_json(options),
             "overwrite": overwrite,
         }

@@ -16,14 +16,16 @@ modules below directly, never this one. No stability promise. What is here
   messages users see;
 - writing a set (`_shard_set`, `_shard_writer`): the one shard-set writer
   and a bag shard's opener; a set's files;
-- unfinished writes (`_unfinished`) and their recovery (`_recover`): the
-  hidden write folders and journals, and the messages naming them;
+- unfinished writes (`_unfinished`) and their recovery (`_recover`,
+  on buckets `_bucket_recover`): the hidden write folders and journals,
+  and the messages naming them;
 - names beside a set (`_schema_names`, `_consistency`): the Arrow schema
   file, the set manifest.
 """
 
 from __future__ import annotations
 
+from ._bucket_recover import BucketRecovery, missing_error, recover_bucket_writes
 from ._consistency import manifest_url
 from ._format import (
     LIMITS_PREFIX, MAX_SHARDS, has_zstd_suffix, limits_path_for, partial_folder_prefix,
@@ -40,18 +42,19 @@ from ._shard_spec import (
     split_shard_entry, strip_local_prefix,
 )
 from ._shard_writer import bag_shard_opener
+from ._storage import is_remote
 from ._unfinished import (
     JOURNAL, UnfinishedWrite, explained_missing, make_write_folder, unfinished_writes,
     unfinished_writes_in_spec, unfinished_writes_of, write_journal, write_of_folder,
 )
 
 __all__ = [
-    "JOURNAL", "LIMITS_PREFIX", "MAX_SHARDS", "OpenShard", "SCHEMA_SUFFIX", "ShardSetWriter",
+    "BucketRecovery", "JOURNAL", "LIMITS_PREFIX", "MAX_SHARDS", "OpenShard", "SCHEMA_SUFFIX", "ShardSetWriter",
     "UnfinishedWrite", "bag_shard_opener", "check_shard_count", "choose_shard_set",
     "existing_shard_sets", "expand_file_spec", "explained_missing", "files_of",
     "find_schema_file", "has_zstd_suffix", "limits_path_for", "make_write_folder",
-    "manifest_url", "other_sets_error", "partial_folder_prefix", "recover_write",
-    "refuse_glob", "refuse_other_sets", "schema_path", "set_file_path", "set_files", "shard_name",
+    "is_remote", "manifest_url", "missing_error", "other_sets_error", "partial_folder_prefix", "recover_write",
+    "recover_bucket_writes", "refuse_glob", "refuse_other_sets", "schema_path", "set_file_path", "set_files", "shard_name",
     "spec_of", "split_shard_entry", "strip_local_prefix", "unfinished_writes",
     "unfinished_writes_in_spec", "unfinished_writes_of", "without_local_prefix",
     "write_journal", "write_of_folder",

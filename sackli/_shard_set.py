@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from . import _bulk
 from ._batching import Gatherer, records_per_batch
+from ._bucket_journal import BucketSetJournal, publish_staged
 from ._consistency import SetManifest
 from ._format import limits_path_for, stored_bytes
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
@@ -226,8 +227,12 @@ class ShardSetWriter:
       destination: where the set is written (`write_destination(spec)`),
         as the caller decided where `spec` entered: local files renamed into
         place, with a journal, kept for recovery; or objects uploaded to
-        gs:// or s3:// (no journal, no rename, nothing kept to recover). By
-        default decided here.
+        gs:// or s3:// (no rename). By default decided here.
+      staging: for a set on a bucket, the journal of its staging prefix
+        (`_bucket_journal`), where `open_shard` stages the shards: written
+        before the first upload, so that `sackli.recover(spec)` rolls a
+        killed write back (before the manifest says "publishing") or
+        forward (after). Without it, nothing of a remote write is kept.
 
     Raises ValueError for a `max_shard_bytes` that does not go with `spec`
     or a shard count outside 1 to 99,999.
@@ -237,7 +242,8 @@ class ShardSetWriter:
                  open_shard: OpenShard, *, record_overhead: int,
                  max_shard_bytes: int | None = None, num_records: int | None = None,
                  durable: bool = False, journal_options: WriterOptions | None = None,
-                 overwrite: bool = False, destination: WriteDestination | None = None) -> None:
+                 overwrite: bool = False, destination: WriteDestination | None = None,
+                 staging: BucketSetJournal | None = None) -> None:
         check_shard_count(spec)  # `x@0.bag` would be written under that literal name
         refuse_glob(spec, spec)
         by_size = sharded is not None and sharded[1] == "*"
@@ -295,6 +301,12 @@ class ShardSetWriter:
             self._journal = SetJournal(spec, journal_options, mode,
                                        None if mode != "count" else list(self._counts),
                                        overwrite=overwrite)
+        self._staging = staging
+        # Whether the publish was decided (the manifest says "publishing"):
+        # from then on a failure leaves the staging for `sackli recover`.
+        self._decided = False
+        if staging is not None:
+            staging.begin()  # before the first upload
 
     @property
     def paths(self) -> list[str]:
@@ -478,13 +490,27 @@ class ShardSetWriter:
                     raise ValueError(f"{self._records} records came, "
                                      f"{sum(self._counts)} were announced")
             self._publish()
-        except BaseException:
+        except Exception as error:
+            if self._decided:
+                self._closed = True
+                raise OSError(
+                    f"{self._spec}: published, but not finished ({error}); run `sackli recover "
+                    f"{self._spec}` to finish") from error
+            staged = self._staging is not None
             self.abort()
+            if staged:
+                error.add_note(f"{self._spec}: nothing was published")
+            raise
+        except BaseException:
+            if not self._decided:
+                self.abort()
             raise
         self._closed = True
         if self._journal is not None:
             self._journal.remove()
-        if self._overwrite:  # the new set is published: the sets it replaces go
+        if self._overwrite and self._staging is None:
+            # The new set is published: the sets it replaces go (a staged
+            # set's publish did it).
             remove_other_sets(self._spec, len(self._paths))
         return self.paths
 
@@ -517,6 +543,9 @@ class ShardSetWriter:
     def _publish(self) -> None:
         """Writes the companions, then moves every finished shard onto its
         name; on a bucket inside a manifest's "publishing" ... "complete"."""
+        if self._staging is not None:
+            self._publish_staged(self._staging)
+            return
         if self._sharded:  # a set on a bucket has a manifest (_consistency)
             self._manifest = SetManifest.of_set(self._paths,
                                                 f"pid {os.getpid()} {uuid.uuid4().hex[:12]}")
@@ -530,6 +559,24 @@ class ShardSetWriter:
             sync_folders(files)
         if self._manifest is not None:
             self._manifest.complete(files)
+
+    def _publish_staged(self, staging: BucketSetJournal) -> None:
+        """Records every staged object in the journal, decides (the manifest
+        "publishing", naming the journal), then rolls forward as
+        `sackli.recover` would (`publish_staged`)."""
+        objects: list[tuple[str, str, int]] = []
+        absent: list[str] = []
+        for shard, target in zip(self._finished, self._paths):
+            staged, stale = shard.staged(target)  # type: ignore[attr-defined]
+            objects.extend(staged)
+            absent.extend(stale)
+        companions = [make(self.paths) for make in self._companions]
+        self._companions.clear()
+        staging.stage(objects, companions, absent)
+        self._manifest = staging.manifest()
+        self._manifest.begin(staging.url)
+        self._decided = True
+        publish_staged(staging.prefix, staging.document, self._manifest)
 
     def _split_spool(self) -> None:
         """Copies the spooled records into even shards."""
@@ -583,7 +630,11 @@ class ShardSetWriter:
 
     def abort(self) -> None:
         """Stops writing and deletes every file written so far; files of the
-        set that were already published are deleted too."""
+        set that were already published are deleted too. After a staged
+        set's publish was decided, nothing: its staging is left for
+        `sackli recover` to finish."""
+        if self._decided:
+            return
         self._closed = True
         self._destination.before_cleanup()
         shards = list(self._finished)
@@ -615,6 +666,12 @@ class ShardSetWriter:
         journal, self._journal = self._journal, None
         if journal is not None and not journal.in_place:
             journal.remove()  # in place, what was written stays for recovery
+        staging, self._staging = self._staging, None
+        if staging is not None:
+            try:
+                staging.remove()
+            except OSError:
+                pass  # `sackli recover` rolls it back
         manifest, self._manifest = self._manifest, None
         if manifest is not None:
             # Untouched, the old set is whole again under its old manifest;

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from ._format import LIMIT_BYTES
 from ._options import WriterOptions, with_overrides
+from ._bucket_journal import BucketSetJournal
 from ._remote_shard import RemoteBagShard, partial_folder
 from ._shard_set import BagShard, OpenShard, ShardSetWriter
 from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
@@ -25,15 +26,17 @@ __all__ = ["ShardedWriter", "bag_shard_opener"]
 
 
 def bag_shard_opener(spec: str, options: WriterOptions, sharded: bool,
-                     destination: WriteDestination) -> OpenShard:
+                     destination: WriteDestination,
+                     staging: BucketSetJournal | None = None) -> OpenShard:
     """How the set `spec` (a shard set if `sharded`, written to
     `destination`, as its writer parsed and decided) opens a shard at its
     ready path: a `Writer` whose file grows in its partial folder until it
     is renamed into place (local), else a shard streamed into a hidden
-    object and copied into place (`_remote_shard`)."""
+    object and copied into place (`_remote_shard`), in the prefix of
+    `staging` when the set is journaled."""
     if destination.grows_in_place:
         return lambda path: BagShard(path, options, destination.at(path))
-    partial = partial_folder(spec) if sharded else None
+    partial = staging.prefix if staging is not None else partial_folder(spec) if sharded else None
     return lambda path: RemoteBagShard(path, options, partial, destination)
 
 
@@ -126,13 +129,18 @@ class ShardedWriter:
         # The spec is parsed here, once: the set and the shard opener take
         # it parsed, and every shard gets its ready path.
         sharded = split_shard_entry(spec)
+        # A set on a bucket is staged in a hidden prefix with a journal, so
+        # that `sackli recover` rolls an interrupted write forward or back.
+        staging = None
+        if sharded is not None and not self._destination.keeps_unfinished:
+            staging = BucketSetJournal(spec, overwrite)
         self._set = ShardSetWriter(
             spec, sharded,
-            bag_shard_opener(spec, options, sharded is not None, self._destination),
+            bag_shard_opener(spec, options, sharded is not None, self._destination, staging),
             record_overhead=LIMIT_BYTES,
             max_shard_bytes=max_shard_bytes, num_records=num_records,
             durable=options.durable, journal_options=options, overwrite=overwrite,
-            destination=self._destination)
+            destination=self._destination, staging=staging)
 
     @property
     def paths(self) -> list[str]:

@@ -42,7 +42,7 @@ from ._shard_spec import split_shard_entry, strip_local_prefix
 from ._storage import local_entries
 
 __all__ = [
-    "JOURNAL", "UnfinishedWrite", "explained_missing", "make_write_folder", "read_journal", "unfinished_writes",
+    "JOURNAL", "UnfinishedWrite", "explained_missing", "folder_name_of", "make_write_folder", "read_journal", "unfinished_writes",
     "unfinished_writes_in_spec", "unfinished_writes_of", "write_journal", "write_of_folder",
 ]
 
@@ -95,12 +95,12 @@ def make_write_folder(target: str) -> str:
     characters of `name@*.ext` percent-encoded in its name: the journal
     holds the target as written)."""
     folder, name = os.path.split(target)
-    prefix = partial_folder_prefix(os.path.join(folder, _folder_name_of(name)))
+    prefix = partial_folder_prefix(os.path.join(folder, folder_name_of(name)))
     folder, start = os.path.split(prefix)
     return tempfile.mkdtemp(prefix=start, dir=folder or ".")
 
 
-def _folder_name_of(target_name: str) -> str:
+def folder_name_of(target_name: str) -> str:
     """How a journal's target is spelled in its folder's name (glob
     characters percent-encoded)."""
     for character in "%*?[":
@@ -166,7 +166,7 @@ def write_of_folder(path: str) -> UnfinishedWrite | None:
     name = journal.get("target")
     if not isinstance(name, str) or not name or os.sep in name or name in (".", ".."):
         raise ValueError(f"{path}: the journal of an unfinished sackli write names no target")
-    if _folder_name_of(name) != named:
+    if folder_name_of(name) != named:
         mismatch = ValueError(
             f"{path}: its journal names the target {name!r}, not {named!r} that the folder is "
             "named for: not recovered (a journal only completes the write of its own folder; "

@@ -16,7 +16,9 @@ After each operation, with faults off, it checks what the operation left:
   operation raised something other than a clean error (OSError,
   ValueError incl. sackli.CorruptionError, IndexError);
 * hangs: an operation took longer than twice SACKLI_REMOTE_DEADLINE;
-* partial objects/sets: an object named `.sackli-partial` or
+* partial objects/sets (after `sackli.recover` of a set or table whose
+  write raised, which rolls a decided publish forward and any other back):
+  an object named `.sackli-partial` or
   `sackli-spool` remains (or a local spool file); a write that raised left
   a target that reads as anything but its old content (or as an error); a
   write that returned left a target that does not read as its new content;
@@ -599,18 +601,35 @@ class _Campaign:
                 violation("wrong records", f"unclean exception: {_outcome(status, value)}"
                                            f"\n    raised at: {_where(value)}")
 
+        forward = False
+        if action == "write" and status == "error" and target.kind != "bag":
+            forward = self._recover(target, violation)
         if action == "read":
             if status == "ok" and not _same(target.kind, value, want):
                 violation("wrong records", _difference(target.kind, value, want))
         elif status != "stuck":
-            self._check_write(target, status, value, old, new, violation)
+            self._check_write(target, status, value, old, new, violation, forward)
         self._check_leftovers(violation)
         if self.log is not None:
             self.log(f"{self.store.name} {self.rate:g} #{k}: {what}: {_outcome(status, value)} "
                      f"in {elapsed:.1f} s, faults {[f for f, _, _ in faults]}")
 
+    def _recover(self, target: Target, violation: Callable[[str, str], None]) -> bool:
+        """`sackli.recover` of a set or table whose write raised (faults
+        off), as its user would run it: whether it rolled the write forward
+        (the target must then read as the new content)."""
+        try:
+            report = sackli.recover(self.url(target.name))
+        except FileNotFoundError:
+            return False  # close() cleaned up itself: nothing was published
+        except CLEAN as error:
+            violation("partial objects/sets", f"sackli recover raised {type(error).__name__}: "
+                                              f"{error}")
+            return False
+        return report.rolled_back == 0
+
     def _check_write(self, target: Target, status: str, value: Any, old: Any, new: Any,
-                     violation: Callable[[str, str], None]) -> None:
+                     violation: Callable[[str, str], None], forward: bool = False) -> None:
         try:
             stored = self.read_back(target)
         except CLEAN as error:
@@ -633,6 +652,13 @@ class _Campaign:
             self.content[target.name] = stored
             return
         # The write raised.
+        if forward:  # its publish was decided: recover finished it
+            if not _same(target.kind, stored, new):
+                violation("partial objects/sets", "the write was rolled forward by sackli "
+                          f"recover, but the target does not read as the new content: "
+                          f"{_describe_content(target.kind, stored)}")
+            self.content[target.name] = stored
+            return
         if stored is UNKNOWN:
             if _known(old):
                 self.row.old_lost += 1

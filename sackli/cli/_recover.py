@@ -16,7 +16,7 @@ import sackli
 
 from .. import RecoveryReport
 from .._sets import (
-    UnfinishedWrite, recover_write, split_shard_entry, strip_local_prefix, unfinished_writes,
+    UnfinishedWrite, is_remote, missing_error, recover_bucket_writes, recover_write, split_shard_entry, strip_local_prefix, unfinished_writes,
     unfinished_writes_in_spec, unfinished_writes_of, write_of_folder,
 )
 from ._escapes import escape_lines, escape_name
@@ -106,10 +106,32 @@ def _recover_folder(folder: str) -> int:
     return status
 
 
+def _recover_bucket(url: str) -> int:
+    """Rolls every interrupted write of `url` (a shard spec, or a prefix
+    ending in "/") forward or back; one line for each, on stderr for one
+    neither possible (exit status 1)."""
+    done = recover_bucket_writes(url)
+    if not done:
+        if not url.endswith("/"):
+            raise missing_error(url)
+        print(f"{escape_name(url)}: no unfinished writes")
+        return 0
+    status = 0
+    for write in done:
+        if write.outcome == "neither":
+            print(f"sackli: error: {escape_lines(write.line())}", file=sys.stderr)
+            status = 1
+        else:
+            print(escape_name(write.line()), flush=True)
+    return status
+
+
 def recover(args: argparse.Namespace) -> int:
     """Recovers the interrupted write of PATH (a bag, a shard spec, a
     dataset folder, a map), or every one in the folder PATH; says what was
     saved."""
+    if is_remote(args.path):
+        return _recover_bucket(args.path)
     local = strip_local_prefix(args.path)
     if os.path.isdir(local) and write_of_folder(local.rstrip("/")) is None:
         return _recover_folder(local)

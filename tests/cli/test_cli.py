@@ -73,8 +73,8 @@ def test_python_dash_m_runs_the_same_cli(bag) -> None:
          "sackli convert: error: use --max-shard-bytes with a name@*.ext destination, and only "
          "then (see 'sackli convert --help')"),
         (["recover", "small.bagz"], 1,
-         "sackli: error: small.bagz: nothing to recover: neither limits.small.bagz nor an "
-         "unfinished write (.small.bagz.sackli-partial-*) exists beside it (the write "
+         "sackli: error: small.bagz: nothing to recover: no limits.small.bagz and no "
+         "unfinished write (.small.bagz.sackli-partial-*) beside it (the write "
          "completed, or it was never started)"),
         (["recover", "absent.bagz"], 1, "sackli: error: absent.bagz: no such file"),
         (["frobnicate"], 2, None),

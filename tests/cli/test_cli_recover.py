@@ -62,8 +62,8 @@ os._exit(0)
     assert sackli.Reader(tmp_path / "set@3.bag").shard_sizes == [10, 10, 5]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     assert fails("recover", "other@2.bag", cwd=tmp_path) == (
-        "sackli: error: other@2.bag: nothing to recover: an unfinished write "
-        "(.other@2.bag.sackli-partial-*) exists beside it (the write completed, or it was "
+        "sackli: error: other@2.bag: nothing to recover: no unfinished write "
+        "(.other@2.bag.sackli-partial-*) beside it (the write completed, or it was "
         "never started)")
 
 

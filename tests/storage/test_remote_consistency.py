@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -231,54 +232,82 @@ def test_a_row_set_never_appears_without_its_schema(remote):
     assert sackli.arrow.read_table(url).equals(table)
 
 
-def test_a_failed_row_set_write_puts_the_old_schema_back(remote, monkeypatch):
+def test_a_row_set_write_that_failed_before_its_publish_leaves_the_old_one(remote, monkeypatch):
     old = pa.table({"x": [1, 2, 3]})
     url = remote.url("back@2.bagz")
     sackli.arrow.write_table(old, url)
     monkeypatch.setenv("SACKLI_REMOTE_ATTEMPTS", "1")
-    # The copy of the first new shard fails: the schema was written already.
-    remote.proxy.fail_next(1, status=500, match=final_key_match(remote, "back-00000-of-00002.bagz"))
-    with pytest.raises(OSError):
+    # Reading the old manifest, just before it would say "publishing", fails.
+    remote.proxy.fail_next(1, status=500, kinds=["GET"], match="back-of-00002.bagz.sackli_set")
+    with pytest.raises(OSError) as error:
         sackli.arrow.write_table(pa.table({"z": ["a", "b"]}), url)
-    assert sackli.arrow.read_schema(url) == old.schema
+    assert "nothing was published" in "".join(getattr(error.value, "__notes__", []))
+    assert sackli.arrow.read_table(url).equals(old)
+    assert not [name for name in remote.objects() if name.startswith(".")]
+
+
+def test_a_row_set_write_that_failed_once_decided_is_finished_by_recover(remote, monkeypatch):
+    url = remote.url("fwd@2.bagz")
+    sackli.arrow.write_table(pa.table({"x": [1, 2, 3]}), url)
+    monkeypatch.setenv("SACKLI_REMOTE_ATTEMPTS", "1")
+    # The copy of the first new shard fails: the manifest says "publishing".
+    remote.proxy.fail_next(1, status=500, match=final_key_match(remote, "fwd-00000-of-00002.bagz"))
+    new = pa.table({"z": ["a", "b"]})
+    with pytest.raises(OSError, match=r"published, but not finished.*run `sackli recover "
+                       + re.escape(url)):
+        sackli.arrow.write_table(new, url)
+    with pytest.raises(sackli.CorruptionError, match=re.escape(f"sackli recover {url}")):
+        sackli.arrow.read_table(url)
+    assert sackli.recover(url) == sackli.RecoveryReport(2, 0, 0, 0)
+    assert sackli.arrow.read_table(url).equals(new)
+    assert not [name for name in remote.objects() if name.startswith(".")]
 
 
 def test_a_stale_answer_is_never_taken_for_an_upload_answer(remote):
     """A GET answer sent twice (an HTTP desync) is read by the next request
-    on its connection: here the upload of the new schema, whose own answer
-    it seems to be. Regression (found by tests/fault_campaign.py): the
-    upload counted as done though the server stored something else, and
-    the row set was left with a schema that could not be read."""
+    on its connection: here the upload of the manifest "publishing", whose
+    own answer it seems to be. Regression (found by tests/fault_campaign.py,
+    then with the old schema read just before the new one was uploaded):
+    the upload counted as done though the server stored something else."""
     url = remote.url("desync@2.bagz")
     sackli.arrow.write_table(pa.table({"x": [1, 2, 3]}), url)
     new = pa.table({"y": ["a", "b"], "z": [1.5, 2.5]})
-    # The old schema is read (to be put back on failure) just before the
+    # The old manifest is read (to be put back on failure) just before the
     # new one is uploaded.
-    remote.proxy.double_next(1, kinds=["GET"], match="arrow_schema")
+    remote.proxy.double_next(1, kinds=["GET"], match="sackli_set")
     try:
         sackli.arrow.write_table(new, url)
     except OSError:
         pass  # a clean failure is allowed; a wrong success is not
     else:
+        remote.proxy.reset_faults()
         assert sackli.arrow.read_table(url).equals(new)
         return
-    assert sackli.arrow.read_schema(url) == pa.schema({"x": pa.int64()})
+    remote.proxy.reset_faults()
+    try:
+        sackli.recover(url)  # whichever way it was decided, the set then reads whole
+    except FileNotFoundError:
+        pass  # rolled back by close() itself
+    assert sackli.arrow.read_table(url) in (new, pa.table({"x": [1, 2, 3]}))
 
 
 # --- 6. A copy whose answer was lost ------------------------------------------------
 
 
-def test_a_copy_whose_answer_was_lost_is_removed_by_the_failed_write(remote, monkeypatch):
+def test_a_copy_whose_answer_was_lost_is_finished_by_recover(remote, monkeypatch):
     records = make_records(90, seed=9)
     writer = sackli.ShardedWriter(remote.url("lc@3.bag"))
     writer.write_many(records)
     monkeypatch.setenv("SACKLI_REMOTE_ATTEMPTS", "1")
     # The server copies shard 1 onto its name; its answer never arrives.
     remote.proxy.lose_next(1, match=final_key_match(remote, "lc-00001-of-00003.bag"))
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="run `sackli recover"):
         writer.close()
     assert remote.proxy.faults_applied["lose"] == 1
-    assert remote.objects() == {}  # no shard, no manifest, nothing hidden
+    monkeypatch.delenv("SACKLI_REMOTE_ATTEMPTS")
+    assert sackli.recover(remote.url("lc@3.bag")).records == 90
+    assert sackli.Reader(remote.url("lc@*.bag")).read() == records
+    assert not [name for name in remote.objects() if name.startswith(".")]
 
 
 def test_the_manifest_names_every_object_of_the_set(remote):
