@@ -34,6 +34,15 @@ Commands (from the repository root):
     python benchmarks/compare_bagz.py                     # full, 5 repetitions; writes docs/benchmark_bagz.png
     python benchmarks/compare_bagz.py --json out.json --chart out.png
 
+zstd checksums (sackli writes them by default; bagz does not): the read
+workloads' files are written by bagz, without them. To measure what they
+cost, compare a run with `--no-checksum` (sackli writes frames without one,
+as before) against one with `--checksummed-data` (the read files written by
+sackli, each frame with its checksum, which both libraries verify):
+
+    python benchmarks/compare_bagz.py --quick --only "1 KiB" --no-checksum
+    python benchmarks/compare_bagz.py --quick --only "1 KiB" --checksummed-data
+
 Needs g++ and gcc for the ceiling, which compiles in third_party/zstd as
 sackli does (libzstd-dev only for a sackli built with SACKLI_SYSTEM_ZSTD;
 `--no-ceiling` skips it), and
@@ -72,6 +81,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CHART = os.path.join(os.path.dirname(HERE), "docs", "benchmark_bagz.png")
 SHARDS = 8
 ZSTD_LEVEL = 3
+# Whether sackli writes zstd checksums (--no-checksum), and whether the read
+# workloads' files are sackli's, with checksums, instead of bagz's
+# (--checksummed-data): set once by main().
+CHECKSUMS = {"write": True, "read_data": False}
 OPENS = 100  # readers opened per repetition of "open reader"
 # zstd as sackli compiles it in; the ceiling uses it too, compiled once into
 # ZSTD_OBJECT.
@@ -91,7 +104,8 @@ class Sackli:
     def writer_options(path: str) -> sackli.Writer.Options:
         compressed = path.endswith(".bagz")
         return sackli.Writer.Options(compression=sackli.CompressionZstd(level=ZSTD_LEVEL)
-                                     if compressed else sackli.CompressionNone())
+                                     if compressed else sackli.CompressionNone(),
+                                     checksum=CHECKSUMS["write"])
 
     @staticmethod
     def writer(path: str) -> Any:
@@ -233,17 +247,19 @@ def write_with(lib: Any, path: str, records: Iterable[bytes]) -> None:
 
 
 def prepare_data(scale: Scale, suffix: str, folder: str, records: list[bytes]) -> Data:
-    """Writes the bag and its @8 shard set with bagz and picks the inputs."""
+    """Writes the bag and its @8 shard set with bagz (with sackli, and zstd
+    checksums, under --checksummed-data) and picks the inputs."""
+    writer = Sackli if CHECKSUMS["read_data"] else Bagz
     rng = np.random.default_rng(1)
     indices = rng.integers(0, scale.records, scale.reads).tolist()
     data = Data(scale, suffix, folder, records, indices, np.array(indices, dtype=np.int64),
                 slice_starts=rng.integers(0, scale.records - scale.slice_len + 1, scale.slices).tolist(),
                 keys=[records[i] for i in rng.integers(0, scale.records, scale.lookups).tolist()])
-    write_with(Bagz, data.path, records)
+    write_with(writer, data.path, records)
     per_shard = -(-len(records) // SHARDS)
     for shard in range(SHARDS):
         name = f"shards-{shard:05d}-of-{SHARDS:05d}{suffix}"
-        write_with(Bagz, os.path.join(folder, name), records[shard * per_shard:(shard + 1) * per_shard])
+        write_with(writer, os.path.join(folder, name), records[shard * per_shard:(shard + 1) * per_shard])
     return data
 
 
@@ -627,7 +643,13 @@ def main() -> None:
     parser.add_argument("--no-chart", action="store_true", help="no chart, also for a full run")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the C++ ceiling (needs g++ and libzstd-dev)")
     parser.add_argument("--only", metavar="TEXT", help="run only the workloads whose name contains TEXT")
+    parser.add_argument("--no-checksum", action="store_true",
+                        help="sackli writes zstd frames without their checksum (as bagz does)")
+    parser.add_argument("--checksummed-data", action="store_true",
+                        help="the read workloads' files are written by sackli, with zstd checksums")
     args = parser.parse_args()
+    CHECKSUMS["write"] = not args.no_checksum
+    CHECKSUMS["read_data"] = args.checksummed_data
     scales = QUICK if args.quick else FULL
     repeat = args.repeat or (3 if args.quick else 5)
     chart = None if args.no_chart else args.chart or (None if args.quick else DEFAULT_CHART)

@@ -14,7 +14,8 @@ module, after checking their framing itself. Everything is strict:
 * A non-empty stored record of a compressed file is exactly one standard
   zstd frame, nothing after it, that decodes without error to exactly its
   header's content size (when it has one); a checksum, when flagged, must
-  verify; a content size above `(len(stored) // 4 + 1) * 131072` is corrupt.
+  verify; the header's unused bit must be clear (zstd never sets it, and a
+  flip there is invisible to the checksum); a content size above `(len(stored) // 4 + 1) * 131072` is corrupt.
 * Shard specs and the CONCATENATED / INTERLEAVED layouts as sections 7-8.
 
 Outcomes are bytes or an `OracleError` whose `kind` is one of KINDS.
@@ -121,6 +122,8 @@ def parse_frame(data: bytes, complete: bool = True) -> FrameInfo:
     single_segment = bool(fhd & 0x20)
     if fhd & 0x08:
         raise _corrupt("zstd frame header descriptor has its reserved bit set")
+    if fhd & 0x10:
+        raise _corrupt("zstd frame header has its unused bit set")
     checksum_flag = bool(fhd & 0x04)
     dict_id_size = (0, 1, 2, 4)[fhd & 0x03]
     fcs_field_size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]

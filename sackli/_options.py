@@ -376,6 +376,13 @@ class WriterOptions:
         its folder after: a `close()` that returned survives a power cut,
         not only a crash of the process. The modes are compared in
         docs/usage.md (Write modes).
+      checksum: True (the default): every zstd frame carries zstd's content
+        checksum, which every reader (sackli's, bagz's, any zstd decoder)
+        verifies, so a damaged record raises `CorruptionError` instead of
+        returning wrong bytes. False: frames without it, as `bagz` writes
+        them (4 bytes smaller each; a damaged record may then decode to
+        wrong bytes). Raw records (`*.bag`) are not affected; frames
+        with a dictionary always carry it.
     """
 
     limits_placement: LimitsPlacement = LimitsPlacement.TAIL
@@ -383,6 +390,7 @@ class WriterOptions:
     max_parallelism: int = dataclasses.field(default_factory=_default_parallelism)
     atomic: bool = True
     durable: bool = False
+    checksum: bool = True
 
     def __post_init__(self) -> None:
         _set_checked(self, "limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
@@ -390,12 +398,14 @@ class WriterOptions:
         _set_checked(self, "max_parallelism", _check_int("max_parallelism", self.max_parallelism, 1, _MAX_PARALLELISM))
         _check_bool("atomic", self.atomic)
         _check_bool("durable", self.durable)
+        _check_bool("checksum", self.checksum)
         object.__setattr__(self, "_engine_options", _engine.WriterBindingOptions(
             **_engine_compression(self.compression),
             limits_placement=int(self.limits_placement),
             max_parallelism=self.max_parallelism,
             atomic=self.atomic,
             durable=self.durable,
+            checksum=self.checksum,
         ))
 
     __getstate__ = _state_without_engine_options

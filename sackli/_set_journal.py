@@ -59,7 +59,8 @@ def _options_to_json(options: WriterOptions) -> dict[str, Any]:
     else:
         codec = {"auto": True}
     return {"limits_placement": options.limits_placement.name, "compression": codec,
-            "atomic": options.atomic, "durable": options.durable}
+            "atomic": options.atomic, "durable": options.durable,
+            "checksum": options.checksum}
 
 
 def options_from_journal(journal: dict[str, Any], folder: str) -> WriterOptions:
@@ -80,7 +81,9 @@ def options_from_journal(journal: dict[str, Any], folder: str) -> WriterOptions:
         compression = CompressionAutoDetect()
     return WriterOptions(limits_placement=LimitsPlacement[saved["limits_placement"]],
                          compression=compression, atomic=bool(saved["atomic"]),
-                         durable=bool(saved["durable"]))
+                         durable=bool(saved["durable"]),
+                         # Journals written before the option: their frames had none.
+                         checksum=bool(saved.get("checksum", False)))
 
 
 class SetJournal:

@@ -5,6 +5,7 @@
 // shared libzstd works as well as the compiled-in one).
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 
@@ -72,12 +73,35 @@ uint64_t MaxDecodedSize(size_t encoded_size) {
   return (static_cast<uint64_t>(encoded_size) / 4 + 1) * ZSTD_BLOCKSIZE_MAX;
 }
 
+// Bits of a frame header's descriptor (RFC 8878, 3.1.1.1.1).
+constexpr unsigned kUnusedBit = 0x10;
+constexpr unsigned kChecksumFlag = 0x04;
+
 // Whether a frame header (magic number first, at least 5 bytes) holds a
 // Frame_Content_Size field.
 bool HasContentSizeField(const char* frame) {
   const auto descriptor = static_cast<unsigned char>(frame[4]);
   const bool single_segment = (descriptor >> 5) & 1;
   return (descriptor >> 6) != 0 || single_segment;
+}
+
+// zstd ignores this header bit and never sets it: set, it can only be a
+// flipped bit, which the checksum (over the content) would not see.
+void CheckUnusedBit(const char* src, size_t n) {
+  if (n >= 5 && (static_cast<unsigned char>(src[4]) & kUnusedBit) != 0) {
+    throw CodecError("zstd frame header has its unused bit set");
+  }
+}
+
+// The CodecError of a failed decoding; a checksum that does not match says
+// so plainly (zstd's "Restored data doesn't match checksum").
+[[noreturn]] void ThrowZstdError(size_t result) {
+  if (ZSTD_getErrorCode(result) == ZSTD_error_checksum_wrong) {
+    throw CodecError(
+        "its zstd content checksum does not match: the stored bytes are not "
+        "the ones written");
+  }
+  throw CodecError(std::string("zstd: ") + ZSTD_getErrorName(result));
 }
 
 }  // namespace
@@ -90,7 +114,7 @@ std::vector<Codec> Codec::ForPaths(const std::vector<std::string>& paths,
   const Codec zstd = choice.mode == Mode::kNone
                          ? None()
                          : Zstd(choice.level, choice.dictionary,
-                                choice.raw_literals);
+                                choice.raw_literals, choice.checksum);
   std::vector<Codec> codecs;
   codecs.reserve(paths.size());
   for (const std::string& path : paths) {
@@ -115,12 +139,13 @@ void CheckZstdLevel(int level) {
 }
 
 Codec Codec::Zstd(int level, const std::string& dictionary,
-                  bool raw_literals) {
+                  bool raw_literals, bool checksum) {
   CheckZstdLevel(level);
   Codec codec;
   codec.compressed_ = true;
   codec.level_ = level;
   codec.raw_literals_ = raw_literals;
+  codec.checksum_ = checksum;
   if (!dictionary.empty()) {
     codec.dictionary_ = std::make_shared<const ZstdDictionary>(dictionary, level);
   }
@@ -146,6 +171,7 @@ uint64_t Codec::DecodedSize(const char* src, size_t n) const {
     throw CodecError("zstd: " + std::to_string(n - frame_bytes) +
                      " bytes after the end of the frame");
   }
+  CheckUnusedBit(src, n);
   // zstd reports "unknown" both for a header without a content size and for
   // one whose 8-byte field holds 2^64 - 1: only the first may be decoded
   // without a size (RFC 8878, 3.1.1.1.1: the field is there when the
@@ -161,6 +187,11 @@ uint64_t Codec::DecodedSize(const char* src, size_t n) const {
   return size;
 }
 
+bool Codec::RecordHasChecksum(const char* src, size_t n) const {
+  return compressed_ && n >= 5 &&
+         (static_cast<unsigned char>(src[4]) & kChecksumFlag) != 0;
+}
+
 void Codec::Decode(const char* src, size_t n, char* dst,
                    size_t dst_size) const {
   if (!compressed_) {
@@ -172,6 +203,7 @@ void Codec::Decode(const char* src, size_t n, char* dst,
     if (dst_size != 0) throw CodecError("record size mismatch");
     return;
   }
+  CheckUnusedBit(src, n);
   // A frame that claims 0 bytes is still decoded: it must hold nothing.
   char nothing;
   if (dst_size == 0) dst = &nothing;
@@ -180,9 +212,7 @@ void Codec::Decode(const char* src, size_t n, char* dst,
       dictionary_ ? ZSTD_decompress_usingDDict(dctx, dst, dst_size, src, n,
                                                dictionary_->ddict())
                   : ZSTD_decompressDCtx(dctx, dst, dst_size, src, n);
-  if (ZSTD_isError(result)) {
-    throw CodecError(std::string("zstd: ") + ZSTD_getErrorName(result));
-  }
+  if (ZSTD_isError(result)) ThrowZstdError(result);
   if (result != dst_size) {
     throw CodecError("zstd frame decoded to " + std::to_string(result) +
                      " bytes, its header says " + std::to_string(dst_size));
@@ -191,6 +221,7 @@ void Codec::Decode(const char* src, size_t n, char* dst,
 
 std::string Codec::DecodeUnsized(const char* src, size_t n,
                                  uint64_t max_bytes) const {
+  CheckUnusedBit(src, n);
   ZSTD_DCtx* dctx = Contexts().dctx;
   // The context is left clean however this returns or throws (bad_alloc
   // included), for the next record decoded on this thread.
@@ -218,9 +249,7 @@ std::string Codec::DecodeUnsized(const char* src, size_t n,
     ZSTD_outBuffer outb{out.data() + old, room, 0};
     ret = ZSTD_decompressStream(dctx, &outb, &in);
     out.resize(old + outb.pos);
-    if (ZSTD_isError(ret)) {
-      throw CodecError(std::string("zstd: ") + ZSTD_getErrorName(ret));
-    }
+    if (ZSTD_isError(ret)) ThrowZstdError(ret);
     if (out.size() > max_bytes) throw DecodedOverLimit();
     if (ret != 0 && in.pos == in.size && outb.pos < room) {
       throw CodecError("zstd: truncated frame");
@@ -234,19 +263,22 @@ size_t Codec::CompressInto(const char* src, size_t n, char* dst,
                            size_t capacity) const {
   ZSTD_CCtx* cctx = Contexts().cctx;
   size_t result;
-  if (dictionary_ || raw_literals_) {
+  if (dictionary_ || raw_literals_ || checksum_) {
     // Parameters beyond the level need the advanced API; the context is
-    // reset after so the plain path below starts from defaults.
+    // reset after so the plain path below (bagz's bytes) starts from
+    // defaults.
     ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
     if (dictionary_) {
-      // With a dictionary the frame also gets a checksum: a raw-content
+      // With a dictionary the frame always gets a checksum: a raw-content
       // dictionary leaves no ID in the frame, and only the checksum lets a
       // reader given the wrong dictionary fail instead of returning wrong
       // bytes.
       ZSTD_CCtx_refCDict(cctx, dictionary_->cdict());
-      ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
     } else {
       ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level_);
+    }
+    if (dictionary_ || checksum_) {
+      ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
     }
     if (raw_literals_) {
       ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode,

@@ -38,6 +38,11 @@ struct CompressionChoice {
   // for small binary records, where building a Huffman table per frame costs
   // more than it saves. Off by default (bagz's own bytes).
   bool raw_literals = false;
+  // Give each frame zstd's content checksum (the low 32 bits of its XXH64),
+  // which every zstd reader verifies: a flipped bit in a record raises
+  // instead of returning wrong bytes. Off only for bagz's exact bytes.
+  // Frames with a dictionary always carry it.
+  bool checksum = true;
 };
 
 // Throws std::invalid_argument unless `level` is within libzstd's range
@@ -54,9 +59,9 @@ class Codec {
   // Raw records.
   static Codec None();
   // zstd frames; `dictionary` may be empty (no dictionary). `raw_literals`
-  // as in CompressionChoice.
+  // and `checksum` as in CompressionChoice.
   static Codec Zstd(int level, const std::string& dictionary,
-                    bool raw_literals = false);
+                    bool raw_literals = false, bool checksum = true);
 
   // The codec for each of `paths` under `choice`: auto-detection looks at
   // each file's own suffix. The dictionary is digested once for all.
@@ -66,6 +71,13 @@ class Codec {
   bool compressed() const { return compressed_; }
   int level() const { return level_; }
   bool raw_literals() const { return raw_literals_; }
+  // Whether frames this codec writes carry a content checksum.
+  bool checksum() const { return compressed_ && (checksum_ || dictionary_); }
+
+  // Whether the stored record `src[0, n)` carries a checksum its decoding
+  // verifies: a zstd frame with the Content_Checksum_flag; false for a raw
+  // record, an empty one, or bytes too short to be a frame header.
+  bool RecordHasChecksum(const char* src, size_t n) const;
 
   // Decoded size of the encoded record `src[0, n)`: its frame content size.
   // Returns kUnknownSize when the frame does not carry one. Throws CodecError
@@ -106,6 +118,7 @@ class Codec {
   bool compressed_ = false;
   int level_ = 0;
   bool raw_literals_ = false;
+  bool checksum_ = false;
   std::shared_ptr<const ZstdDictionary> dictionary_;
 };
 

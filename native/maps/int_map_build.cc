@@ -65,7 +65,9 @@ std::string EncodeZstdMapValue(std::string_view value, int level) {
     return std::string(kEmptyFrame, sizeof(kEmptyFrame) - 1);
   }
   try {
-    Codec::Zstd(level, "").Encode(value.data(), value.size(), out);
+    // No zstd checksum: the map's own crc32c covers the stored bytes.
+    Codec::Zstd(level, "", /*raw_literals=*/false, /*checksum=*/false)
+        .Encode(value.data(), value.size(), out);
   } catch (const CodecError& e) {
     ThrowInvalidArgument(std::string("compressing a map value: ") + e.what());
   }

@@ -74,6 +74,7 @@ def _resolved(options: WriterOptions, suffix: str) -> WriterOptions:
         limits_placement=options.limits_placement,
         compression=compression,
         max_parallelism=options.max_parallelism,
+        checksum=options.checksum,
     )
 
 

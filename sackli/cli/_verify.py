@@ -1,4 +1,5 @@
-"""`sackli verify`: check every shard's limits and decode every record."""
+"""`sackli verify`: check every shard's limits and decode every record, and
+say which records a checksum proved intact and which only decoded."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, Callable
 
 import sackli
 
-from .._sets import expand_file_spec
+from .._sets import expand_file_spec, has_zstd_suffix
 from . import _datasets
 from ._progress import progress, progress_shown
 from ._reading import batch_records, reader_options
@@ -32,16 +33,63 @@ class _ShardCheck:
         return None if self.start is None else self.start + local
 
 
+@dataclasses.dataclass
+class _Coverage:
+    """How the records that decoded were checked: against a checksum (a zstd
+    frame with its content checksum, or an empty record: no bytes to damage),
+    or for structure only (limits in order, frames that decode)."""
+
+    checksummed: int = 0
+    structure_only: int = 0
+
+    def add(self, frames: list[bytes]) -> None:
+        checked = sum(1 for frame in frames if not frame or _has_checksum(frame))
+        self.checksummed += checked
+        self.structure_only += len(frames) - checked
+
+    def add_raw(self, count: int) -> None:
+        self.structure_only += count
+
+    def summary(self) -> str:
+        if not self.structure_only and not self.checksummed:
+            return "no records to check"
+        if not self.structure_only:
+            return "every record checked against its zstd checksum"
+        if not self.checksummed:
+            return ("structure only: no record carries a checksum (raw records, or zstd "
+                    "frames written without one), so damaged bytes would go unnoticed")
+        return (f"{self.checksummed} checked against their zstd checksum, "
+                f"{self.structure_only} for structure only (raw records, or zstd frames "
+                "written without a checksum)")
+
+
+def _has_checksum(frame: bytes) -> bool:
+    """Whether a stored zstd frame sets its Content_Checksum_flag (RFC 8878);
+    a frame too short for it failed to decode already."""
+    return len(frame) > 4 and bool(frame[4] & 0x04)
+
+
+def _compressed(path: str, args: argparse.Namespace) -> bool:
+    return bool(args.read_dictionary) or has_zstd_suffix(path)
+
+
 def _check_shard(
-    check: _ShardCheck, args: argparse.Namespace, report: Callable[[str], None], bar: Any
+    check: _ShardCheck, args: argparse.Namespace, report: Callable[[str], None], bar: Any,
+    coverage: _Coverage,
 ) -> int | None:
-    """Checks one shard, counting its records on `bar`; returns its record
-    count (None when it cannot be opened)."""
+    """Checks one shard, counting its records on `bar` and how they were
+    checked in `coverage`; returns its record count (None when it cannot be
+    opened)."""
     try:
         reader = sackli.Reader(check.path, **reader_options(args, sharded=False))
     except (sackli.CorruptionError, OSError) as error:
         report(f"shard {check.shard} cannot be opened: {opening_error(check.path, error)}")
         return None
+    # The stored frames, to see which carry a checksum (the decoding above
+    # verified each one that does).
+    frames = (sackli.Reader(check.path, limits_placement=args.limits_placement,
+                            compression=sackli.CompressionNone())
+              if _compressed(check.path, args) else None)
     step = batch_records(reader)
     for start in range(0, len(reader), step):
         count = min(step, len(reader) - start)
@@ -51,7 +99,13 @@ def _check_shard(
             where = check.global_index(local)
             global_text = "unknown" if where is None else str(where)
             report(f"global index {global_text} (shard {check.shard}, record {local}): {error}")
+        if frames is None:
+            coverage.add_raw(count)
+        elif not skipped:  # (with problems, no OK line says what was checked)
+            coverage.add(frames.read_range(start, count))
         bar.update(count)
+    if frames is not None:
+        frames.close()
     return len(reader)
 
 
@@ -83,11 +137,12 @@ def verify(args: argparse.Namespace) -> int:
     interleaved = args.layout == "INTERLEAVED"
     start: int | None = 0
     records = 0
+    coverage = _Coverage()
     try:
         with bar:
             for shard, path in enumerate(paths):
                 check = _ShardCheck(path, shard, len(paths), start, interleaved)
-                size = _check_shard(check, args, report, bar)
+                size = _check_shard(check, args, report, bar, coverage)
                 records += size or 0
                 # Past a shard of unknown size, concatenated global indices are unknown.
                 start = None if start is None or size is None else start + size
@@ -99,4 +154,5 @@ def verify(args: argparse.Namespace) -> int:
                 report(f"{args.spec}: {error}")
     except FailFast:
         return verdict(problems, args.spec, "", stopped=True)
-    return verdict(problems, args.spec, f"verify: OK, {records} records in {len(paths)} shard(s)")
+    return verdict(problems, args.spec, f"verify: OK, {records} records in {len(paths)} "
+                                         f"shard(s); {coverage.summary()}")

@@ -39,7 +39,7 @@ def test_recover_an_interrupted_write(tmp_path) -> None:
     assert verify.returncode == 1
     assert ok("recover", "log.bagz", cwd=tmp_path) == (
         b"log.bagz: recovered 50 record(s); dropped 0 invalid limit(s) and 12 trailing byte(s)\n")
-    assert ok("verify", "log.bagz", cwd=tmp_path) == b"verify: OK, 50 records in 1 shard(s)\n"
+    assert ok("verify", "log.bagz", cwd=tmp_path) == b"verify: OK, 50 records in 1 shard(s); every record checked against its zstd checksum\n"
     assert ok("get", "log.bagz", "49", cwd=tmp_path) == b"entry 49\n"
     assert not (tmp_path / "limits.log.bagz").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["log.bagz"]

@@ -12,7 +12,29 @@ from cli_helpers import (  # registered by conftest.py
 
 
 def test_verify_clean(bag) -> None:
-    assert ok("verify", "small.bagz", cwd=bag) == b"verify: OK, 5 records in 1 shard(s)\n"
+    assert ok("verify", "small.bagz", cwd=bag) == (
+        b"verify: OK, 5 records in 1 shard(s); every record checked against its zstd checksum\n")
+
+
+def test_verify_says_what_only_decoded(tmp_path) -> None:
+    write_bag(tmp_path / "old.bagz", [b"a" * 100, b"", b"b" * 50], checksum=False)
+    write_bag(tmp_path / "new.bagz", [b"c" * 100])
+    write_bag(tmp_path / "raw.bag", [b"d"])
+    assert ok("verify", "old.bagz", cwd=tmp_path).decode() == (
+        "verify: OK, 3 records in 1 shard(s); 1 checked against their zstd checksum, "
+        "2 for structure only (raw records, or zstd frames written without a checksum)\n")
+    assert "structure only: no record carries a checksum" in ok("verify", "raw.bag", cwd=tmp_path).decode()
+
+
+def test_verify_reports_a_checksum_mismatch(tmp_path) -> None:
+    path = tmp_path / "z.bagz"
+    write_bag(path, [b"record %d " % i * 40 for i in range(3)])
+    data = bytearray(path.read_bytes())
+    data[len(data) // 4] ^= 0x20
+    path.write_bytes(bytes(data))
+    result = sackli_cli("verify", "z.bagz", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "z.bagz: record 0 is corrupt: its zstd content checksum does not match" in result.stdout.decode()
 
 
 def test_verify_reports_every_problem(tmp_path) -> None:

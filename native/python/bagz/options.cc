@@ -94,11 +94,12 @@ void RegisterOptions(py::module_& m) {
       .def(py::init([](int compression_mode, int level, py::bytes dictionary,
                        bool raw_literals,
                        int limits_placement, size_t max_parallelism,
-                       bool atomic, bool durable) {
+                       bool atomic, bool durable, bool checksum) {
              WriterBindingOptions o;
              o.atomic = atomic;
              o.durable = durable;
              o.compression = MakeChoice(compression_mode, level, dictionary, raw_literals);
+             o.compression.checksum = checksum;
              o.placement = ToEnum<LimitsPlacement>("limits_placement", limits_placement);
              o.max_parallelism = max_parallelism;
              return o;
@@ -107,7 +108,7 @@ void RegisterOptions(py::module_& m) {
            py::arg("dictionary"), py::arg("raw_literals") = false,
            py::arg("limits_placement"),
            py::arg("max_parallelism"), py::arg("atomic") = true,
-           py::arg("durable") = false);
+           py::arg("durable") = false, py::arg("checksum") = true);
 }
 
 }  // namespace sackli::python
