@@ -226,7 +226,11 @@ def classify(flavor: str, method: str, target: str) -> str:
         return method
     # GCS JSON API: /storage/v1/b/B/o (list), /storage/v1/b/B/o/NAME (metadata,
     # or bytes with alt=media), /download/storage/v1/... (bytes),
-    # /upload/storage/v1/... (uploads).
+    # /upload/storage/v1/... (uploads). Anything else is the XML API, path
+    # style (obstore's GCSStore): /B (list), /B/NAME (bytes).
+    if not parsed.path.startswith(("/storage/", "/download/", "/upload/")):
+        bucket, _, key = parsed.path.lstrip("/").partition("/")
+        return "LIST" if method == "GET" and not key else method
     if method == "GET":
         if query.get("alt") == ["media"] or parsed.path.startswith("/download/"):
             return "GET"

@@ -307,3 +307,20 @@ def test_end_stalls_releases_a_stalled_answer(remote):
     while remote.proxy.in_flight() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert remote.proxy.in_flight() == 0
+
+
+@pytest.mark.parametrize("method, target, kind", [
+    ("GET", "/download/storage/v1/b/bkt/o/dir%2Fa?alt=media", "GET"),
+    ("GET", "/storage/v1/b/bkt/o/dir%2Fa?alt=media", "GET"),
+    ("GET", "/storage/v1/b/bkt/o/dir%2Fa", "HEAD"),
+    ("GET", "/storage/v1/b/bkt/o?prefix=dir", "LIST"),
+    # The XML API, path style (obstore's GCSStore): bytes, listings.
+    ("GET", "/bkt/dir%2Fa%2Ebin?generation=7", "GET"),
+    ("GET", "/bkt?list-type=2", "LIST"),
+    ("HEAD", "/bkt/dir%2Fa", "HEAD"),
+    ("POST", "/upload/storage/v1/b/bkt/o?uploadType=media", "POST"),
+])
+def test_gcs_requests_are_classified_for_both_apis(method, target, kind):
+    from remote_servers import classify
+
+    assert classify("gs", method, target) == kind
