@@ -79,8 +79,9 @@ class RemoteObject:
     Without a `stat` or a `cache`, the open is one request
     (`Store.read_tail`): the object's size, identity and metadata and its
     last `tail_bytes` bytes, which serve the engine's first read (a bag's
-    trailer and last limits) without another request. With a cache, a HEAD
-    (the cache serves whole blocks, which a tail does not hold).
+    trailer and last limits) without another request. With a cache, or
+    `tail_bytes=0`, a HEAD (the cache serves whole blocks, which a tail does
+    not hold).
 
     `stat`: what a listing made just before said of the object (its size
     and identity), instead of a request of its own. Reads are pinned to
@@ -98,7 +99,7 @@ class RemoteObject:
         # opener's context is not.
         self._store = _current_store(self._path) if store is None else store
         tail: bytes | memoryview = b""
-        if stat is None and cache is not None:
+        if stat is None and (cache is not None or tail_bytes == 0):
             # The cache fetches and serves whole blocks (1 MiB), which a
             # tail does not hold: a HEAD costs the same round trip, no bytes.
             stat = self._store.stat(self._path)
@@ -233,6 +234,10 @@ class RemoteOpener:
 class _FollowingOpener(RemoteOpener):
     """A `RemoteOpener` for Python callers: the settings in effect at each
     call, and the cache the environment names then (`SACKLI_CACHE_DIR`)."""
+
+    def __init__(self) -> None:
+        # A HEAD first: these callers (maps) read their files from the start.
+        super().__init__(tail_bytes=0)
 
     def _settings_now(self) -> StorageSettings | None:
         return current_settings()
