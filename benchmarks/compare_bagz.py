@@ -40,8 +40,8 @@ cost, compare a run with `--no-checksum` (sackli writes frames without one,
 as before) against one with `--checksummed-data` (the read files written by
 sackli, each frame with its checksum, which both libraries verify):
 
-    python benchmarks/compare_bagz.py --quick --only "1 KiB" --no-checksum
-    python benchmarks/compare_bagz.py --quick --only "1 KiB" --checksummed-data
+    python benchmarks/compare_bagz.py --quick --only write_many --no-checksum
+    python benchmarks/compare_bagz.py --quick --only write_many --checksummed-data
 
 Needs g++ and gcc for the ceiling, which compiles in third_party/zstd as
 sackli does (libzstd-dev only for a sackli built with SACKLI_SYSTEM_ZSTD;
