@@ -33,7 +33,7 @@ import uuid
 from typing import Any, Callable
 
 from ._consistency import SetManifest
-from ._format import PARTIAL_MARKER, limits_path_for
+from ._format import LIMITS_PREFIX, PARTIAL_MARKER, limits_path_for
 from ._set_conflicts import remove_other_sets
 from ._storage import (
     MAX_PARALLEL_REQUESTS, copy_object, delete_objects, in_parallel, list_objects, stat_object,
@@ -122,7 +122,7 @@ def finals(prefix: str, journal: dict[str, Any]) -> list[str]:
     folder = prefix.rstrip("/").rpartition("/")[0]
     return [f"{folder}/{entry['final']}" for entry in journal["objects"]
             if not entry["staged"].startswith("companion.")
-            and not entry["final"].startswith("limits.")]
+            and not entry["final"].startswith(LIMITS_PREFIX)]
 
 
 def remove_staging(prefix: str) -> None:
@@ -150,7 +150,7 @@ def publish_staged(prefix: str, journal: dict[str, Any], manifest: SetManifest,
     # Companions, then each shard's limits object before its records
     # object: a reader finds a records object only once its limits are there.
     order = sorted(entries, key=lambda entry: (not entry["staged"].startswith("companion."),
-                                               not entry["final"].startswith("limits.")))
+                                               not entry["final"].startswith(LIMITS_PREFIX)))
     for entry in order:
         final = f"{folder}/{entry['final']}"
         on_copied(final)  # before: a copy may fail half-way
