@@ -29,9 +29,7 @@ __all__ = ["RecoveryReport", "partial_writes", "recover", "recover_write"]
 _COMPLETED_BY = {"dataset": "sackli.datasets._recover", "map": "sackli.maps._recover"}
 
 
-class RecoveryReport(NamedTuple):
-    """What `recover` saved and dropped."""
-
+class _Counts(NamedTuple):
     records: int
     """Records recovered: of the bag or of every shard; datapoints of a
     dataset; entries of a map."""
@@ -39,9 +37,22 @@ class RecoveryReport(NamedTuple):
     """Limits found in `limits.<name>` that pointed nowhere valid."""
     dropped_bytes: int
     """Record bytes after the last recovered record, removed."""
-    rolled_back: int = 0
-    """On a bucket: writes rolled back (nothing of them was published);
-    `records` counts those rolled forward."""
+
+
+class RecoveryReport(_Counts):
+    """What `recover` saved and dropped: the 3-tuple `(records,
+    dropped_limits, dropped_bytes)` it has always been (callers unpack and
+    compare it), and `rolled_back`: on a bucket, writes rolled back
+    (nothing of them was published; `records` counts those rolled
+    forward). An attribute, not a fourth item, so the tuple is unchanged."""
+
+    rolled_back: int
+
+    def __new__(cls, records: int, dropped_limits: int, dropped_bytes: int,
+                rolled_back: int = 0) -> "RecoveryReport":
+        report = super().__new__(cls, records, dropped_limits, dropped_bytes)
+        report.rolled_back = rolled_back
+        return report
 
 
 def partial_writes(path: str) -> list[str]:
