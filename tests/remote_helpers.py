@@ -27,6 +27,7 @@ import itertools
 import os
 import random
 import re
+from typing import Iterator
 
 import pytest
 
@@ -277,17 +278,26 @@ def emulated_gcs(gcs_emulator, request, monkeypatch):
     _storage.reset_clients()  # before the environment is restored
 
 
+@contextlib.contextmanager
+def fresh_remote(scheme: str, servers, request) -> Iterator["Remote"]:
+    """A `Remote` of `scheme` with a fresh folder named after the test and a
+    proxy without faults and with zeroed counts (also after the test)."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:80]
+    remote = Remote(scheme, servers, f"t{next(_folders):04d}-{name}/")
+    remote.proxy.reset_faults()
+    remote.proxy.reset_counts()
+    try:
+        yield remote
+    finally:
+        remote.proxy.reset_faults()
+        remote.proxy.reset_counts()
+
+
 @pytest.fixture(params=SCHEMES)
 def remote(request, servers):
-    """A `Remote` for each back-end, with a fresh folder and a proxy without
-    faults and with zeroed counts (also after the test)."""
-    name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:80]
-    remote = Remote(request.param, servers, f"t{next(_folders):04d}-{name}/")
-    remote.proxy.reset_faults()
-    remote.proxy.reset_counts()
-    yield remote
-    remote.proxy.reset_faults()
-    remote.proxy.reset_counts()
+    """A `Remote` for each back-end (see `fresh_remote`)."""
+    with fresh_remote(request.param, servers, request) as remote:
+        yield remote
 
 
 def write_bag(url: str, records, **options) -> None:

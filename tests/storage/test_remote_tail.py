@@ -14,7 +14,7 @@ import sackli
 from sackli._storage import _objects, parse
 from sackli._storage._retry import Transient
 from sackli._storage._store import tail_size
-from remote_helpers import make_records, remote, servers, write_bag  # noqa: F401
+from remote_helpers import fresh_remote, make_records, remote, servers, write_bag  # noqa: F401
 
 TAIL = 64
 
@@ -29,16 +29,17 @@ def _put(remote, name: str, data: bytes, metadata: dict[str, str] | None = None)
     return url
 
 
-@pytest.fixture(params=["default", "boto3"])
-def client(request, remote):
+@pytest.fixture(params=[("s3", "default"), ("s3", "boto3"), ("gs", "default")],
+                ids=["s3", "s3-boto3", "gs"])
+def client(request, servers):
     """Each client of the store: S3 also through boto3 alone."""
-    if request.param == "boto3":
-        if remote.scheme != "s3":
-            pytest.skip("boto3 is S3's")
-        with remote.endpoint(remote.proxy.url, SACKLI_S3_CLIENT="boto3"):
+    scheme, client_name = request.param
+    with fresh_remote(scheme, servers, request) as remote:
+        if client_name == "boto3":
+            with remote.endpoint(remote.proxy.url, SACKLI_S3_CLIENT="boto3"):
+                yield remote
+        else:
             yield remote
-        return
-    yield remote
 
 
 @pytest.mark.parametrize("size", [0, 1, TAIL - 1, TAIL, TAIL + 1, 5000])
