@@ -300,6 +300,13 @@ def remote(request, servers):
         yield remote
 
 
+@pytest.fixture
+def s3_remote(request, servers):
+    """An S3 `Remote` (see `fresh_remote`), for what only S3 has."""
+    with fresh_remote("s3", servers, request) as remote:
+        yield remote
+
+
 def write_bag(url: str, records, **options) -> None:
     with sackli.Writer(url, **options) as writer:
         writer.write_many(records)

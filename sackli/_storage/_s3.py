@@ -24,7 +24,8 @@ from ._retry import Transient, request_timeout, with_retries
 from ._s3_ranges import S3Ranges, ranges_for
 from ._s3_upload import S3Upload, upload_etag
 from ._settings import S3Settings
-from ._store import ObjectStat, ObjectTail, Store, changed_error, check_content_range, read_each, tail_size
+from ._store import (ObjectStat, ObjectTail, Store, changed_error, check_content_range,
+                     check_identity, read_each, tail_size)
 from ._urls import RemotePath
 
 __all__ = ["S3Store"]
@@ -225,8 +226,7 @@ class S3Store(Store):
                     raise changed_error(path.url, f"ETag {identity}", None) from None
                 raise
             data = response["Body"].read()  # a dropped body raises a ConnectionError
-            if identity and response.get("ETag") not in (None, identity):
-                raise changed_error(path.url, f"ETag {identity}", f"ETag {response['ETag']}")
+            check_identity(identity, response.get("ETag"), "ETag")
             check_content_range(response.get("ContentRange"), offset, length, len(data))
             return data
 

@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 
 from ._executor import DEFAULT_PARALLELISM
 from ._retry import Transient, request_timeout, with_retries
-from ._store import ObjectStat, ObjectTail, changed_error, check_content_range, read_each, tail_size
+from ._store import (ObjectStat, ObjectTail, changed_error, check_content_range,
+                     check_identity, read_each, tail_size)
 from ._urls import RemotePath
 
 __all__ = ["S3Ranges", "ranges_for", "unsupported_reason"]
@@ -233,9 +234,7 @@ class S3Ranges:
                 raise OSError(f"{url}: GET bytes {offset}-{offset + length - 1}: "
                               "range not satisfiable") from None
             raise Transient(str(error)) from None  # not an answer to this range
-        etag = result.meta.get("e_tag")
-        if identity and etag not in (None, identity):
-            raise changed_error(url, f"ETag {identity}", f"ETag {etag}")
+        check_identity(identity, result.meta.get("e_tag"), "ETag")
         start, stop = result.range
         check_content_range(f"bytes {start}-{stop - 1}/{result.meta.get('size')}",
                             offset, length, len(data))

@@ -12,7 +12,8 @@ from ._retry import Transient
 from ._upload import Upload
 from ._urls import RemotePath
 
-__all__ = ["ObjectStat", "ObjectTail", "Store", "changed_error", "check_content_range", "read_each",
+__all__ = ["ObjectStat", "ObjectTail", "Store", "changed_error", "check_content_range",
+           "check_identity", "read_each",
            "tail_size"]
 
 T = TypeVar("T")
@@ -45,6 +46,16 @@ def changed_error(url: str, opened: str, now: str | None) -> OSError:
     seen = f", now {now}" if now else ""
     return OSError(errno.ESTALE, f"{url}: the object changed since it was opened "
                    f"(it was {opened}{seen}): open it again to read the new one", url)
+
+
+def check_identity(asked: str | None, answered: str | None, kind: str) -> None:
+    """Raises `Transient` when an answer to a request conditional on `asked`
+    (If-Match, ifGenerationMatch) names another version `answered`. A
+    replaced object answers 412 to such a request, never other bytes, so
+    the answer is another request's, on a connection out of step: asking
+    again is right, and saying that the object changed would be wrong."""
+    if asked and answered and answered != asked:
+        raise Transient(f"asked for {kind} {asked}, got an answer of {kind} {answered}")
 
 
 def check_content_range(header: str | None, offset: int, length: int, received: int) -> None:

@@ -24,7 +24,7 @@ from sackli._storage import _objects
 from sackli._storage._settings import S3Settings, StorageSettings
 from sackli._storage._urls import parse
 from remote_helpers import (  # noqa: F401  (fixtures)
-    Remote, emulated_gcs, gcs_emulator, remote, servers, write_bag,
+    Remote, emulated_gcs, gcs_emulator, remote, s3_remote, servers, write_bag,
 )
 
 SIZE = 1 << 20
@@ -36,6 +36,10 @@ _folders = itertools.count()
 @pytest.fixture(params=["moto", "fake-gcs-server", "gcp-storage-emulator"])
 def server(request):
     """A `Remote` with a fresh folder on each of the three servers."""
+    yield from _remote_on(request)
+
+
+def _remote_on(request):
     if request.param == "gcp-storage-emulator":
         yield request.getfixturevalue("emulated_gcs")
         return
@@ -71,10 +75,8 @@ def _expected(data: bytes, ranges):
     return [data[offset:offset + length] for offset, length in ranges]
 
 
-def test_s3_reads_ranges_through_obstore(remote):
-    if remote.scheme != "s3":
-        pytest.skip("S3 only")
-    store, path, _, _ = _object(remote)
+def test_s3_reads_ranges_through_obstore(s3_remote):
+    store, path, _, _ = _object(s3_remote)
     assert store.ranged_client(path) == "obstore"
 
 
@@ -131,6 +133,28 @@ def test_a_fault_in_a_batch_is_retried_and_never_returned(server, fault):
         assert proxy.counts["GET"] == len(ranges) + 3
 
 
+@pytest.fixture(params=["moto", "fake-gcs-server"])
+def versioned_server(request):
+    """A `Remote` on each server that names the version (ETag, generation)
+    in its answers: gcp-storage-emulator names none (docs/cloud.md)."""
+    yield from _remote_on(request)
+
+
+def test_another_objects_doubled_answer_is_asked_again(versioned_server):
+    """A doubled answer waits on its connection for the next request: there,
+    another object's read of the same range. Its other version is an answer
+    out of step, asked again: never an error saying the object changed,
+    never its bytes."""
+    server = versioned_server
+    store, first, first_identity, first_data = _object(server, "first.bin", seed=1)
+    _, second, second_identity, second_data = _object(server, "second.bin", seed=2)
+    server.proxy.double_next(1, kinds=["GET"])
+    assert store.read(first, 4096, 1000, first_identity) == first_data[4096:5096]
+    for _ in range(3):
+        assert store.read(second, 4096, 1000, second_identity) == second_data[4096:5096]
+    assert server.proxy.faults_applied["double"] == 1
+
+
 def test_a_single_read_is_checked_too(server):
     store, path, identity, data = _object(server)
     server.proxy.shift_next(1, kinds=["GET"])
@@ -174,10 +198,11 @@ def test_refused_and_missing_objects(server):
     assert missing.url in str(caught.value)
 
 
-def test_a_replaced_object_is_estale_never_other_bytes(server, request):
-    if "gcp-storage-emulator" in request.node.name:
-        pytest.skip("gcp-storage-emulator ignores ifGenerationMatch on downloads and sends "
-                    "no x-goog-generation: it serves the new bytes (real GCS answers 412)")
+def test_a_replaced_object_is_estale_never_other_bytes(versioned_server):
+    """gcp-storage-emulator is not asked: it ignores ifGenerationMatch on
+    downloads and names no generation, so it serves the new bytes (real
+    GCS answers 412; docs/cloud.md)."""
+    server = versioned_server
     store, path, identity, data = _object(server)
     server.put("object.bin", data[::-1])
     with pytest.raises(OSError) as caught:
@@ -221,61 +246,53 @@ def test_reads_after_a_fork_use_a_client_of_their_own(server):
 # --- the fallback to boto3 ------------------------------------------------------------
 
 
-def test_sackli_s3_client_boto3_reads_through_boto3(remote, monkeypatch):
-    if remote.scheme != "s3":
-        pytest.skip("S3 only")
+def test_sackli_s3_client_boto3_reads_through_boto3(s3_remote, monkeypatch):
     monkeypatch.setenv("SACKLI_S3_CLIENT", "boto3")
     _objects.reset_clients()
-    store, path, identity, data = _object(remote)
+    store, path, identity, data = _object(s3_remote)
     assert store.ranged_client(path) == "boto3"
     ranges = _ranges(40)
-    remote.proxy.latency = 0.05
-    remote.proxy.shift_next(1, kinds=["GET"])
+    s3_remote.proxy.latency = 0.05
+    s3_remote.proxy.shift_next(1, kinds=["GET"])
     try:
         got = store.read_many(path, ranges, identity)
     finally:
-        remote.proxy.latency = 0.0
+        s3_remote.proxy.latency = 0.0
     assert got == _expected(data, ranges)
-    assert remote.proxy.max_in_flight >= 8
-    assert remote.proxy.faults_applied["shift"] == 1
+    assert s3_remote.proxy.max_in_flight >= 8
+    assert s3_remote.proxy.faults_applied["shift"] == 1
     monkeypatch.delenv("SACKLI_S3_CLIENT")
     _objects.reset_clients()
     assert store.ranged_client(path) == "obstore"
 
 
-def test_a_ca_bundle_is_honoured_by_obstore(remote):
-    if remote.scheme != "s3":
-        pytest.skip("S3 only")
+def test_a_ca_bundle_is_honoured_by_obstore(s3_remote):
     import certifi
 
-    _, path, identity, data = _object(remote)
-    settings = StorageSettings(s3=S3Settings(endpoint_url=remote.proxy.url, verify=certifi.where()))
+    _, path, identity, data = _object(s3_remote)
+    settings = StorageSettings(s3=S3Settings(endpoint_url=s3_remote.proxy.url, verify=certifi.where()))
     store = _objects._store(path, settings)
     assert store.ranged_client(path) == "obstore"
     assert store.read_many(path, [(10, 20), (5000, 7)], identity) == [data[10:30], data[5000:5007]]
 
 
-def test_an_unusable_ca_bundle_reads_through_boto3(remote, tmp_path):
-    if remote.scheme != "s3":
-        pytest.skip("S3 only")
-    _, path, identity, data = _object(remote)
+def test_an_unusable_ca_bundle_reads_through_boto3(s3_remote, tmp_path):
+    _, path, identity, data = _object(s3_remote)
     bundle = tmp_path / "ca.pem"
     bundle.write_text("not a certificate")  # boto3 reads it only for https endpoints
-    settings = StorageSettings(s3=S3Settings(endpoint_url=remote.proxy.url, verify=str(bundle)))
+    settings = StorageSettings(s3=S3Settings(endpoint_url=s3_remote.proxy.url, verify=str(bundle)))
     store = _objects._store(path, settings)
     assert store.ranged_client(path) == "boto3"
     assert store.read_many(path, [(10, 20), (5000, 7)], identity) == [data[10:30], data[5000:5007]]
 
 
-def test_an_accelerated_endpoint_reads_through_boto3(remote, tmp_path, monkeypatch):
-    if remote.scheme != "s3":
-        pytest.skip("S3 only")
+def test_an_accelerated_endpoint_reads_through_boto3(s3_remote, tmp_path, monkeypatch):
     config = tmp_path / "config"
     config.write_text("[default]\ns3 =\n    use_accelerate_endpoint = true\n")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
     monkeypatch.delenv("AWS_ENDPOINT_URL")
     _objects.reset_clients()
-    path = parse(remote.url("object.bin"))
+    path = parse(s3_remote.url("object.bin"))
     try:
         # Only the choice: no request leaves this machine.
         assert _objects._current_store(path).ranged_client(path) == "boto3"
@@ -284,24 +301,20 @@ def test_an_accelerated_endpoint_reads_through_boto3(remote, tmp_path, monkeypat
         _objects.reset_clients()
 
 
-def test_given_settings_reach_obstore(remote, servers):
-    if remote.scheme != "s3":
-        pytest.skip("S3 only")
-    _, path, identity, data = _object(remote)
+def test_given_settings_reach_obstore(s3_remote, servers):
+    _, path, identity, data = _object(s3_remote)
     settings = StorageSettings(s3=S3Settings(
-        endpoint_url=remote.proxy.url, access_key_id="given", secret_access_key="given",
+        endpoint_url=s3_remote.proxy.url, access_key_id="given", secret_access_key="given",
         region_name="eu-west-1"))
     store = _objects._store(path, settings)
     assert store.ranged_client(path) == "obstore"
-    remote.proxy.reset_counts()
+    s3_remote.proxy.reset_counts()
     assert store.read(path, 3, 4, identity) == data[3:7]
-    assert remote.proxy.counts["GET"] == 1  # through the given endpoint
+    assert s3_remote.proxy.counts["GET"] == 1  # through the given endpoint
 
 
-def test_without_obstore_reads_go_through_boto3(remote, run_python):
-    if remote.scheme != "s3":
-        pytest.skip("S3 only")
-    _, path, identity, data = _object(remote)
+def test_without_obstore_reads_go_through_boto3(s3_remote, run_python):
+    _, path, identity, data = _object(s3_remote)
     result = run_python(f"""
         import sys
         sys.modules["obstore"] = None  # not installed

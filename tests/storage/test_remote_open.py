@@ -124,7 +124,11 @@ def test_an_object_replaced_after_its_listing_is_stale_never_other_bytes(remote)
         _open_core(paths, sackli.Reader.Options(), listed)
     assert caught.value.errno == errno.ESTALE
     assert paths[1] in str(caught.value)
-    assert "HEAD" not in remote.proxy.counts
+    # No shard is asked for its version: the listing gave them. The GCS
+    # emulators serve a replaced object's bytes despite ifGenerationMatch,
+    # so there the answer's other generation costs one metadata request
+    # (GcsStore._check_unchanged), for the replaced shard only.
+    assert remote.proxy.counts["HEAD"] == (1 if remote.scheme == "gs" else 0)
     # Opened again (listed again), it is the new set.
     assert sackli.Reader(remote.url("loose@*.bag"))[1] == b"a new shard"
 
