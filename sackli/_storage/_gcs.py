@@ -136,6 +136,9 @@ class GcsStore(Store):
                     raise OSError(f"{url}: {what}: range not satisfiable") from error
                 raise Transient(f"{error.code} {error.message}") from error
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                    # A metadata answer that is not JSON: another request's
+                    # bytes, on a connection out of step.
+                    requests.exceptions.JSONDecodeError,
                     urllib3.exceptions.HTTPError, http.client.HTTPException,
                     ConnectionError, TimeoutError) as error:
                 raise Transient(f"{type(error).__name__}: {error}") from error
