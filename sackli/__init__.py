@@ -38,6 +38,7 @@ from ._recover import RecoveryReport, recover
 from ._shard_indices import shard_indices
 from ._shard_writer import ShardedWriter
 from ._skipping import SkippedRecord, SkippedRecords
+from ._storage import UncachedReadWarning
 from ._version import __version__, zstd_version
 from ._writer import Writer
 
@@ -78,6 +79,7 @@ __all__ = [
     "ShardingLayout",
     "SkippedRecord",
     "SkippedRecords",
+    "UncachedReadWarning",
     "Writer",
     "recover",
     "shard_indices",

@@ -14,6 +14,7 @@ import operator
 import sys
 from typing import Any, Iterator
 
+from ._loader_cache import with_loader_cache
 from ._shard_indices import shard_indices
 
 __all__ = ["EpochStream"]
@@ -69,7 +70,10 @@ class EpochStream:
 
     Args:
       source: what to read: a `sackli.Reader`, a `sackli.datasets` reader,
-        or anything with `len()` and `read_indices_iter(indices)`.
+        or anything with `len()` and `read_indices_iter(indices)`. A
+        `sackli.Reader` of `gs://` or `s3://` files with no cache of its
+        own is reopened with the user's cache folder (`stream.source`;
+        `SACKLI_LOADER_CACHE=0` turns that off; docs/cache.md).
       seed: the seed shared by every rank and worker of a run.
       shuffle: a new order every epoch (else index order).
       drop_remainder: leave records out rather than repeat some so that
@@ -101,7 +105,8 @@ class EpochStream:
             rank, world_size = _count("rank", rank), _count("world_size", world_size)
             if rank >= world_size:
                 raise ValueError(f"rank must be in [0, world_size={world_size}), not {rank}")
-        self.source = source
+        # A remote Reader with no cache gets the user's (docs/cache.md).
+        self.source = with_loader_cache(source)
         self.seed = _count("seed", seed)
         self.shuffle, self.drop_remainder = bool(shuffle), bool(drop_remainder)
         self._explicit = rank is not None

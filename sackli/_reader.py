@@ -25,7 +25,7 @@ from ._storage import (
     use_cache_engine,
 )
 
-__all__ = ["Reader", "checked_range"]
+__all__ = ["Reader", "checked_range", "reopened_with"]
 
 # The read cache's entries are read by the engine (its remote byte sources
 # and the cache's own reads share it).
@@ -89,6 +89,11 @@ def _expand_remembering(spec: str) -> tuple[list[str], dict[str, ObjectStat]]:
         return expand_file_spec(spec), {}
     with remembering_listings() as listed:
         return expand_file_spec(spec), listed
+
+
+def reopened_with(reader: "Reader", options: ReaderOptions) -> "Reader":
+    """`reader` (its files and view) opened anew with `options`."""
+    return _restore_reader(reader._file_spec, options, reader._paths, reader._core.view)
 
 
 def _restore_reader(

@@ -70,7 +70,8 @@ from ._objects import (
     delete_objects, list_objects, object_exists, open_local, open_upload, opener_for, put_file, read_object,
     remembering_listings, reset_clients, stat_object, sync_folders, write_object,
 )
-from ._read_cache import check_cache_dir, read_cache, use_cache_engine
+from ._read_cache import ENV_DIR as ENV_CACHE_DIR, check_cache_dir, read_cache, use_cache_engine
+from ._uncached_reads import UncachedReadWarning
 from ._executor import DEFAULT_PARALLELISM as DEFAULT_REMOTE_PARALLELISM
 from ._settings import GcsSettings, S3Settings, StorageSettings, current_settings, using
 from ._store import ObjectStat, Store
@@ -79,9 +80,9 @@ from ._traits import MAX_PARALLEL_REQUESTS, by_upload, on_this_machine, parallel
 from ._upload import OpenUpload, Upload, UploadFile
 from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, parse
 
-__all__ = ["DEFAULT_REMOTE_PARALLELISM", "GcsSettings", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS",
+__all__ = ["DEFAULT_REMOTE_PARALLELISM", "ENV_CACHE_DIR", "GcsSettings", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS",
            "MAX_REQUEST_THREADS", "ObjectStat", "OpenUpload", "OwnFile", "Prefetch", "REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener", "RemotePath",
-           "S3Settings", "StagedFile", "StorageSettings", "Store", "Upload", "UploadDestination",
+           "S3Settings", "StagedFile", "StorageSettings", "Store", "UncachedReadWarning", "Upload", "UploadDestination",
            "UploadFile", "WriteDestination", "atomic_output", "base_name", "by_upload",
            "canonical_path", "check_cache_dir", "copy_object", "current_settings", "delete_object", "delete_objects",
            "expand_glob", "folder_bytes", "folder_entries", "folder_path", "in_parallel", "is_file",

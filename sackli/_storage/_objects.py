@@ -18,6 +18,7 @@ from ._s3 import S3Store
 from ._settings import S3Settings, StorageSettings, current_settings
 from ._store import ObjectStat, Store
 from ._upload import Upload, UploadFile
+from ._uncached_reads import OutOfOrderWatch
 from ._urls import RemotePath, is_remote, parse, remote_path
 
 __all__ = ["REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener",
@@ -91,7 +92,8 @@ class RemoteObject:
     def __init__(self, url: str | RemotePath, store: Store | None = None,
                  cache: ReadCache | None = None,
                  parallelism: int = DEFAULT_PARALLELISM,
-                 stat: ObjectStat | None = None, tail_bytes: int = TAIL_BYTES) -> None:
+                 stat: ObjectStat | None = None, tail_bytes: int = TAIL_BYTES,
+                 watch: OutOfOrderWatch | None = None) -> None:
         self._path = url if isinstance(url, RemotePath) else parse(url)
         self.url = self._path.url
         # Kept (by default the store of the settings in effect now): the
@@ -108,6 +110,7 @@ class RemoteObject:
         self.size, self.identity, self.metadata = stat
         self._cache = cache
         self._tail = tail
+        self._watch = watch
         self.parallelism = parallelism
         self._cache_key = (None if cache is None
                            else cache.object_key(self._path, self.identity, self.size))
@@ -147,12 +150,16 @@ class RemoteObject:
         served = self._from_tail([(offset, length)])
         if served is not None:
             return bytes(served[0])
+        if self._watch is not None:
+            self._watch.note(self.url, [(offset, length)])
         return self._store.read(self._path, offset, length, self.identity or None)
 
     def _fetch_many(self, ranges: list[tuple[int, int]]) -> list[bytes | memoryview]:
         served = self._from_tail(ranges)
         if served is not None:
             return served  # type: ignore[return-value]
+        if self._watch is not None:
+            self._watch.note(self.url, ranges)
         return self._store.read_many(self._path, ranges, self.identity or None,
                                      parallelism=self.parallelism)
 
@@ -204,6 +211,8 @@ class RemoteOpener:
         self._parallelism = parallelism
         self._listed = listed or {}
         self._tail_bytes = tail_bytes
+        # Reads with no cache are watched for a shuffled epoch (a warning).
+        self._watch = OutOfOrderWatch()
 
     def _parsed(self, path: str) -> RemotePath | None:
         return self._known[path] if path in self._known else remote_path(path)
@@ -218,8 +227,10 @@ class RemoteOpener:
         parsed = self._parsed(path)
         if parsed is None:
             return None
-        remote = RemoteObject(parsed, _store(parsed, self._settings_now()), self._cache_now(),
-                              self._parallelism, self._listed.get(parsed.url), self._tail_bytes)
+        cache = self._cache_now()
+        remote = RemoteObject(parsed, _store(parsed, self._settings_now()), cache,
+                              self._parallelism, self._listed.get(parsed.url), self._tail_bytes,
+                              self._watch if cache is None else None)
         if self.opened is not None:
             self.opened[remote.url] = remote
         return remote
