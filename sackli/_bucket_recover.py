@@ -19,10 +19,11 @@ import urllib.parse
 from typing import Any, NamedTuple
 
 from ._bucket_journal import StagedChanged, finals, publish_staged, remove_staging
-from ._consistency import SetManifest, manifest_url, read_manifest
+from ._consistency import MANIFEST_SUFFIX, SetManifest, manifest_url, read_manifest
+from ._engine import CorruptionError
 from ._format import LIMITS_PREFIX, PARTIAL_MARKER
-from ._shard_spec import split_shard_entry
-from ._storage import list_objects, read_object
+from ._shard_spec import shard_name, split_shard_entry
+from ._storage import delete_object, list_objects, read_object, stat_object
 from ._unfinished import JOURNAL, folder_name_of
 
 __all__ = ["BucketRecovery", "missing_error", "recover_bucket_writes"]
@@ -51,8 +52,12 @@ class BucketRecovery(NamedTuple):
 def recover_bucket_writes(url: str) -> list[BucketRecovery]:
     """Recovers every interrupted write of `url`: a shard spec
     (`name@N.ext`, `name@*.ext`) or a prefix ending in "/" (every write
-    under it). One BucketRecovery each, in the order of their journals."""
-    return [_recover_one(journal_url) for journal_url in _journals(url)]
+    under it). One BucketRecovery each, in the order of their journals,
+    then one for each manifest left "publishing" by a write whose staging
+    is gone (`_undo_orphaned_manifest`)."""
+    done = [_recover_one(journal_url) for journal_url in _journals(url)]
+    orphans = [found for found in _manifests(url) if _orphaned(found)]
+    return done + [_undo_orphaned_manifest(found) for found in orphans]
 
 
 def _journals(url: str) -> list[str]:
@@ -69,6 +74,61 @@ def _journals(url: str) -> list[str]:
     return [found for found, _ in listed
             if _is_journal(found) and found.rpartition("/")[0].rpartition("/")[0] == folder
             and _could_make(_named_target(found), name)]
+
+
+def _manifests(url: str) -> list[str]:
+    """The set manifests `url` names: the one of `name@N.ext`, every one of
+    `name@*.ext`, every one under a prefix ending in "/"."""
+    if url.endswith("/"):
+        return [found for found, _ in list_objects(url) if found.endswith(MANIFEST_SUFFIX)]
+    folder, _, name = url.rpartition("/")
+    sharded = split_shard_entry(name)
+    if sharded is None:
+        return []
+    base, count, suffix = sharded
+    if count != "*":
+        found = manifest_url(f"{folder}/{shard_name(base, 0, int(count), suffix)}")
+        return [found] if found is not None else []
+    pattern = re.compile(re.escape(f"{folder}/{base}-of-") + r"\d{5}"
+                         + re.escape(suffix + MANIFEST_SUFFIX))
+    return [found for found, _ in list_objects(f"{folder}/{base}-of-")
+            if pattern.fullmatch(found)]
+
+
+def _orphaned(url: str) -> bool:
+    """Whether the manifest at `url` says "publishing" for a write whose
+    journal is gone: an abort removed the staging but could not put the
+    manifest back (a write decided keeps its journal until the manifest
+    says "complete"). Only a journal in the manifest's own folder counts."""
+    try:
+        manifest = read_manifest(url)
+    except CorruptionError:
+        return False  # not ours to change: readers report it
+    if manifest is None or manifest.get("state") != "publishing":
+        return False
+    journal = manifest.get("journal")
+    folder = url.rpartition("/")[0]
+    if not isinstance(journal, str) or journal.rpartition("/")[0].rpartition("/")[0] != folder \
+            or not _is_journal(journal):
+        return False  # a write without staging (its shards may be mixed): not undone here
+    try:
+        stat_object(journal)
+    except FileNotFoundError:
+        return True
+    return False
+
+
+def _undo_orphaned_manifest(url: str) -> BucketRecovery:
+    """Deletes a manifest `_orphaned` found: nothing of its write reached
+    the set's names (copies begin only after the decision, and a decided
+    write keeps its journal), so the set reads as before the write."""
+    folder, _, name = url.rpartition("/")
+    base, _, rest = name[: -len(MANIFEST_SUFFIX)].rpartition("-of-")
+    target = f"{folder}/{base}@{int(rest[:5])}{rest[5:]}"
+    delete_object(url)
+    return BucketRecovery(target, "rolled back",
+                          f"its write was undone, but its manifest {url} still said "
+                          "'publishing'; removed it: the set reads as before the write", 0)
 
 
 def _is_journal(url: str) -> bool:

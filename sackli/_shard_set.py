@@ -305,6 +305,9 @@ class ShardSetWriter:
         # Whether the publish was decided (the manifest says "publishing"):
         # from then on a failure leaves the staging for `sackli recover`.
         self._decided = False
+        # Whether an abort left the staging because the manifest could not
+        # be put back (see `abort`).
+        self._left_for_recovery = False
         if staging is not None:
             staging.begin()  # before the first upload
 
@@ -498,7 +501,11 @@ class ShardSetWriter:
                     f"{self._spec}` to finish") from error
             staged = self._staging is not None
             self.abort()
-            if staged:
+            if self._left_for_recovery:
+                error.add_note(
+                    f"{self._spec}: the write failed while its publish was being decided; "
+                    f"run `sackli recover {self._spec}`: it finishes the publish or undoes it")
+            elif staged:
                 error.add_note(f"{self._spec}: nothing was published")
             raise
         except BaseException:
@@ -666,13 +673,8 @@ class ShardSetWriter:
         journal, self._journal = self._journal, None
         if journal is not None and not journal.in_place:
             journal.remove()  # in place, what was written stays for recovery
-        staging, self._staging = self._staging, None
-        if staging is not None:
-            try:
-                staging.remove()
-            except OSError:
-                pass  # `sackli recover` rolls it back
         manifest, self._manifest = self._manifest, None
+        manifest_restored = True
         if manifest is not None:
             # Untouched, the old set is whole again under its old manifest;
             # with new shards removed, what is left has shards missing,
@@ -684,4 +686,15 @@ class ShardSetWriter:
                 elif removed:
                     manifest.remove()
             except OSError:
-                pass
+                manifest_restored = False
+        staging, self._staging = self._staging, None
+        if staging is not None:
+            if not manifest_restored:
+                # The manifest may still say "publishing", naming the
+                # journal: the staging stays, for `sackli recover` to decide.
+                self._left_for_recovery = True
+                return
+            try:
+                staging.remove()
+            except OSError:
+                pass  # `sackli recover` rolls it back

@@ -201,6 +201,68 @@ def test_every_interrupted_write_under_a_prefix(remote, recover_cli):
     assert recover_cli(remote.url()).stdout == f"{remote.url()}: no unfinished writes\n"
 
 
+# S3 alone: a GCS upload names its object in its body, which the proxy's
+# `match` does not see (the abort this checks is the same code on both).
+@pytest.mark.parametrize("remote", ["s3"], indirect=True)
+def test_a_manifest_that_cannot_be_put_back_keeps_the_staging(remote, recover_cli):
+    """The upload of the manifest "publishing" fails, and so does putting
+    the old one back: the staging stays (the manifest could name it), the
+    error names `sackli recover`, which then undoes the write."""
+    url = remote.url("kept@2.bag")
+    old = make_records(20, seed=7)
+    with sackli.ShardedWriter(url) as writer:
+        writer.write_many(old)
+    remote.proxy.fail_next(2, status=403, kinds=["PUT"], match="sackli_set")
+    writer = sackli.ShardedWriter(url, num_records=20)
+    writer.write_many(make_records(20, seed=8))
+    with pytest.raises(OSError) as raised:
+        writer.close()
+    remote.proxy.reset_faults()
+    assert f"run `sackli recover {url}`" in " ".join(getattr(raised.value, "__notes__", []))
+    assert _hidden(remote)  # the staging, journal included
+    done = recover_cli(url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{url}: rolled back")
+    assert sackli.Reader(url).read() == old
+    assert _hidden(remote) == []
+
+
+@pytest.mark.parametrize("spec", ["orphan@2.bag", "orphan@*.bag", ""])
+def test_a_manifest_left_publishing_by_an_undone_write_is_removed(remote, recover_cli, spec):
+    """What an earlier sackli left when an abort removed the staging but
+    could not put the manifest back: "publishing", naming a journal that
+    is gone. Nothing of that write reached the set's names (copies begin
+    after the decision, and a decided write keeps its journal), so
+    `sackli recover` removes the manifest and the older set reads again.
+    A "publishing" manifest of a write without staging is left alone (its
+    shards may be mixed)."""
+    from sackli._bucket_journal import staging_prefix
+    from sackli._consistency import SetManifest
+
+    url = remote.url("orphan@2.bag")
+    old = make_records(20, seed=9)
+    with sackli.ShardedWriter(url) as writer:
+        writer.write_many(old)
+    shards = [remote.url(f"orphan-0000{i}-of-00002.bag") for i in range(2)]
+    SetManifest(shards, "pid 1 gone").begin(staging_prefix(url) + "sackli-write.json")
+    other = remote.url("unstaged@2.bag")
+    with sackli.ShardedWriter(other) as writer:
+        writer.write_many(old)
+    unstaged = [remote.url(f"unstaged-0000{i}-of-00002.bag") for i in range(2)]
+    SetManifest(unstaged, "pid 2 gone").begin()
+    with pytest.raises(sackli.CorruptionError, match=f"`sackli recover {url}`"):
+        sackli.Reader(url)
+    done = recover_cli(remote.url(spec))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"{url}: rolled back (its write was undone, but its manifest "
+        f"{remote.url('orphan-of-00002.bag.sackli_set')} still said 'publishing'; removed it: "
+        "the set reads as before the write)"]
+    assert sackli.Reader(url).read() == old
+    with pytest.raises(sackli.CorruptionError, match="write the set again"):
+        sackli.Reader(other)
+
+
 def test_a_url_with_no_interrupted_write(remote):
     with pytest.raises(FileNotFoundError, match="nothing to recover: no journal"):
         sackli.recover(remote.url("none@2.bag"))
