@@ -45,6 +45,8 @@ SKIPPED = [
     ("docs/cache.md", "The read cache: remote bytes on local disk", "needs a bucket"),
     ("docs/cloud.md", "Cloud storage: `gs://` and `s3://`",
      "needs a GCS bucket and an S3 bucket"),
+    ("docs/cloud.md", "A local bucket to try it on",
+     "runs on the servers above: tests/storage/test_local_bucket_recipe.py"),
 ]
 
 _MARK = re.compile(r"<!--\s*docs-test:\s*(continue|skip\s*\((?P<reason>[^)]*)\)"
