@@ -101,9 +101,9 @@ def _one_rank(states: list[dict[str, Any]], extra_steps: int) -> tuple[dict[str,
         steps = -(-len(mine) // batch)  # the epoch is done
     elif len(read) % batch:
         raise ValueError(
-            f"rank {rank} stopped {len(read) % batch} records into a batch of {batch}: a "
-            "position is between steps. Checkpoint between batches (a data loader's "
-            "state is), or give EpochStream the batch size the records were read in")
+            f"rank {rank} stopped after {len(read) % batch} of the {batch} records of a "
+            "batch: a position is between steps. Checkpoint between batches (a data "
+            "loader's state is), or give EpochStream the batch size the records were read in")
     else:
         steps = len(read) // batch
     return {**layout, "epoch": epoch, "consumed": consumed}, steps + extra_steps

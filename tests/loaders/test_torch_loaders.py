@@ -95,3 +95,21 @@ def test_loaders_of_a_bigger_world_finish_the_epoch(path, records) -> None:
         rest += share
     assert set(taken).isdisjoint(rest)
     assert set(taken + rest) == set(records) and len(rest) == N - consumed + 1
+
+
+def _label(record: bytes) -> int:
+    """A transform: the record's number (in the loader's workers)."""
+    return int(record.split()[1])
+
+
+def test_a_transform_runs_in_the_workers_and_resumes(path) -> None:
+    dataset = Stream(sackli.Reader(path), seed=3, batch_size=3, transform=_label)
+    loader = _stateful(dataset)
+    first, state = _first_batches(loader, 5)
+    assert all(type(label) is int for label in first)
+    resumed = _stateful(Stream(sackli.Reader(path), seed=3, batch_size=3, transform=_label))
+    resumed.load_state_dict(state)
+    assert sorted(first + [label for batch in resumed for label in batch]) == list(range(N))
+    # Collated by torch's default collate: a tensor of labels per batch.
+    tensors = torch.utils.data.DataLoader(dataset, batch_size=3, num_workers=2)
+    assert sorted(torch.cat(list(tensors)).tolist()) == list(range(N))
