@@ -259,9 +259,10 @@ class EpochStream:
         """Continues from `state`: a `state_dict()` of the same source and
         seed (the next `iter()` continues where that worker's stream stopped;
         it needs the same layout), or a position from
-        `sackli.epoch_position` (any layout). ValueError for a state of
-        another order (records, seed or shuffle) or, at `iter()`, of
-        another layout."""
+        `sackli.epoch_position` (any layout; like `set_epoch(epoch,
+        consumed=K)`, it holds until the next `set_epoch`). ValueError for
+        a state of another order (records, seed or shuffle) or, at
+        `iter()`, a worker's state of another layout."""
         if not isinstance(state, dict) or not _STATE_KEYS <= set(state) <= _STATE_KEYS | {"layout"}:
             raise TypeError(f"an EpochStream's state is the dict state_dict() returns, not {state!r}")
         epoch, consumed = _count("epoch", state["epoch"]), _count("consumed", state["consumed"])

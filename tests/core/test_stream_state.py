@@ -158,6 +158,21 @@ def test_an_elastic_resume_through_epoch_streams(reader) -> None:
     assert sorted(set(before)) == sorted(before)
 
 
+def test_epoch_position_of_epoch_streams_resumes_in_another_world(reader) -> None:
+    """Two ranks read 4 batches of 5; their states give the position, which
+    four ranks with batches of 3 load (no loader: one worker each)."""
+    ranks = _world(reader, 2, epoch=1, batch_size=5)
+    before = [record for stream in ranks for _, record in zip(range(20), stream)]
+    position = sackli.epoch_position(*[stream.state_dict() for stream in ranks])
+    assert position == sackli.epoch_position(json.loads(json.dumps(ranks[1].state_dict())))
+    assert (position["epoch"], position["consumed"]) == (1, 40)
+    after = []
+    for stream in _world(reader, 3, batch_size=3):
+        stream.load_state_dict(position)
+        after += list(stream)
+    assert sorted(before + after) == sorted(RECORDS)  # 63 left: 21 for each rank
+
+
 def test_a_state_of_another_rank_is_refused(reader) -> None:
     ranks = _world(reader, 2)
     next(iter(ranks[0]))
