@@ -46,18 +46,17 @@ def _walk(value: Any, found: list[dict[str, Any]], extra: list[int]) -> None:
             _walk(item, found, extra)
 
 
-def _one_rank(states: list[dict[str, Any]], extra_steps: int) -> tuple[dict[str, Any], int]:
-    """(the shared layout, the steps the rank has taken) from the states of
-    all workers of one rank."""
-    layout = dict(states[0]["layout"])
-    rank, num_workers, batch = layout["rank"], layout["num_workers"], layout["batch_size"]
+def _by_worker(states: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The state of each worker of one rank, checked to be of one run,
+    epoch and layout, and complete."""
+    layout, first = states[0]["layout"], states[0]
+    rank, num_workers = layout["rank"], layout["num_workers"]
     by_worker: dict[int, dict[str, Any]] = {}
     for state in states:
         theirs = state["layout"]
         differ = [key for key in ORDER_KEYS + DEAL_KEYS if key != "worker"
                   and theirs[key] != layout[key]]
-        if differ or (state["epoch"], state["consumed"]) != (states[0]["epoch"],
-                                                             states[0]["consumed"]):
+        if differ or (state["epoch"], state["consumed"]) != (first["epoch"], first["consumed"]):
             raise ValueError(
                 f"the states of rank {rank} are of different runs or epochs (they differ in "
                 + ", ".join(differ or ["epoch or consumed"]) + "): give one run's checkpoint")
@@ -69,8 +68,19 @@ def _one_rank(states: list[dict[str, Any]], extra_steps: int) -> tuple[dict[str,
         raise ValueError(
             f"the states of loader worker(s) {missing} of rank {rank} (of {num_workers}) are "
             "missing: give the whole loader state of each rank")
-    import numpy as np
+    return by_worker
 
+
+def _one_rank(states: list[dict[str, Any]], extra_steps: int) -> tuple[dict[str, Any], int]:
+    """(the shared layout, the steps the rank has taken) from the states of
+    all workers of one rank: what they read must be the rank's first steps."""
+    try:
+        import numpy as np
+    except ImportError:
+        raise ImportError("sackli.epoch_position needs numpy: pip install numpy") from None
+    by_worker = _by_worker(states)
+    layout = states[0]["layout"]
+    rank, num_workers, batch = layout["rank"], layout["num_workers"], layout["batch_size"]
     epoch, consumed = operator.index(states[0]["epoch"]), operator.index(states[0]["consumed"])
     remaining = max(0, layout["num_records"] - consumed)
     deal = {key: layout[key] for key in ("world_size", "batch_size", "drop_remainder")}
@@ -88,6 +98,7 @@ def _one_rank(states: list[dict[str, Any]], extra_steps: int) -> tuple[dict[str,
             raise ValueError(f"worker {worker} of rank {rank} is at {count} records, "
                              f"beyond its share of {len(share)}")
         taken.append(share[:count])
+    # The rank's positions in step order are increasing: its steps are rounds.
     mine = share_positions(np, remaining, rank=rank, worker_id=0, num_workers=1, **deal)
     read = np.sort(np.concatenate(taken))
     if not np.array_equal(read, mine[:len(read)]):
@@ -102,8 +113,8 @@ def _one_rank(states: list[dict[str, Any]], extra_steps: int) -> tuple[dict[str,
     elif len(read) % batch:
         raise ValueError(
             f"rank {rank} stopped after {len(read) % batch} of the {batch} records of a "
-            "batch: a position is between steps. Checkpoint between batches (a data "
-            "loader's state is), or give EpochStream the batch size the records were read in")
+            "batch, and a position must fall between steps: checkpoint between batches (a "
+            "data loader's state does), or give EpochStream the batch size it is read in")
     else:
         steps = len(read) // batch
     return {**layout, "epoch": epoch, "consumed": consumed}, steps + extra_steps
