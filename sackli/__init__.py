@@ -20,6 +20,7 @@ Internal interface: _engine, _bulk, _sets
 """
 
 from ._engine import CorruptionError, EngineError, RecordTooLargeError
+from ._epoch_position import epoch_position
 from ._epoch_stream import EpochStream
 from ._index import Index, MultiIndex
 from ._index_stream import IndexStream
@@ -81,6 +82,7 @@ __all__ = [
     "SkippedRecords",
     "UncachedReadWarning",
     "Writer",
+    "epoch_position",
     "recover",
     "shard_indices",
     "zstd_version",

@@ -39,22 +39,31 @@ def shard_indices(
     num_workers: int = 1,
     drop_remainder: bool = False,
     consumed: int = 0,
+    batch_size: int = 1,
 ) -> Any:
     """The record indices that worker `worker_id` of rank `rank` reads in `epoch`.
 
     The records are put in one order for the epoch (a permutation seeded by
-    `(seed, epoch)` when `shuffle`, else 0, 1, 2...), that order is dealt
-    round-robin to the `world_size` ranks, and each rank's share round-robin
-    to its `num_workers` workers. So the shares of all (rank, worker) pairs
-    are disjoint and together hold every record once, and the result depends
-    only on the arguments: the same on every machine, run and restart.
+    `(seed, epoch)` when `shuffle`, else 0, 1, 2...), and that order is dealt
+    out a batch of `batch_size` at a time: the first batch to rank 0, the
+    next to rank 1, and so on round the ranks, and each rank's batches (its
+    steps) to its `num_workers` workers in turn, as a data loader takes
+    batches from its workers. So the shares of all (rank, worker) pairs are
+    disjoint and together hold every record once; after k steps of every
+    rank, what the ranks have read is the first
+    `k * world_size * batch_size` entries of the order, whatever the number
+    of workers. The result depends only on the arguments: the same on every
+    machine, run and restart. With `batch_size=1` (the default) this is
+    record by record round-robin, to ranks and then to workers.
 
     Every rank gets the same number of indices, so that all ranks run the same
     number of steps: with `drop_remainder=False` (the default) ranks whose
     share is one short repeat records from the start of the epoch's order (as
     PyTorch's DistributedSampler does); with `drop_remainder=True` the last
     `num_records % world_size` records of the order are left out instead.
-    Workers of one rank may differ by one index (a data loader merges them).
+    Each rank's last step may be a short batch (an equal part of what the
+    last round leaves). Workers of one rank may differ by a batch (a data
+    loader merges them).
 
     Resuming mid-epoch, also with another world size: `consumed=K` says that
     the ranks have together read the first K indices of the epoch's order,
@@ -70,11 +79,11 @@ def shard_indices(
     however many resumes came before; K >= num_records leaves nothing.
     `consumed=0` is the whole epoch.
 
-    Under a data loader with `num_workers` workers and batches of `B`, a
-    rank's indices are taken a batch per worker in turn, so they are a
-    prefix of the rank's share after whole rounds: K is exact when each rank
-    has taken a multiple of `num_workers` batches, K = world_size * steps * B
-    (docs/loaders.md, "Elastic resumes").
+    Under a data loader, give `batch_size` the loader's batch size: then
+    after k steps of every rank, K = world_size * k * batch_size exactly, at
+    any step and with any number of workers (`sackli.epoch_position`
+    works it out from the loaders' states; docs/loaders.md, "Elastic
+    resumes"). A resume may use another batch size: K counts records.
 
     Args:
       num_records: the number of records, e.g. `len(reader)`.
@@ -92,6 +101,8 @@ def shard_indices(
       drop_remainder: leave records out rather than repeat some (see above).
       consumed: how many indices of the epoch's order all ranks together
         have read already (see above); 0 for the start of the epoch.
+      batch_size: how many indices of the order a rank takes per step (its
+        data loader's batch size), the unit of the deal (see above).
 
     Returns:
       A one-dimensional numpy int64 array, for `reader.read_indices`,
@@ -111,7 +122,7 @@ def shard_indices(
     except ImportError:
         raise ImportError("sackli.shard_indices needs numpy: pip install numpy") from None
     num_records, epoch, seed = (operator.index(v) for v in (num_records, epoch, seed))
-    consumed = operator.index(consumed)
+    consumed, batch_size = operator.index(consumed), operator.index(batch_size)
     rank, world_size = operator.index(rank), operator.index(world_size)
     worker_id, num_workers = operator.index(worker_id), operator.index(num_workers)
     if num_records < 0:
@@ -125,16 +136,50 @@ def shard_indices(
     if not 0 <= worker_id < num_workers:
         raise ValueError(f"worker_id must be in [0, num_workers={num_workers}), not {worker_id}")
 
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+
     if shuffle:
         order = _permutation(np, num_records, seed, epoch)
     else:
         order = np.arange(num_records, dtype=np.int64)
-    order = order[consumed:]
-    remaining = len(order)
+    remaining = max(0, num_records - consumed)
+    positions = share_positions(np, remaining, rank=rank, world_size=world_size,
+                                worker_id=worker_id, num_workers=num_workers,
+                                batch_size=batch_size, drop_remainder=drop_remainder)
+    if not remaining:
+        return np.zeros(0, dtype=np.int64)
+    # Positions past the remaining order are the repeats, from its start.
+    return np.ascontiguousarray(order[consumed + positions % remaining], dtype=np.int64)
+
+
+def dealt_length(remaining: int, world_size: int, drop_remainder: bool) -> int:
+    """How many positions of the `remaining` order the ranks read together:
+    a multiple of `world_size`, by repeats or by leaving a remainder out."""
     if drop_remainder:
-        order = order[: remaining - remaining % world_size]
-    elif remaining % world_size and remaining > 0:
-        padded = -(-remaining // world_size) * world_size
-        order = np.resize(order, padded)  # repeats the order from its start
-    mine = order[rank::world_size][worker_id::num_workers]
-    return np.ascontiguousarray(mine, dtype=np.int64)
+        return remaining - remaining % world_size
+    return -(-remaining // world_size) * world_size
+
+
+def share_positions(np: Any, remaining: int, *, rank: int, world_size: int, worker_id: int,
+                    num_workers: int, batch_size: int, drop_remainder: bool) -> Any:
+    """The positions in the remaining order (0 is its first entry; those past
+    its end are the repeats) that one (rank, worker) pair reads, in order.
+
+    The deal: rank r's step s is the batch at positions
+    `(s * world_size + r) * batch_size` onwards, so the ranks' first k steps
+    are the first `k * world_size * batch_size` positions; the last step of
+    every rank is one short batch of an equal share of what is left. The
+    steps of a rank go to its workers in turn (step s to worker
+    s % num_workers), as a data loader takes batches from its workers.
+    """
+    per_rank = dealt_length(remaining, world_size, drop_remainder) // world_size
+    full, tail = divmod(per_rank, batch_size)
+    round_size = world_size * batch_size
+    steps = np.arange(worker_id, full, num_workers, dtype=np.int64)
+    starts = steps * round_size + rank * batch_size
+    positions = (starts[:, None] + np.arange(batch_size, dtype=np.int64)[None, :]).ravel()
+    if tail and full % num_workers == worker_id:
+        start = full * round_size + rank * tail
+        positions = np.concatenate([positions, np.arange(start, start + tail, dtype=np.int64)])
+    return positions

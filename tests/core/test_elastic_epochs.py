@@ -128,3 +128,103 @@ def test_consumed_is_checked() -> None:
         sackli.shard_indices(10, consumed=-1)
     with pytest.raises(TypeError):
         sackli.shard_indices(10, consumed=2.0)
+
+
+# --- batches dealt whole, and epoch_position -----------------------------------
+
+
+def _loader_world(n, consumed, world_size, num_workers, batch, steps, drop_remainder):
+    """A world of PyTorch-style loaders (a batch from each worker in turn)
+    over `shard_indices(..., batch_size=batch)`, each rank stopped after
+    `steps` batches: (the records read, each rank's EpochStream states as
+    a StatefulDataLoader would hold them)."""
+    common = {"epoch": 2, "seed": 5, "drop_remainder": drop_remainder, "consumed": consumed,
+              "batch_size": batch}
+    read, checkpoints = [], []
+    for rank in range(world_size):
+        states = []
+        for worker in range(num_workers):
+            share = sackli.shard_indices(n, rank=rank, world_size=world_size, worker_id=worker,
+                                         num_workers=num_workers, **common).tolist()
+            mine = len(range(worker, steps, num_workers))  # step s is worker s % workers'
+            taken = share[: mine * batch]
+            read += taken
+            layout = {"num_records": n, "seed": 5, "shuffle": True,
+                      "drop_remainder": drop_remainder, "world_size": world_size, "rank": rank,
+                      "num_workers": num_workers, "worker": worker, "batch_size": batch}
+            states.append({"epoch": 2, "consumed": consumed, "layout": layout,
+                           "stream": {"position": len(taken), "indices": len(share),
+                                      "fingerprint": 0}})
+        checkpoints.append({"_snapshot": {"_worker_snapshots": {
+            f"worker_{i}": {"dataset_state": state} for i, state in enumerate(states)}}})
+    return read, checkpoints
+
+
+layouts = st.tuples(worlds, st.integers(1, 3), st.integers(1, 5))  # ranks, workers, batch
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(0, 200), first=layouts, second=layouts, third=layouts,
+       drop_remainder=st.booleans(), data=st.data())
+def test_batches_dealt_whole_resume_exactly_at_any_step(
+        n, first, second, third, drop_remainder, data) -> None:
+    """Two resumes in other layouts (ranks, workers, batch size), each at
+    any step: the three runs read disjoint records, all of the epoch."""
+    consumed, runs = 0, []
+    for world_size, workers, batch in (first, second):
+        per_rank = len(sackli.shard_indices(n, world_size=world_size, consumed=consumed,
+                                            drop_remainder=drop_remainder))
+        steps = data.draw(st.integers(0, -(-per_rank // batch)), "steps")
+        read, checkpoints = _loader_world(n, consumed, world_size, workers, batch, steps,
+                                          drop_remainder)
+        position = sackli.epoch_position(*checkpoints)
+        assert position == sackli.epoch_position(checkpoints[-1])  # one rank suffices
+        if steps == -(-per_rank // batch):
+            assert position["consumed"] == max(n, consumed)  # the epoch is done
+        else:
+            assert position["consumed"] == consumed + world_size * steps * batch
+            assert len(read) == len(set(read)) == world_size * steps * batch
+        consumed = position["consumed"]
+        runs.append(read)
+    world_size, workers, batch = third
+    rest, _ = _loader_world(n, consumed, world_size, workers, batch, 10**6, drop_remainder)
+    before = runs[0] + runs[1]
+    assert set(runs[0]).isdisjoint(runs[1]) and set(before).isdisjoint(rest)
+    if not drop_remainder:
+        assert set(before + rest) == set(range(n))
+
+
+def test_batch_size_one_is_the_record_by_record_deal() -> None:
+    for rank, worker in [(0, 0), (1, 2), (2, 1)]:
+        kwargs = {"epoch": 1, "seed": 3, "rank": rank, "world_size": 3, "worker_id": worker,
+                  "num_workers": 3}
+        order = sackli.shard_indices(50, epoch=1, seed=3).tolist()
+        assert (sackli.shard_indices(50, batch_size=1, **kwargs).tolist()
+                == (order + order[:1])[rank::3][worker::3])
+
+
+def test_a_rank_stopped_inside_a_batch_is_refused() -> None:
+    """Three steps of 4 with two workers: worker 0 read steps 0 and 2 (8
+    records), worker 1 step 1 (4)."""
+    _, (checkpoint,) = _loader_world(40, 0, 1, 2, 4, 3, False)
+    assert sackli.epoch_position(checkpoint)["consumed"] == 12
+    workers = checkpoint["_snapshot"]["_worker_snapshots"]
+    streams = [workers[f"worker_{i}"]["dataset_state"]["stream"] for i in range(2)]
+    streams[1]["position"] = 3  # a hole in step 1
+    with pytest.raises(ValueError, match="not its first steps"):
+        sackli.epoch_position(checkpoint)
+    streams[0]["position"], streams[1]["position"] = 5, 4  # steps 0, 1 and a record of 2
+    with pytest.raises(ValueError, match="stopped after 1 of the 4 records of a batch"):
+        sackli.epoch_position(checkpoint)
+
+
+def test_epoch_position_refuses_what_it_cannot_place() -> None:
+    _, (checkpoint,) = _loader_world(40, 0, 1, 2, 4, 3, False)
+    workers = checkpoint["_snapshot"]["_worker_snapshots"]
+    with pytest.raises(ValueError, match="no sackli.EpochStream state"):
+        sackli.epoch_position({"dataset_state": None})
+    with pytest.raises(ValueError, match=r"worker\(s\) \[1\] of rank 0 \(of 2\) are missing"):
+        sackli.epoch_position(workers["worker_0"])
+    other = {**workers["worker_1"]["dataset_state"], "epoch": 3}
+    with pytest.raises(ValueError, match="different runs or epochs"):
+        sackli.epoch_position([workers["worker_0"], other])

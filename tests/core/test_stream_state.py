@@ -158,6 +158,21 @@ def test_an_elastic_resume_through_epoch_streams(reader) -> None:
     assert sorted(set(before)) == sorted(before)
 
 
+def test_epoch_position_of_epoch_streams_resumes_in_another_world(reader) -> None:
+    """Two ranks read 4 batches of 5; their states give the position, which
+    four ranks with batches of 3 load (no loader: one worker each)."""
+    ranks = _world(reader, 2, epoch=1, batch_size=5)
+    before = [record for stream in ranks for _, record in zip(range(20), stream)]
+    position = sackli.epoch_position(*[stream.state_dict() for stream in ranks])
+    assert position == sackli.epoch_position(json.loads(json.dumps(ranks[1].state_dict())))
+    assert (position["epoch"], position["consumed"]) == (1, 40)
+    after = []
+    for stream in _world(reader, 3, batch_size=3):
+        stream.load_state_dict(position)
+        after += list(stream)
+    assert sorted(before + after) == sorted(RECORDS)  # 63 left: 21 for each rank
+
+
 def test_a_state_of_another_rank_is_refused(reader) -> None:
     ranks = _world(reader, 2)
     next(iter(ranks[0]))
@@ -174,6 +189,30 @@ def test_an_epoch_stream_pickles_without_its_stream(reader) -> None:
     assert len(list(copy)) == N
 
 
+def _shout(record: bytes) -> bytes:
+    return record.upper()
+
+
+def test_a_transform_applies_to_each_record_and_keeps_the_position(reader) -> None:
+    stream = sackli.EpochStream(reader, seed=9, transform=_shout)
+    whole = [RECORDS[i].upper() for i in sackli.shard_indices(N, seed=9)]
+    iterator = iter(stream)
+    first = [next(iterator) for _ in range(17)]
+    state = stream.state_dict()
+    assert state["stream"]["position"] == 17
+    assert iterator.state_dict() == state["stream"]  # a loader may save the iterator's
+    again = sackli.EpochStream(reader, seed=9, transform=_shout)
+    again.load_state_dict(state)
+    assert first + list(again) == whole
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(iter(again))
+
+
+def test_a_transform_gets_datapoints_of_a_dataset_reader(dataset) -> None:
+    stream = sackli.EpochStream(dataset, shuffle=False, transform=lambda point: point["i"] * 2)
+    assert list(stream) == [2 * i for i in range(N)]
+
+
 def test_an_epoch_stream_checks_its_arguments(reader) -> None:
     with pytest.raises(TypeError, match="read_indices_iter"):
         sackli.EpochStream([b"a"])
@@ -181,6 +220,10 @@ def test_an_epoch_stream_checks_its_arguments(reader) -> None:
         sackli.EpochStream(reader, rank=0)
     with pytest.raises(ValueError, match="rank must be in"):
         sackli.EpochStream(reader, rank=2, world_size=2)
+    with pytest.raises(ValueError, match="batch_size must be >= 1, not 0"):
+        sackli.EpochStream(reader, batch_size=0)
+    with pytest.raises(TypeError, match="transform must be a function"):
+        sackli.EpochStream(reader, transform=3)
     stream = sackli.EpochStream(reader)
     with pytest.raises(ValueError, match="consumed must be >= 0"):
         stream.set_epoch(0, consumed=-1)

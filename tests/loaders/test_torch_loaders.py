@@ -13,8 +13,10 @@ from sackli import datasets
 torch = pytest.importorskip("torch")
 stateful_dataloader = pytest.importorskip("torchdata.stateful_dataloader")
 
-# torchdata 0.11 calls a torch function that torch 2.13 deprecates.
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated")
+# torchdata 0.11 calls a torch function that torch 2.13 deprecates; three
+# workers are more than this 2-core machine's suggestion, on purpose.
+pytestmark = [pytest.mark.filterwarnings("ignore:'set_vital' is deprecated"),
+              pytest.mark.filterwarnings("ignore:This DataLoader will create")]
 
 N = 101  # records of the bag that conftest.py writes
 
@@ -95,3 +97,36 @@ def test_loaders_of_a_bigger_world_finish_the_epoch(path, records) -> None:
         rest += share
     assert set(taken).isdisjoint(rest)
     assert set(taken + rest) == set(records) and len(rest) == N - consumed + 1
+
+
+def _label(record: bytes) -> int:
+    """A transform: the record's number (in the loader's workers)."""
+    return int(record.split()[1])
+
+
+def test_a_transform_runs_in_the_workers_and_resumes(path) -> None:
+    dataset = Stream(sackli.Reader(path), seed=3, batch_size=3, transform=_label)
+    loader = _stateful(dataset)
+    first, state = _first_batches(loader, 5)
+    assert all(type(label) is int for label in first)
+    resumed = _stateful(Stream(sackli.Reader(path), seed=3, batch_size=3, transform=_label))
+    resumed.load_state_dict(state)
+    assert sorted(first + [label for batch in resumed for label in batch]) == list(range(N))
+    # Collated by torch's default collate: a tensor of labels per batch.
+    tensors = torch.utils.data.DataLoader(dataset, batch_size=3, num_workers=2)
+    assert sorted(torch.cat(list(tensors)).tolist()) == list(range(N))
+
+
+def test_batches_dealt_whole_do_not_depend_on_the_number_of_workers(path) -> None:
+    """With the loader's batch size, a rank's batches come in the same order
+    from one, two or three workers."""
+    def batches(num_workers):
+        dataset = Stream(sackli.Reader(path), seed=8, batch_size=4)
+        dataset.set_epoch(1)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=num_workers,
+                                             collate_fn=list)
+        return list(loader)
+
+    one = batches(0)
+    assert [len(batch) for batch in one] == [4] * 25 + [1]
+    assert batches(2) == one and batches(3) == one
