@@ -19,6 +19,7 @@ writes). Public names come from `sackli` itself.
 Internal interface: _engine, _bulk, _sets
 """
 
+from ._bucket_clean import CleanReport, Cleaned, clean
 from ._engine import CorruptionError, EngineError, RecordTooLargeError
 from ._epoch_position import epoch_position
 from ._epoch_stream import EpochStream
@@ -62,6 +63,8 @@ EngineError.__doc__ = (
 __all__ = [
     "AccessPattern",
     "CachePolicy",
+    "CleanReport",
+    "Cleaned",
     "CompressionAutoDetect",
     "CompressionNone",
     "CompressionZstd",
@@ -82,6 +85,7 @@ __all__ = [
     "SkippedRecords",
     "UncachedReadWarning",
     "Writer",
+    "clean",
     "epoch_position",
     "recover",
     "shard_indices",

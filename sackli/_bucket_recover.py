@@ -26,7 +26,8 @@ from ._shard_spec import shard_name, split_shard_entry
 from ._storage import delete_object, list_objects, read_object, stat_object
 from ._unfinished import JOURNAL, folder_name_of
 
-__all__ = ["BucketRecovery", "missing_error", "recover_bucket_writes"]
+__all__ = ["BucketRecovery", "decided_state", "missing_error", "read_bucket_journal",
+           "recover_bucket_writes"]
 
 _MAX_JOURNAL_BYTES = 1 << 20
 _OWN_NAME = re.compile(r"[^/]+")
@@ -154,7 +155,7 @@ def _recover_one(journal_url: str) -> BucketRecovery:
     prefix = journal_url.rpartition("/")[0] + "/"
     folder = prefix.rstrip("/").rpartition("/")[0]
     try:
-        journal = _read_journal(journal_url)
+        journal = read_bucket_journal(journal_url)
     except ValueError as error:
         return BucketRecovery(f"{folder}/{_named_target(journal_url)}", "neither", str(error), 0)
     target = f"{folder}/{journal['target']}"
@@ -174,16 +175,25 @@ def _recover_one(journal_url: str) -> BucketRecovery:
 
 def _decided(prefix: str, journal: dict[str, Any]) -> bool:
     """Whether the set's manifest says this write was being published."""
+    return decided_state(prefix, journal) is not None
+
+
+def decided_state(prefix: str, journal: dict[str, Any]) -> str | None:
+    """What the set's manifest says of the journal's write: "publishing"
+    (decided, not finished), "complete" (finished), or None (not decided:
+    no manifest, or another writer's)."""
     shards = finals(prefix, journal)
     url = manifest_url(shards[0]) if shards else None
     if url is None:
-        return False
+        return None
     manifest = read_manifest(url)
-    return (manifest is not None and manifest.get("writer") == journal["writer"]
-            and manifest.get("state") in ("publishing", "complete"))
+    if manifest is None or manifest.get("writer") != journal["writer"]:
+        return None
+    state = manifest.get("state")
+    return state if state in ("publishing", "complete") else None
 
 
-def _read_journal(url: str) -> dict[str, Any]:
+def read_bucket_journal(url: str) -> dict[str, Any]:
     """The journal at `url`, checked: ValueError when it is not one this
     sackli wrote, names another target than its prefix's, or names objects
     outside its folder."""

@@ -95,7 +95,7 @@ class _HelperModules(importlib.abc.MetaPathFinder):
     FOLDERS = {
         "arrow_helpers": "arrow", "beam_helpers": "beam", "beam_workers": "beam",
         "bombs": ".", "cli_helpers": ".", "crash_helpers": ".", "datasets_helpers": "datasets",
-        "fault_campaign": ".", "remote_helpers": ".", "remote_servers": ".",
+        "fault_campaign": ".", "killed_writers": "storage", "remote_helpers": ".", "remote_servers": ".",
         "syscall_trace": "core"}
 
     def find_spec(self, name: str, path: object = None, target: object = None):

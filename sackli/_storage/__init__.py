@@ -66,29 +66,29 @@ from ._links import resolve_write_links
 from ._local import LocalStore
 from ._paths import path_argument
 from ._objects import (
-    REMOTE_OPENER, TAIL_BYTES, TRAILER_BYTES, RemoteObject, RemoteOpener, atomic_output, copy_object, delete_object,
-    delete_objects, list_objects, object_exists, open_local, open_upload, opener_for, put_file, read_object,
-    remembering_listings, reset_clients, stat_object, sync_folders, write_object,
+    REMOTE_OPENER, TAIL_BYTES, TRAILER_BYTES, RemoteObject, RemoteOpener, abort_upload, atomic_output,
+    copy_object, delete_object, delete_objects, list_modified, list_objects, object_exists, open_local, open_upload, opener_for, put_file, read_object,
+    remembering_listings, reset_clients, stat_object, sync_folders, unfinished_uploads, write_object,
 )
 from ._read_cache import ENV_DIR as ENV_CACHE_DIR, check_cache_dir, read_cache, use_cache_engine
 from ._uncached_reads import UncachedReadWarning
 from ._executor import DEFAULT_PARALLELISM as DEFAULT_REMOTE_PARALLELISM
 from ._settings import GcsSettings, S3Settings, StorageSettings, current_settings, using
-from ._store import ObjectStat, Store
+from ._store import ListedObject, ObjectStat, Store, UnfinishedUpload
 from ._staged import StagedFile
 from ._traits import MAX_PARALLEL_REQUESTS, by_upload, on_this_machine, parallel_requests
 from ._upload import OpenUpload, Upload, UploadFile
 from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, parse
 
-__all__ = ["DEFAULT_REMOTE_PARALLELISM", "ENV_CACHE_DIR", "GcsSettings", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS",
+__all__ = ["DEFAULT_REMOTE_PARALLELISM", "ENV_CACHE_DIR", "GcsSettings", "ListedObject", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS",
            "MAX_REQUEST_THREADS", "ObjectStat", "OpenUpload", "OwnFile", "Prefetch", "REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener", "RemotePath",
-           "S3Settings", "StagedFile", "StorageSettings", "Store", "UncachedReadWarning", "Upload", "UploadDestination",
-           "UploadFile", "WriteDestination", "atomic_output", "base_name", "by_upload",
+           "S3Settings", "StagedFile", "StorageSettings", "Store", "UncachedReadWarning", "UnfinishedUpload", "Upload",
+           "UploadDestination", "UploadFile", "WriteDestination", "abort_upload", "atomic_output", "base_name", "by_upload",
            "canonical_path", "check_cache_dir", "copy_object", "current_settings", "delete_object", "delete_objects",
            "expand_glob", "folder_bytes", "folder_entries", "folder_path", "in_parallel", "is_file",
-           "is_folder", "is_glob", "is_remote", "join_path", "list_folders", "list_objects", "local_entries",
+           "is_folder", "is_glob", "is_remote", "join_path", "list_folders", "list_modified", "list_objects", "local_entries",
            "make_staging_folder", "make_unique_folder", "names_starting", "normalize",
            "object_exists", "on_this_machine", "open_local", "open_upload", "opener_for",
            "parallel_requests", "parse", "path_argument", "put_file", "read_cache", "read_object",
            "remembering_listings", "remove_folder", "reset_clients", "resolve_write_links", "stat_object",
-           "sync_folders", "use_cache_engine", "using", "write_destination", "write_object"]
+           "sync_folders", "unfinished_uploads", "use_cache_engine", "using", "write_destination", "write_object"]

@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterator, TypeVar
 from ._gcs_upload import GcsUpload
 from ._retry import Transient, request_timeout, with_retries
 from ._settings import GcsSettings
-from ._store import (ObjectStat, ObjectTail, Store, changed_error, check_content_range,
-                     check_identity, tail_size)
+from ._store import (ListedObject, ObjectStat, ObjectTail, Store, changed_error,
+                     check_content_range, check_identity, tail_size)
 from ._urls import RemotePath
 
 __all__ = ["GcsStore"]
@@ -242,9 +242,8 @@ class GcsStore(Store):
                 raise api_errors.from_http_response(response)
             return response.raw.read(decode_content=False), response.headers
 
-    def list_stats(self, path: RemotePath) -> Iterator[tuple[str, ObjectStat]]:
-        """(url, stat) of every object whose name starts with `path.key`:
-        size, generation and metadata, as `stat` gives them."""
+    def _listing(self, path: RemotePath) -> list:
+        """The blobs whose names start with `path.key`, checked to be so."""
         def listing() -> list:
             blobs = list(self._gcs().list_blobs(
                 path.bucket, prefix=path.key, retry=None, timeout=request_timeout()))
@@ -254,10 +253,25 @@ class GcsStore(Store):
                                 "(another request's answer)")
             return blobs
 
-        for blob in self._call("LIST", path.url, listing):
+        return self._call("LIST", path.url, listing)
+
+    def list_stats(self, path: RemotePath) -> Iterator[tuple[str, ObjectStat]]:
+        """(url, stat) of every object whose name starts with `path.key`:
+        size, generation and metadata, as `stat` gives them."""
+        for blob in self._listing(path):
             yield (f"gs://{path.bucket}/{blob.name}",
                    ObjectStat(int(blob.size), "" if blob.generation is None else str(blob.generation),
                               dict(blob.metadata or {})))
+
+    def list_modified(self, path: RemotePath) -> Iterator[ListedObject]:
+        """Every object under `path.key`, written when its `updated` says
+        (its `timeCreated` where a server gives no `updated`)."""
+        for blob in self._listing(path):
+            when = blob.updated or blob.time_created
+            if when is None:
+                raise OSError(f"gs://{path.bucket}/{blob.name}: the listing gives no time the "
+                              "object was written")
+            yield ListedObject(f"gs://{path.bucket}/{blob.name}", int(blob.size), when.timestamp())
 
     def open_upload(self, path: RemotePath) -> GcsUpload:
         """A resumable upload whose chunks leave as they fill."""

@@ -16,13 +16,14 @@ from ._read_cache import ReadCache, read_cache
 from ._executor import DEFAULT_PARALLELISM
 from ._s3 import S3Store
 from ._settings import S3Settings, StorageSettings, current_settings
-from ._store import ObjectStat, Store
+from ._store import ListedObject, ObjectStat, Store, UnfinishedUpload
 from ._upload import Upload, UploadFile
 from ._uncached_reads import OutOfOrderWatch
 from ._urls import RemotePath, is_remote, parse, remote_path
 
 __all__ = ["REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener",
-           "atomic_output", "copy_object", "delete_object", "delete_objects", "list_objects",
+           "abort_upload", "atomic_output", "copy_object", "delete_object", "delete_objects",
+           "list_modified", "list_objects", "unfinished_uploads",
            "object_exists", "open_local", "open_upload", "opener_for", "put_file", "read_object",
            "remembering_listings", "reset_clients", "stat_object", "sync_folders",
            "write_object"]
@@ -317,6 +318,25 @@ def remembering_listings() -> Iterator[dict[str, ObjectStat]]:
         yield listed
     finally:
         _LISTED.reset(token)
+
+
+def list_modified(url_prefix: str) -> list[ListedObject]:
+    """Every remote object whose URL starts with `url_prefix`, with its size
+    and when it was written (by the server's clock)."""
+    remote = parse(url_prefix, object_name=False)
+    return list(_current_store(remote).list_modified(remote))
+
+
+def unfinished_uploads(url_prefix: str) -> list[UnfinishedUpload]:
+    """The unfinished uploads to remote keys starting with `url_prefix`
+    (S3's multipart uploads; GCS lists none: see `Store.unfinished_uploads`)."""
+    remote = parse(url_prefix, object_name=False)
+    return _current_store(remote).unfinished_uploads(remote)
+
+
+def abort_upload(upload: UnfinishedUpload) -> None:
+    """Aborts an unfinished upload `unfinished_uploads` listed."""
+    _current_store(parse(upload.url)).abort_upload(upload)
 
 
 def list_objects(url_prefix: str) -> list[tuple[str, int]]:

@@ -24,9 +24,9 @@ from ._retry import Transient, request_timeout, with_retries
 from ._s3_ranges import S3Ranges, ranges_for
 from ._s3_upload import S3Upload, upload_etag
 from ._settings import S3Settings
-from ._store import (ObjectStat, ObjectTail, Store, changed_error, check_content_range,
-                     check_identity, read_each, tail_size)
-from ._urls import RemotePath
+from ._store import (ListedObject, ObjectStat, ObjectTail, Store, UnfinishedUpload, changed_error,
+                     check_content_range, check_identity, read_each, tail_size)
+from ._urls import RemotePath, parse
 
 __all__ = ["S3Store"]
 
@@ -242,9 +242,8 @@ class S3Store(Store):
 
         return self._call("GET", path.url, get)
 
-    def list_stats(self, path: RemotePath) -> Iterator[tuple[str, ObjectStat]]:
-        """(url, stat) of every object whose key starts with `path.key`:
-        its size and ETag (S3 listings carry no user metadata)."""
+    def _listing(self, path: RemotePath) -> list[dict]:
+        """The pages of a ListObjectsV2 of `path.key`, checked to be of it."""
         def pages() -> list[dict]:
             paginator = self._s3().get_paginator("list_objects_v2")
             answers = list(paginator.paginate(Bucket=path.bucket, Prefix=path.key))
@@ -254,10 +253,59 @@ class S3Store(Store):
                 raise Transient("the listing is of another prefix (another request's answer)")
             return answers
 
-        for page in self._call("LIST", path.url, pages):
+        return self._call("LIST", path.url, pages)
+
+    def list_stats(self, path: RemotePath) -> Iterator[tuple[str, ObjectStat]]:
+        """(url, stat) of every object whose key starts with `path.key`:
+        its size and ETag (S3 listings carry no user metadata)."""
+        for page in self._listing(path):
             for item in page.get("Contents", []):
                 yield (f"s3://{path.bucket}/{item['Key']}",
                        ObjectStat(int(item["Size"]), str(item.get("ETag", "")), {}))
+
+    def list_modified(self, path: RemotePath) -> Iterator[ListedObject]:
+        for page in self._listing(path):
+            for item in page.get("Contents", []):
+                yield ListedObject(f"s3://{path.bucket}/{item['Key']}", int(item["Size"]),
+                                   item["LastModified"].timestamp())
+
+    def unfinished_uploads(self, path: RemotePath) -> list[UnfinishedUpload]:
+        """The multipart uploads under `path.key` (ListMultipartUploads),
+        each with the bytes and times of its parts (ListParts)."""
+        def listing() -> list[dict]:
+            paginator = self._s3().get_paginator("list_multipart_uploads")
+            return [upload for page in paginator.paginate(Bucket=path.bucket, Prefix=path.key)
+                    for upload in page.get("Uploads", [])
+                    if upload.get("Key", "").startswith(path.key) and "UploadId" in upload]
+
+        found = []
+        for upload in self._call("LIST UPLOADS", path.url, listing):
+            url = f"s3://{path.bucket}/{upload['Key']}"
+
+            def parts(key: str = upload["Key"], upload_id: str = upload["UploadId"]) -> list[dict]:
+                paginator = self._s3().get_paginator("list_parts")
+                return [part for page in paginator.paginate(
+                    Bucket=path.bucket, Key=key, UploadId=upload_id)
+                    for part in page.get("Parts", [])]
+
+            try:
+                sent = self._call("LIST PARTS", url, parts)
+            except OSError:
+                continue  # completed or aborted since it was listed
+            times = [upload["Initiated"].timestamp()] + [
+                part["LastModified"].timestamp() for part in sent if "LastModified" in part]
+            found.append(UnfinishedUpload(url, upload["UploadId"], max(times),
+                                          sum(int(part.get("Size", 0)) for part in sent)))
+        return found
+
+    def abort_upload(self, upload: UnfinishedUpload) -> None:
+        path = parse(upload.url)
+        try:
+            self._call("abort multipart upload", upload.url,
+                       lambda: self._s3().abort_multipart_upload(
+                           Bucket=path.bucket, Key=path.key, UploadId=upload.upload_id))
+        except FileNotFoundError:
+            pass  # gone already
 
     def open_upload(self, path: RemotePath) -> S3Upload:
         """A multipart upload whose parts leave as they fill."""

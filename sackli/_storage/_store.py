@@ -12,7 +12,8 @@ from ._retry import Transient
 from ._upload import Upload
 from ._urls import RemotePath
 
-__all__ = ["ObjectStat", "ObjectTail", "Store", "changed_error", "check_content_range",
+__all__ = ["ListedObject", "ObjectStat", "ObjectTail", "Store", "UnfinishedUpload", "changed_error",
+           "check_content_range",
            "check_identity", "read_each",
            "tail_size"]
 
@@ -30,6 +31,29 @@ class ObjectStat(NamedTuple):
     identity: str
     # The object's user metadata (S3's x-amz-meta-*, GCS's metadata).
     metadata: dict[str, str]
+
+
+class ListedObject(NamedTuple):
+    """An object as a listing shows it, with when it was last written."""
+
+    url: str
+    size: int
+    # When the object was written (seconds since the epoch, by the server's
+    # clock): S3's LastModified, GCS's updated.
+    modified: float
+
+
+class UnfinishedUpload(NamedTuple):
+    """An upload started and neither completed nor aborted (an S3 multipart
+    upload): its parts take space until it is aborted."""
+
+    url: str
+    upload_id: str
+    # When it last moved: the newest of its start and its parts' uploads
+    # (seconds since the epoch, by the server's clock).
+    last_active: float
+    # The bytes of its parts so far.
+    size: int
 
 
 class ObjectTail(NamedTuple):
@@ -200,6 +224,23 @@ class Store:
         """(url, stat) of every object whose key starts with `path.key`:
         size and identity as `stat` gives them, and the metadata the
         listing carries (GCS: the object's; S3 listings carry none: {})."""
+        raise NotImplementedError
+
+    def list_modified(self, path: RemotePath) -> Iterator[ListedObject]:
+        """Every object whose key starts with `path.key`, with its size and
+        when it was written."""
+        raise NotImplementedError
+
+    def unfinished_uploads(self, path: RemotePath) -> list[UnfinishedUpload]:
+        """The unfinished uploads to keys starting with `path.key`. Here
+        none: a store whose unfinished uploads cannot be listed (GCS's
+        resumable sessions, which expire a week after they start) lists
+        none."""
+        return []
+
+    def abort_upload(self, upload: UnfinishedUpload) -> None:
+        """Aborts an unfinished upload (its parts are deleted); one gone
+        already is not an error."""
         raise NotImplementedError
 
     def open_upload(self, path: RemotePath) -> Upload:

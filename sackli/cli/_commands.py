@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import sackli
 
-from . import _convert, _demo, _inspect, _print, _recover, _rows, _verify
+from . import _clean, _convert, _demo, _inspect, _print, _recover, _rows, _verify
 from ._arguments import OneLineParser, any_case, non_negative_int, parse_size, zstd_level
 from ._reading import add_spec_argument, reader_options_parser
 
@@ -134,6 +134,25 @@ def build_parser(program: str) -> argparse.ArgumentParser:
                          help="what the interrupted write was making (a bag, a shard spec "
                               "such as 'train@16.bagz', a dataset folder, a map), or a folder "
                               "holding unfinished writes")
+
+    clean = _add(subparsers, "clean", _clean.clean,
+                 "Remove what killed writers left on a bucket: hidden staging and unfinished "
+                 "uploads.",
+                 "sackli recover s3://bucket/out/ && sackli clean s3://bucket/out/\n"
+                 "sackli clean gs://bucket/out/ --older-than 1d --dry-run", (),
+                 "Run `sackli recover URL` first: it finishes or undoes every interrupted "
+                 "write it can. Then this removes hidden staging (.<name>.sackli-partial-*/) "
+                 "that no write still needs, and aborts unfinished S3 multipart uploads of "
+                 "bag files and staging, each once nothing was written to it for "
+                 "--older-than. Another program's objects and uploads are never touched. "
+                 "Prints one line per leftover, then the bytes freed.")
+    clean.add_argument("prefix", metavar="URL_PREFIX",
+                       help="a gs:// or s3:// prefix, e.g. s3://bucket/out/")
+    clean.add_argument("--older-than", type=_clean.parse_duration, default="1h", metavar="AGE",
+                       help="leave what was written less than AGE ago, as a live writer may "
+                            "hold it (default: 1h; e.g. 30min, 2d)")
+    clean.add_argument("--dry-run", action="store_true",
+                       help="change nothing: print what would be removed")
 
     convert = _add(
         subparsers, "convert", _convert.convert,

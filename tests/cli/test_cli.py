@@ -97,8 +97,8 @@ def test_errors_are_one_line(bag, args, status, line) -> None:
     [
         ([], "sackli: error: the following arguments are required: COMMAND (see 'sackli --help')"),
         (["frobnicate"], "sackli: error: argument COMMAND: invalid choice: 'frobnicate' (choose from "
-                         "'info', 'schema', 'count', 'head', 'cat', 'get', 'verify', 'recover', 'convert', "
-                         "'demo') "
+                         "'info', 'schema', 'count', 'head', 'cat', 'get', 'verify', 'recover', 'clean', "
+                         "'convert', 'demo') "
                          "(see 'sackli --help')"),
         (["cat"], "sackli cat: error: the following arguments are required: SPEC "
                   "(see 'sackli cat --help')"),

@@ -29,51 +29,10 @@ import pytest
 import sackli
 import sackli.arrow
 from sackli.cli import main
+from killed_writers import FORWARD, killed_writer
 from remote_helpers import (  # noqa: F401  (fixtures)
     BUCKET, emulated_gcs, gcs_emulator, make_records, remote, servers,
 )
-
-# Each kill point: the code the child runs before writing, patching one
-# step so that the process kills itself when it is reached.
-_KILLER = """
-import os, signal
-import sackli._bucket_journal as journal, sackli._storage as storage
-import sackli._storage._staged as staged
-
-def kill_at(module, name, when):
-    original, calls = getattr(module, name), [0]
-    def call(*args, **kwargs):
-        calls[0] += 1
-        if when(calls[0], *args):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return original(*args, **kwargs)
-    setattr(module, name, call)
-"""
-KILL_POINTS = {
-    "first upload": "kill_at(staged, '_open_upload', lambda n, url: n == 1)",
-    "middle upload": "kill_at(staged, '_open_upload', lambda n, url: n == 3)",
-    "schema": "kill_at(journal, 'write_object', lambda n, url, *_: 'companion.' in url)",
-    "manifest": "kill_at(storage, 'write_object', lambda n, url, *_: url.endswith('.sackli_set'))",
-    "copy 1": "kill_at(journal, 'copy_object', lambda n, *_: n == 1)",
-    "copy 3": "kill_at(journal, 'copy_object', lambda n, *_: n == 3)",
-    "final manifest": "kill_at(storage, 'write_object', "
-                      "lambda n, url, *_: url.endswith('.sackli_set') and n > 1)",
-    "clean-up": "kill_at(journal, 'remove_staging', lambda n, *_: True)",
-}
-# Where the publish was decided (the manifest says "publishing").
-FORWARD = {"copy 1", "copy 3", "final manifest", "clean-up"}
-
-
-def _killed_writer(kill_point: str, code: str) -> None:
-    """Runs `code` in a child that kills itself at `kill_point`."""
-    package_parent = str(pathlib.Path(sackli.__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": package_parent}
-    imports = "import sackli" + (", sackli.arrow, pyarrow as pa\n" if "pa." in code else "\n")
-    script = (_KILLER + KILL_POINTS[kill_point] + "\n" + imports + textwrap.dedent(code)
-              + "\nprint('finished')\n")
-    child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                           text=True, timeout=120)
-    assert child.returncode == -9, (child.returncode, child.stdout, child.stderr)
 
 
 class _Ran(NamedTuple):
@@ -110,7 +69,7 @@ def test_a_set_replaced_in_place_rolls_back_or_forward(remote, kill_point, recov
     old, new = make_records(40, seed=1), make_records(40, seed=2)
     with sackli.ShardedWriter(url) as writer:
         writer.write_many(old)
-    _killed_writer(kill_point, f"""
+    killed_writer(kill_point, f"""
         with sackli.ShardedWriter({url!r}, num_records=40) as writer:
             writer.write_many({new!r})
     """)
@@ -136,7 +95,7 @@ def test_a_sized_set_over_an_older_count_rolls_back_or_forward(remote, kill_poin
     with sackli.ShardedWriter(remote.url("sized@4.bag")) as writer:
         writer.write_many(old)
     spec = remote.url("sized@*.bag")
-    _killed_writer(kill_point, f"""
+    killed_writer(kill_point, f"""
         with sackli.ShardedWriter({spec!r}, max_shard_bytes=4000, overwrite=True) as writer:
             writer.write_many({new!r})
     """)
@@ -155,7 +114,7 @@ def test_a_row_set_with_its_schema_rolls_back_or_forward(remote, kill_point, old
     old = pa.table({"x": list(range(30))})
     if older:
         sackli.arrow.write_table(old, url)
-    _killed_writer(kill_point, f"""
+    killed_writer(kill_point, f"""
         sackli.arrow.write_table(pa.table({{"y": [str(i) for i in range(40)]}}), {url!r})
     """)
     sackli.recover(url)
@@ -170,7 +129,7 @@ def test_a_row_set_with_its_schema_rolls_back_or_forward(remote, kill_point, old
 
 def test_a_staged_object_changed_since_it_was_staged_is_neither(remote, recover_cli):
     url = remote.url("chg@2.bag")
-    _killed_writer("copy 1", f"""
+    killed_writer("copy 1", f"""
         with sackli.ShardedWriter({url!r}, num_records=20) as writer:
             writer.write_many([b"new"] * 20)
     """)
@@ -187,7 +146,7 @@ def test_a_staged_object_changed_since_it_was_staged_is_neither(remote, recover_
 
 def test_every_interrupted_write_under_a_prefix(remote, recover_cli):
     for name, point in (("a@2.bag", "manifest"), ("b@2.bag", "copy 1")):
-        _killed_writer(point, f"""
+        killed_writer(point, f"""
             with sackli.ShardedWriter({remote.url(name)!r}, num_records=10) as writer:
                 writer.write_many([b"r"] * 10)
         """)
