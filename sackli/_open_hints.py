@@ -41,8 +41,9 @@ _SHARD_FILE = re.compile(r"(.+)-\d{5}-of-(\d{5})(\.bagz?)")
 def with_open_hint(error: BaseException, spec: str, paths: list[str]) -> BaseException:
     """`error` (raised opening `spec`, whose files are `paths`) with a hint
     in its message when one is known, else `error` itself. What a file or
-    folder is replaces the message (as on the command line: that its last
-    bytes are no limits says nothing more); other hints are added to it."""
+    folder is leads the message: a folder's "Is a directory" it replaces, a
+    CorruptionError's own words (with their byte offset) follow it; other
+    hints are added after the message."""
     try:
         hint = _hint(error, spec, paths)
     except (OSError, ValueError):
@@ -54,7 +55,7 @@ def with_open_hint(error: BaseException, spec: str, paths: list[str]) -> BaseExc
         message = text if replaces else f"{error.strerror or error}; {text}"
         extended = type(error)(error.errno, message, error.filename)
     else:
-        extended = type(error)(text if replaces else f"{error}; {text}")
+        extended = type(error)(f"{text} (as a bag: {error})" if replaces else f"{error}; {text}")
     extended.__dict__.update(error.__dict__)
     return extended
 
@@ -86,7 +87,7 @@ def _dataset_kind(folder: str) -> Kind | None:
         what, reader = "a sackli.datasets folder (a sharded dataset)", "ShardedDatasetReader"
     else:
         return None
-    return Kind(what, f"sackli info, cat, head, count and verify read it: sackli info {folder}",
+    return Kind(what, f"read it with sackli info {folder} (or cat, head, count, verify)",
                 f"open it with sackli.datasets.{reader}({folder!r})")
 
 

@@ -64,7 +64,9 @@ def test_a_parquet_file_names_the_call_and_the_command_that_convert_it(here) -> 
     assert str(error) == (
         "events.parquet: not a bag: it is a Parquet file: convert it with "
         "sackli.arrow.write_table('events.parquet', 'events.bagz'); from a shell: try sackli "
-        "convert events.parquet events.bagz")
+        "convert events.parquet events.bagz (as a bag: events.parquet: the last 8 bytes do not "
+        f"point at a limits section (not a bag with TAIL limits, or truncated) (byte offset "
+        f"{os.path.getsize('events.parquet') - 8}))")
     # The call it names does convert it.
     sackli.arrow.write_table("events.parquet", "events.bagz")
     assert sackli.arrow.read_table("events.bagz").equals(TABLE)
@@ -146,8 +148,8 @@ def test_a_sharded_dataset_folder_names_its_reader(here) -> None:
     assert (error.errno, error.filename) == (errno.EISDIR, "ds")
     assert error.strerror == (
         "ds: not a bag: it is a sackli.datasets folder (a sharded dataset): open it with "
-        "sackli.datasets.ShardedDatasetReader('ds'); from a shell: sackli info, cat, head, "
-        "count and verify read it: sackli info ds")
+        "sackli.datasets.ShardedDatasetReader('ds'); from a shell: read it with sackli info ds "
+        "(or cat, head, count, verify)")
     assert len(sackli.datasets.ShardedDatasetReader("ds")) == 3
 
 

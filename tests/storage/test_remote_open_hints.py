@@ -72,6 +72,6 @@ def test_a_dataset_prefix_names_its_reader(remote) -> None:
     assert caught.value.strerror == (
         f"{remote.url('ds')}: not a bag: it is a sackli.datasets folder (a sharded dataset): "
         f"open it with sackli.datasets.ShardedDatasetReader({remote.url('ds')!r}); from a "
-        f"shell: sackli info, cat, head, count and verify read it: sackli info {remote.url('ds')}")
+        f"shell: read it with sackli info {remote.url('ds')} (or cat, head, count, verify)")
     with datasets.ShardedDatasetReader(remote.url("ds")) as reader:
         assert [point["label"] for point in reader] == [0, 1, 2]
