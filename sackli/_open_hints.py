@@ -23,6 +23,7 @@ import os
 import re
 
 from ._engine import CorruptionError
+from ._format import LIMITS_PREFIX
 from ._shard_spec import existing_shard_sets, split_shard_entry, strip_local_prefix
 from ._sniff import Kind, describe, sniff_folder, sniffed_kind
 from ._storage import is_file, is_remote, join_path
@@ -107,7 +108,7 @@ def _bag_folder_kind(folder: str) -> Kind:
     specs = [join_path(folder, name) for name in sets[:3]]
     if not specs:
         suffixes = sorted({suffix for name in names for suffix in (".bag", ".bagz")
-                           if name.endswith(suffix) and not name.startswith((".", "limits."))})
+                           if name.endswith(suffix) and not name.startswith((".", LIMITS_PREFIX))})
         specs = [join_path(folder, "*" + suffix) for suffix in suffixes]
     if not specs:
         return Kind("a folder without bags", "a bag is a file: name one, a glob of files "
