@@ -102,13 +102,15 @@ def _bag_folder_kind(folder: str) -> Kind:
     """A folder that is not a dataset: the specs that read the bags in it
     (its shard sets by name, else a glob per bag suffix), or, without bags,
     what a folder is not."""
-    names = sorted(os.listdir(folder))
+    # Not hidden files (unfinished writes) nor the limits of SEPARATE bags.
+    names = sorted(name for name in os.listdir(folder)
+                   if not name.startswith((".", LIMITS_PREFIX)))
     sets = sorted({f"{m.group(1)}@{int(m.group(2))}{m.group(3)}"
                    for m in map(_SHARD_FILE.fullmatch, names) if m})
     specs = [join_path(folder, name) for name in sets[:3]]
     if not specs:
         suffixes = sorted({suffix for name in names for suffix in (".bag", ".bagz")
-                           if name.endswith(suffix) and not name.startswith((".", LIMITS_PREFIX))})
+                           if name.endswith(suffix)})
         specs = [join_path(folder, "*" + suffix) for suffix in suffixes]
     if not specs:
         return Kind("a folder without bags", "a bag is a file: name one, a glob of files "

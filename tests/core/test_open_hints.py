@@ -173,6 +173,16 @@ def test_a_folder_of_bags_names_a_glob_that_reads_them(here) -> None:
     assert sackli.Reader("plain/*.bag").read() == [b"a", b"b", b"c"]
 
 
+def test_a_folder_hint_leaves_out_limits_files_and_hidden_ones(here) -> None:
+    os.mkdir("sep")
+    with sackli.Writer("sep/x.bagz", limits_placement=sackli.LimitsPlacement.SEPARATE) as writer:
+        writer.write(b"x")
+    _write_bag("sep/.hidden-00000-of-00002.bag", [b"h"])
+    error = _open_error("sep", IsADirectoryError)
+    assert "open them with sackli.Reader('sep/*.bagz'); from a shell" in error.strerror
+    assert "hidden" not in error.strerror and "limits." not in error.strerror
+
+
 def test_a_folder_of_shard_sets_names_each_set(here) -> None:
     os.mkdir("sets")
     _write_set("sets/imgs@2.bagz", [b"a", b"b"])
