@@ -213,7 +213,9 @@ class Reader(collections.abc.Sequence):
             core = _open_core(paths, resolved, listed)
         except FileNotFoundError as error:
             explained = explained_missing(error, ",".join(paths))
-            raise (with_open_hint(error, spec, paths) if explained is error else explained) from None
+            if explained is error:  # no unfinished write: what else is there
+                explained = with_open_hint(error, spec, paths)
+            raise explained from None
         except (CorruptionError, IsADirectoryError) as error:
             # What the file or folder is instead, when that is known (only
             # now: a successful open sniffs nothing).

@@ -125,12 +125,14 @@ def _content(head: bytes, path: str, size: int, tail: bytes) -> Kind | None:
     whole = len(head) == size
     if head.startswith(b"PAR1") and tail.endswith(b"PAR1"):
         # write_table reads a path named .parquet itself, in bounded memory.
-        source = repr(path) if path.endswith(".parquet") else f"pyarrow.parquet.read_table({path!r})"
+        source = (repr(path) if path.endswith(".parquet")
+                  else f"pyarrow.parquet.read_table({path!r})")
         return Kind("a Parquet file", _convert_hint(path, (".parquet",)), _arrow_call(source, path))
     for magic, kind, suffix in _MAP_MAGICS:
         if head.startswith(magic):
             rename = "" if path.lower().endswith(suffix) else f" (name it {suffix})"
-            return Kind(f"a map ({kind})", f"sackli info, verify and get read {suffix} maps{rename}",
+            return Kind(f"a map ({kind})",
+                        f"sackli info, verify and get read {suffix} maps{rename}",
                         f"open it with sackli.maps.{kind}({path!r})")
     if head.startswith(_ARROW_FILE_MAGIC) and tail.endswith(_ARROW_FILE_MAGIC):
         return Kind("an Arrow IPC file", "read it with pyarrow (pyarrow.ipc.open_file); "

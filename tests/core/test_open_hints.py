@@ -107,7 +107,8 @@ def _tfrecord(path: str) -> None:
     [
         ("lines.bag", lambda p: open(p, "w").write('{"a": 1}\n{"a": 2}\n'),
          "it is JSON Lines: name it .jsonl and try sackli convert"),
-        ("rec.tfrecord", _tfrecord, "it is a TFRecord file: try sackli convert rec.tfrecord rec.bagz"),
+        ("rec.tfrecord", _tfrecord,
+         "it is a TFRecord file: try sackli convert rec.tfrecord rec.bagz"),
         ("m.mb", lambda p: sackli.maps.write(p, [(1, b"one")]),
          "it is a map (MapBuffer): open it with sackli.maps.MapBuffer('m.mb')"),
     ],
@@ -280,4 +281,5 @@ def test_the_dataset_layout_the_hints_know_is_the_datasets_own() -> None:
     from sackli.datasets import _recognise, _shard_folders
 
     assert _open_hints.DATASET_SPEC_FILE == _shard_folders.SPEC_FILE
-    assert _open_hints.FIRST_DATASET_SHARD == _recognise._FIRST_SHARD == _shard_folders.shard_name(0)
+    assert _open_hints.FIRST_DATASET_SHARD == _recognise._FIRST_SHARD
+    assert _open_hints.FIRST_DATASET_SHARD == _shard_folders.shard_name(0)
