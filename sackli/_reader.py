@@ -9,10 +9,12 @@ import warnings
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from . import _engine
+from ._engine import CorruptionError
 from ._batching import records_per_batch
 from ._options import LimitsStorage, ReaderOptions, with_overrides
 from ._index_stream import IndexStream
 from ._read_ahead import index_batches, iterate_range
+from ._open_hints import with_open_hint
 from ._unfinished import explained_missing
 from ._shard_spec import expand_file_spec
 from ._skipping import (
@@ -180,6 +182,9 @@ class Reader(collections.abc.Sequence):
       FileNotFoundError: a file or shard does not exist.
       sackli.CorruptionError: a file is not a valid bag.
       ValueError / TypeError: a malformed spec or option.
+      Each says, when it can, what was given instead of a bag (a Parquet
+      file, a `sackli.datasets` folder, a shard count that does not exist
+      beside one that does) and how to open it (docs/errors.md).
 
     Example:
       >>> with sackli.Reader("data@8.bagz") as reader:
@@ -207,7 +212,17 @@ class Reader(collections.abc.Sequence):
         try:
             core = _open_core(paths, resolved, listed)
         except FileNotFoundError as error:
-            raise explained_missing(error, ",".join(paths)) from None
+            explained = explained_missing(error, ",".join(paths))
+            if explained is error:  # no unfinished write: what else is there
+                explained = with_open_hint(error, spec, paths)
+            raise explained from None
+        except (CorruptionError, IsADirectoryError) as error:
+            # What the file or folder is instead, when that is known (only
+            # now: a successful open sniffs nothing).
+            hinted = with_open_hint(error, spec, paths)
+            if hinted is error:
+                raise
+            raise hinted from None
         self._init(spec, resolved, paths, core)
 
     def _init(self, file_spec: str, options: ReaderOptions, paths: list[str], core: Any) -> None:

@@ -20,7 +20,10 @@ modules below directly, never this one. No stability promise. What is here
   on buckets `_bucket_recover`): the hidden write folders and journals,
   and the messages naming them;
 - names beside a set (`_schema_names`, `_consistency`): the Arrow schema
-  file, the set manifest.
+  file, the set manifest;
+- what a file that does not open as a bag is instead (`_sniff`): Parquet,
+  a map, JSON Lines..., named with the command that converts or reads it
+  (the same rules `sackli.Reader`'s open errors use).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from ._shard_spec import (
     split_shard_entry, strip_local_prefix,
 )
 from ._shard_writer import bag_shard_opener
+from ._sniff import describe as describe_kind, explain_open_failure, sniff_folder
 from ._storage import is_remote
 from ._unfinished import (
     JOURNAL, UnfinishedWrite, explained_missing, make_write_folder, unfinished_writes,
@@ -49,7 +53,7 @@ from ._unfinished import (
 )
 
 __all__ = [
-    "BucketRecovery", "JOURNAL", "LIMITS_PREFIX", "MAX_SHARDS", "OpenShard", "SCHEMA_SUFFIX", "ShardSetWriter",
+    "BucketRecovery", "JOURNAL", "describe_kind", "explain_open_failure", "sniff_folder", "LIMITS_PREFIX", "MAX_SHARDS", "OpenShard", "SCHEMA_SUFFIX", "ShardSetWriter",
     "UnfinishedWrite", "bag_shard_opener", "check_shard_count", "choose_shard_set",
     "existing_shard_sets", "expand_file_spec", "explained_missing", "files_of",
     "find_schema_file", "has_zstd_suffix", "limits_path_for", "make_write_folder",

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import sackli
 
-from .._sets import has_zstd_suffix
+from .._sets import describe_kind, has_zstd_suffix, sniff_folder
 from ..datasets._fields import type_text
 from ..datasets._layout import (
     ShardFiles, bags_file_bytes, dataset_folders, dataset_layout, layout_folders, read_field_refs,
@@ -24,7 +24,6 @@ from . import _reading as reading
 from ._escapes import JSON_ESCAPES, escape_name
 from ._errors import error_message
 from ._reading import iter_batches
-from ._sniff import describe as describe_kind, sniff_folder
 from ._verdict import FailFast, reporter, verdict
 
 __all__ = ["info", "is_dataset", "refuse_bag_options", "verify"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from .. import EngineError
+from .._sets import explain_open_failure
 from ._escapes import escape_name
 
-__all__ = ["EXPECTED_ERRORS", "BadArgument", "UsageError", "error_message"]
+__all__ = ["EXPECTED_ERRORS", "BadArgument", "UsageError", "error_message", "opening_error"]
 
 
 class BadArgument(ValueError):
@@ -52,3 +53,14 @@ def error_message(error: BaseException) -> str:
     for library, command_line in _CLI_WORDING:
         message = message.replace(library, command_line)
     return escape_name(message)
+
+
+def opening_error(path: str, error: BaseException) -> str:
+    """The one line that says why the file `path` did not open as a bag:
+    what it is when that is known (sackli/_sniff.py), else `error`'s own
+    message."""
+    try:
+        explain_open_failure(path, error, paths=lambda spec: [spec])
+    except ValueError as named:
+        return str(named)
+    return error_message(error)

@@ -9,8 +9,8 @@ from typing import Any, Iterator
 import sackli
 
 from .._bulk import records_per_batch
+from .._sets import explain_open_failure
 from ._arguments import any_case
-from ._sniff import explain_open_failure
 from ._stdin import open_stdin_bag
 
 # A batch read holds about this many bytes, so memory stays bounded.
@@ -70,7 +70,7 @@ def reader_options(args: argparse.Namespace, sharded: bool = True) -> dict[str, 
 def open_reader(spec: str, args: argparse.Namespace, sharded: bool = True) -> sackli.Reader:
     """The bag `spec` opened with the reading options in `args`. When it
     does not open as a bag, a file that is something else (Parquet, a map,
-    JSON Lines...) is named for what it is (see _sniff). `-` is a bag on
+    JSON Lines...) is named for what it is (see sackli/_sniff.py). `-` is a bag on
     standard input (see _stdin)."""
     if spec == "-":
         return open_stdin_bag(reader_options(args, sharded))

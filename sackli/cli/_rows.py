@@ -121,7 +121,7 @@ class RowPrinter:
 def _not_a_bag(spec: str) -> None:
     """Raises ValueError naming what `spec` is when it does not open as a
     bag and is recognisably something else (a Parquet file, a map...)."""
-    from ._sniff import explain_open_failure
+    from .._sets import explain_open_failure
 
     try:
         sackli.Reader(spec).close()

@@ -11,9 +11,9 @@ import sackli
 
 from .._sets import expand_file_spec, has_zstd_suffix
 from . import _datasets
+from ._errors import opening_error
 from ._progress import progress, progress_shown
 from ._reading import batch_records, reader_options
-from ._sniff import opening_error
 from ._verdict import FailFast, reporter, verdict
 
 

@@ -133,6 +133,15 @@ def test_other_kinds_of_file_are_named(tmp_path, name, make, what) -> None:
     assert line.startswith(f"sackli: error: {name}: not a bag: {what}"), line
 
 
+def test_a_shard_count_that_does_not_exist_names_the_counts_that_do(tmp_path) -> None:
+    # The library's open hint (sackli/_open_hints.py), on the command line too.
+    with sackli.ShardedWriter(str(tmp_path / "imgs@4.bagz")) as writer:
+        writer.write_many([b"%d" % i for i in range(8)])
+    assert fails("count", "imgs@8.bagz", cwd=tmp_path) == (
+        "sackli: error: imgs-00000-of-00008.bagz: open: No such file or directory; imgs@8.bagz "
+        "has no shard 0 of 8, but shard sets of other counts exist: imgs@4.bagz")
+
+
 def test_a_damaged_bag_keeps_its_own_message(tmp_path) -> None:
     (tmp_path / "junk.bag").write_bytes(b"\x00\x01\x02\xff" * 10)
     assert "not a bag: it is" not in fails("count", "junk.bag", cwd=tmp_path)

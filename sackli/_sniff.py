@@ -1,7 +1,8 @@
 """What a file that fails to open as a bag is instead, from its first and
 last bytes: `sackli count events.parquet` says "events.parquet: not a bag:
 it is a Parquet file: try sackli convert ..." rather than that its last 8
-bytes do not point at a limits section.
+bytes do not point at a limits section, and `sackli.Reader` says the same
+(with the Python call as well: see sackli/_open_hints.py).
 
 Sniffing runs only once a bag has failed to open (any bytes may begin a
 valid bag: its first record could be a Parquet file), and only on local
@@ -20,10 +21,13 @@ import struct
 import zlib
 from typing import Callable, NamedTuple
 
-from .._sets import expand_file_spec, files_of, has_zstd_suffix
-from .._storage import open_local
+import google_crc32c
 
-__all__ = ["Kind", "describe", "explain_open_failure", "opening_error", "sniff", "sniff_folder"]
+from ._format import has_zstd_suffix, limits_path_for
+from ._shard_spec import expand_file_spec
+from ._storage import open_local
+
+__all__ = ["Kind", "describe", "explain_open_failure", "sniff", "sniff_folder", "sniffed_kind"]
 
 _HEAD_BYTES = 64 << 10
 _TAIL_BYTES = 16
@@ -33,6 +37,9 @@ _GZIP_MAGIC = b"\x1f\x8b\x08"
 _ARROW_FILE_MAGIC = b"ARROW1"
 _ARROW_STREAM_END = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 # Formats sackli has nothing to do with, told apart by their first bytes.
+# TFRecord's CRC mask (sackli/formats/tfrecord.py writes the same; the core
+# cannot import the formats above it).
+_TFRECORD_MASK_DELTA = 0xA282EAD8
 _OTHER_MAGICS = (
     (b"PK\x03\x04", "a zip archive"),
     (b"\x93NUMPY", "a NumPy .npy file"),
@@ -42,11 +49,14 @@ _OTHER_MAGICS = (
 
 
 class Kind(NamedTuple):
-    """What a file is (`what`, e.g. "a Parquet file") and what to do with
-    it (`hint`, e.g. "try sackli convert x.parquet x.bagz")."""
+    """What a file is (`what`, e.g. "a Parquet file"), what to do with it
+    from a shell (`hint`, e.g. "try sackli convert x.parquet x.bagz") and,
+    when Python has its own way, from Python (`call`, e.g. "convert it with
+    sackli.arrow.write_table('x.parquet', 'x.bagz')")."""
 
     what: str
     hint: str
+    call: str | None = None
 
 
 def _bag_name(path: str) -> str:
@@ -66,6 +76,12 @@ def _convert_hint(path: str, suffixes: tuple[str, ...]) -> str:
     if path.endswith(suffixes):
         return f"try sackli convert {path} {_bag_name(path)}"
     return f"name it {suffixes[0]} and try sackli convert"
+
+
+def _arrow_call(source: str, path: str) -> str:
+    """The Python call that converts the Arrow data `source` reads into a
+    bag named after `path`."""
+    return f"convert it with sackli.arrow.write_table({source}, {_bag_name(path)!r})"
 
 
 def _is_text(data: bytes, whole: bool) -> bool:
@@ -98,11 +114,9 @@ def _tfrecord(head: bytes) -> bool:
     masked crc32c of its 8 bytes."""
     if len(head) < 12:
         return False
-    try:
-        from ..formats.tfrecord import masked_crc32c
-    except ImportError:  # pragma: no cover - google-crc32c is a dependency
-        return False
-    return struct.unpack("<I", head[8:12])[0] == masked_crc32c(head[:8])
+    crc = google_crc32c.value(head[:8])
+    masked = (((crc >> 15) | (crc << 17)) + _TFRECORD_MASK_DELTA) & 0xFFFFFFFF
+    return struct.unpack("<I", head[8:12])[0] == masked
 
 
 def _content(head: bytes, path: str, size: int, tail: bytes) -> Kind | None:
@@ -110,17 +124,24 @@ def _content(head: bytes, path: str, size: int, tail: bytes) -> Kind | None:
     among the formats sackli converts and those it is mistaken for."""
     whole = len(head) == size
     if head.startswith(b"PAR1") and tail.endswith(b"PAR1"):
-        return Kind("a Parquet file", _convert_hint(path, (".parquet",)))
+        # write_table reads a path named .parquet itself, in bounded memory.
+        source = (repr(path) if path.endswith(".parquet")
+                  else f"pyarrow.parquet.read_table({path!r})")
+        return Kind("a Parquet file", _convert_hint(path, (".parquet",)), _arrow_call(source, path))
     for magic, kind, suffix in _MAP_MAGICS:
         if head.startswith(magic):
             rename = "" if path.lower().endswith(suffix) else f" (name it {suffix})"
-            return Kind(f"a map ({kind})", f"sackli info, verify and get read {suffix} maps{rename}")
+            return Kind(f"a map ({kind})",
+                        f"sackli info, verify and get read {suffix} maps{rename}",
+                        f"open it with sackli.maps.{kind}({path!r})")
     if head.startswith(_ARROW_FILE_MAGIC) and tail.endswith(_ARROW_FILE_MAGIC):
         return Kind("an Arrow IPC file", "read it with pyarrow (pyarrow.ipc.open_file); "
-                    "sackli convert reads Parquet")
+                    "sackli convert reads Parquet",
+                    _arrow_call(f"pyarrow.ipc.open_file({path!r}).read_all()", path))
     if head.startswith(b"\xff\xff\xff\xff") and tail.endswith(_ARROW_STREAM_END):
         return Kind("an Arrow IPC stream", "read it with pyarrow (pyarrow.ipc.open_stream); "
-                    "sackli convert reads Parquet")
+                    "sackli convert reads Parquet",
+                    _arrow_call(f"pyarrow.ipc.open_stream({path!r})", path))
     if _tfrecord(head):
         return Kind("a TFRecord file", _convert_hint(path, (".tfrecord", ".tfrecords")))
     for magic, what in _OTHER_MAGICS:
@@ -188,20 +209,34 @@ def sniff_folder(path: str) -> Kind | None:
     except OSError:
         return None
     if any(name.endswith(".parquet") for name in names):
-        return Kind("a folder of Parquet files", f"try sackli convert {path.rstrip('/')} "
-                                                 f"{_bag_name(path.rstrip('/'))}")
+        folder = path.rstrip("/")
+        return Kind("a folder of Parquet files", f"try sackli convert {folder} {_bag_name(folder)}",
+                    _arrow_call(repr(folder), folder))
     return None
 
 
 def _beside_limits_file(path: str) -> bool:
     """Whether a limits file lies beside `path` (a SEPARATE bag: the
     engine's message says how to open it)."""
-    return any(os.path.exists(limits) for limits in files_of(path)[1:])
+    return os.path.exists(limits_path_for(path))
 
 
-def describe(path: str, kind: Kind) -> str:
-    """The one line that names what `path` is."""
-    return f"{path}: not a bag: it is {kind.what}: {kind.hint}"
+def describe(path: str, kind: Kind, python: bool = False) -> str:
+    """The one line that names what `path` is: with the command line's
+    advice, or (`python`) the Python call first when there is one."""
+    advice = f"{kind.call}; from a shell: {kind.hint}" if python and kind.call else kind.hint
+    return f"{path}: not a bag: it is {kind.what}: {advice}"
+
+
+def sniffed_kind(paths: list[str]) -> tuple[str, Kind] | None:
+    """The first of the local `paths` (a spec's files) that is
+    recognisably not a bag, and what it is; None when none is (remote
+    paths are not read: no request)."""
+    for path in paths:
+        kind = sniff(path)
+        if kind is not None and not _beside_limits_file(path):
+            return path, kind
+    return None
 
 
 def explain_open_failure(spec: str, error: BaseException,
@@ -215,19 +250,6 @@ def explain_open_failure(spec: str, error: BaseException,
         files = paths(spec)
     except (OSError, ValueError):
         return
-    for path in files:
-        kind = sniff(path)  # None for a remote path, without a request
-        if kind is not None and not _beside_limits_file(path):
-            raise ValueError(describe(path, kind)) from None
-
-
-def opening_error(path: str, error: BaseException) -> str:
-    """The one line that says why the file `path` did not open as a bag:
-    what it is when that is known, else `error`'s own message."""
-    from ._errors import error_message
-
-    try:
-        explain_open_failure(path, error, paths=lambda spec: [spec])
-    except ValueError as named:
-        return str(named)
-    return error_message(error)
+    found = sniffed_kind(files)
+    if found is not None:
+        raise ValueError(describe(*found)) from None
