@@ -57,13 +57,19 @@ def loader_cache_dir() -> str | None:
 def with_loader_cache(source: Any) -> Any:
     """`source` reading through the loaders' default cache: a
     `sackli.Reader` of remote files with no cache of its own, reopened
-    (with its view) with `cache_dir=loader_cache_dir()`; anything else as
-    it is."""
+    (with its view) with `cache_dir=loader_cache_dir()`; a `sackli.datasets`
+    reader of a remote dataset with none, by its `reopened_with_cache`;
+    anything else as it is."""
     from ._reader import Reader, reopened_with
 
-    if not isinstance(source, Reader) or source.closed:
-        return source
-    if source.options.cache_dir is not None or os.environ.get(ENV_CACHE_DIR):
+    if os.environ.get(ENV_CACHE_DIR):
+        return source  # every reader caches already
+    reopen = getattr(source, "reopened_with_cache", None)
+    if not isinstance(source, Reader):
+        # A sackli.datasets reader reopens itself (it knows its options).
+        folder = loader_cache_dir() if callable(reopen) else None
+        return source if folder is None else reopen(folder)
+    if source.closed or source.options.cache_dir is not None:
         return source
     if not any(is_remote(path) for path in source.paths):
         return source

@@ -179,12 +179,13 @@ class Reader(collections.abc.Sequence):
         e.g. `Reader("x@4.bagz", sharding_layout=ShardingLayout.INTERLEAVED)`.
 
     Raises:
-      FileNotFoundError: a file or shard does not exist.
-      sackli.CorruptionError: a file is not a valid bag.
+      FileNotFoundError: a file or shard does not exist (naming, when other
+        shard counts of the name exist, those sets).
+      sackli.CorruptionError: a file is not a valid bag (saying, when it
+        can, what it is instead, e.g. a Parquet file, and how to convert it).
+      IsADirectoryError: a folder (saying how to open it: a
+        `sackli.datasets` folder, or a spec for the bags in it).
       ValueError / TypeError: a malformed spec or option.
-      Each says, when it can, what was given instead of a bag (a Parquet
-      file, a `sackli.datasets` folder, a shard count that does not exist
-      beside one that does) and how to open it (docs/errors.md).
 
     Example:
       >>> with sackli.Reader("data@8.bagz") as reader:

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from .._bulk import DEFAULT_MAX_RECORD_BYTES
 from .._sets import unfinished_writes
-from .._storage import folder_path, join_path
+from .._storage import folder_path, is_remote, join_path
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._concurrent import concurrently_on
 from ._dataset_reader import DatasetReader
@@ -207,6 +207,11 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
             raise ValueError(
                 f"need shard_start >= 0 and shard_step >= 1, not {shard_start} and {shard_step}")
         self._directory = folder_path(directory)
+        # How it was opened: `reopened_with_cache` opens it so again.
+        self._opened = {"decoders": decoders, "cache_index": cache_index,
+                        "shard_start": shard_start, "shard_step": shard_step,
+                        "cache_dir": cache_dir, "cache_max_bytes": cache_max_bytes,
+                        "max_record_bytes": max_record_bytes}
         folders = shard_folders(self._directory)[shard_start::shard_step]
         if not folders:
             raise ValueError(
@@ -226,6 +231,15 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
     def directory(self) -> str:
         """The dataset folder."""
         return self._directory
+
+    def reopened_with_cache(self, cache_dir: str | os.PathLike[str]) -> "ShardedDatasetReader":
+        """These shards read through the read cache in `cache_dir`: a new
+        reader with the same options; this one itself when it reads local
+        files or was given a `cache_dir` of its own (see
+        `DatasetReader.reopened_with_cache`)."""
+        if self._opened["cache_dir"] is not None or not is_remote(self._directory):
+            return self
+        return ShardedDatasetReader(self._directory, **{**self._opened, "cache_dir": cache_dir})
 
     @property
     def shards(self) -> int:

@@ -169,3 +169,30 @@ def test_an_unknown_switch_value_is_refused(tmp_path, user_cache, monkeypatch, r
     monkeypatch.setenv("SACKLI_LOADER_CACHE", "maybe")
     with pytest.raises(ValueError, match="SACKLI_LOADER_CACHE must be 1 or 0"):
         sackli.EpochStream(sackli.Reader(url))
+
+
+@pytest.mark.parametrize("sharded", [True, False])
+def test_a_stream_of_a_remote_dataset_caches_in_the_users_folder(remote, user_cache, sharded):
+    from sackli import datasets
+
+    spec = {"image": "bytes", "label": "int(8)"}
+    points = [{"image": bytes([i % 256]) * (300 + i), "label": i} for i in range(60)]
+    with datasets.ShardedDatasetWriter(remote.url("ds"), spec, shard_length=20) as writer:
+        for point in points:
+            writer.append(point)
+    reader = (datasets.ShardedDatasetReader(remote.url("ds")) if sharded
+              else datasets.DatasetReader(remote.url("ds/000001")))
+    expected = points if sharded else points[20:40]
+    stream = sackli.EpochStream(reader, seed=4)
+    assert stream.source is not reader and type(stream.source) is type(reader)
+    first = list(stream)
+    assert sorted(first, key=lambda point: point["label"]) == expected
+    assert any(user_cache.iterdir())  # the blocks went to the user's cache
+    remote.proxy.reset_counts()
+    stream.set_epoch(1)
+    second = list(stream)
+    assert sorted(second, key=lambda point: point["label"]) == expected and second != first
+    assert sum(remote.proxy.counts.values()) == 0, remote.proxy.log
+    # Given a cache of its own, or read from local disk: kept as it is.
+    own = datasets.DatasetReader(remote.url("ds/000000"), cache_dir=str(user_cache.parent / "own"))
+    assert sackli.EpochStream(own, seed=4).source is own
