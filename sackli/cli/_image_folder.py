@@ -7,11 +7,12 @@ recursively, in the order `ImageFolder` takes them (folders sorted by path,
 then each folder's files by name), so the same folder always gives the same
 records in the same order. Unlike torchvision, hidden files and folders
 (names starting with ".", e.g. .DS_Store) are passed over, also as
-classes. Everything else is checked before a record is written: a file beside the class folders, a file whose
-extension is not an image's, an empty class or an empty folder is an error
-naming it (torchvision skips such files silently; a conversion that drops
-data should say so). Images are stored as their file's bytes: their content
-is not decoded here (that is the loader's `transform=`).
+classes. Everything else is checked before a record is written: a file
+beside the class folders, a file whose extension is not an image's, an
+empty class or an empty folder is an error naming it (torchvision skips
+such files silently; a conversion that drops data should say so). Images
+are stored as their file's bytes: their content is not decoded here (that
+is the loader's `transform=`).
 """
 
 from __future__ import annotations

@@ -62,7 +62,8 @@ def _members(path: str) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo, str,
                         "WebDataset sample (files are named key.ext)")
                 yield tar, member, parts[0], parts[1]
     except _TAR_ERRORS as error:
-        raise ValueError(f"{path}: not a readable tar file ({error})") from None
+        raise ValueError(f"{path}: not a readable tar file (damaged or cut short: "
+                         f"{error})") from None
 
 
 def scan_tars(paths: list[str]) -> TarScan:
