@@ -30,11 +30,12 @@ from typing import Any, Iterator
 import sackli
 
 from .._sets import check_shard_count, refuse_other_sets
-from ._endpoints import BAG, bag_writer_options, refuse_existing
+from ._endpoints import BAG, bag_writer_options, format_of, refuse_existing
 from ._errors import UsageError
 from ._escapes import escape_name
 from ._image_folder import scan_image_folder
 from ._json_records import mark_bag_set
+from ._sniff import sniff_folder
 from ._webdataset import WEBDATASET_SUFFIXES, samples, scan_tars
 
 __all__ = ["IMAGE_FOLDER", "WEBDATASET", "convert_samples", "sample_source"]
@@ -45,21 +46,27 @@ IMAGE_FOLDER, WEBDATASET = "image folder", "webdataset"
 _BATCH_SAMPLES = 1024
 _BATCH_BYTES = 16 << 20
 _GLOB_CHARACTERS = "*?["
+# What makes a folder a sackli.datasets folder (one shard, or sharded).
+_DATASET_SPECS = (("spec.json",), ("000000", "spec.json"))
 
 
 def sample_source(src: str) -> str | None:
     """IMAGE_FOLDER, WEBDATASET, or None when `src` is neither: a local
-    folder (a `sackli.datasets` folder or a folder with a format's suffix
-    is not an image folder), or tars by name (`.tar`, `.tar.gz`, `.tgz`:
-    a path, a glob or a comma-separated list)."""
+    folder (not a `sackli.datasets` folder, a folder named with a format's
+    suffix or one holding Parquet files), or tars by name (`.tar`,
+    `.tar.gz`, `.tgz`: a path, a glob or a comma-separated list)."""
     entries = src.split(",")
     if all(entry.endswith(WEBDATASET_SUFFIXES) for entry in entries):
         return WEBDATASET
-    if len(entries) == 1 and os.path.isdir(src) and not os.path.exists(
-            os.path.join(src, "spec.json")) and not os.path.exists(
-            os.path.join(src, "000000", "spec.json")):
-        return IMAGE_FOLDER
-    return None
+    if len(entries) > 1 or not os.path.isdir(src) or any(  # sackli.datasets' rule
+            os.path.exists(os.path.join(src, *name)) for name in _DATASET_SPECS):
+        return None
+    try:
+        format_of(src.rstrip("/"))  # a folder of Parquet files named x.parquet
+        return None
+    except UsageError:
+        pass
+    return None if sniff_folder(src) is not None else IMAGE_FOLDER
 
 
 def _tar_paths(src: str) -> list[str]:
@@ -96,7 +103,7 @@ def _image_folder_table(root: str) -> Any:
     """The image folder as a TableStream (schema, batches, row count)."""
     import pyarrow as pa
 
-    from ..arrow._inputs import TableStream
+    from ..arrow._codecs import TableStream
 
     classes, images = scan_image_folder(root.rstrip("/") or root)
     schema = pa.schema([pa.field("image", pa.binary(), nullable=False),
@@ -118,7 +125,7 @@ def _webdataset_table(src: str) -> Any:
     """The tars as a TableStream; ValueError when they hold no sample."""
     import pyarrow as pa
 
-    from ..arrow._inputs import TableStream
+    from ..arrow._codecs import TableStream
 
     paths = _tar_paths(src)
     scan = scan_tars(paths)
@@ -143,7 +150,7 @@ def convert_samples(source_kind: str, args: argparse.Namespace, force_advice: st
     """Converts an image folder or WebDataset tars to the bag set DST
     (an existing one is refused, with `force_advice`, unless --force)."""
     try:
-        import sackli.arrow
+        from .. import arrow
     except ImportError as error:
         raise ValueError(f"converting {source_kind}s needs pyarrow: "
                          f"pip install 'sackli-bagz[arrow]' ({error})") from None
@@ -167,7 +174,7 @@ def convert_samples(source_kind: str, args: argparse.Namespace, force_advice: st
     options = bag_writer_options(args.dst, args)
     if args.level is None and not args.dictionary:
         del options["compression"]  # by suffix, as for Parquet (docs/arrow.md)
-    paths = sackli.arrow.write_table(
+    paths = arrow.write_table(
         table, args.dst, encoding="row", options=sackli.Writer.Options(**options),
         max_shard_bytes=args.max_shard_bytes, overwrite=args.force)
     mark_bag_set(paths, json_texts=False)

@@ -202,3 +202,15 @@ def test_webdataset_tars_that_are_not_there(tmp_path):
         "convert", "nothing-*.tar", "out.bag", cwd=tmp_path, **HERE)
     assert "missing.tar: no such tar file" in fails(
         "convert", "missing.tar", "out.bag", cwd=tmp_path, **HERE)
+
+
+def test_a_folder_of_parquet_files_is_not_an_image_folder(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "events.parquet").mkdir()
+    pq.write_table(pa.table({"id": [1, 2]}), tmp_path / "events.parquet" / "part-0.parquet")
+    assert ok("convert", "events.parquet", "events.bag", cwd=tmp_path, **HERE).startswith(
+        b"converted events.parquet to events.bag")
+    assert sackli.arrow.read_table(str(tmp_path / "events.bag")).to_pylist() == [
+        {"id": 1}, {"id": 2}]
