@@ -75,11 +75,15 @@ class RowDecoder:
     def decode_batch(self, records: Iterable[bytes]) -> pa.RecordBatch:
         """Several records as one Arrow record batch (no Python object per
         value: for columns that go on to numpy or a framework)."""
+        # Some decoders read the records after a prefix of their own (IPC
+        # rows: the schema's message); offsets count from the prefix's start.
+        prefix = self._decoder.prefix
         records = list(records)
-        offsets = array.array("q", [0])
+        offsets = array.array("q", [len(prefix)])
         for record in records:
             offsets.append(offsets[-1] + len(record))
-        return self._decoder.decode(b"".join(records), memoryview(offsets), self._spec, 0)
+        data = b"".join([prefix, *records])
+        return self._decoder.decode(data, memoryview(offsets), self._spec, 0)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_restore, (self._spec, self._schema.serialize().to_pybytes(), self._encoding,
