@@ -74,6 +74,9 @@ def _tar_paths(src: str) -> list[str]:
     sorted; FileNotFoundError for an entry that matches nothing."""
     paths: list[str] = []
     for entry in src.split(","):
+        if "://" in entry:
+            raise UsageError(f"{entry}: WebDataset tars convert from local files; copy them "
+                             "here first (the shards written may go to gs:// or s3://)")
         if any(c in entry for c in _GLOB_CHARACTERS):
             found = sorted(glob.glob(entry))
             if not found:

@@ -202,6 +202,8 @@ def test_webdataset_tars_that_are_not_there(tmp_path):
         "convert", "nothing-*.tar", "out.bag", cwd=tmp_path, **HERE)
     assert "missing.tar: no such tar file" in fails(
         "convert", "missing.tar", "out.bag", cwd=tmp_path, **HERE)
+    assert "s3://b/x.tar: WebDataset tars convert from local files" in fails(
+        "convert", "s3://b/x.tar", "out.bag", cwd=tmp_path, status=2, **HERE)
 
 
 def test_a_folder_of_parquet_files_is_not_an_image_folder(tmp_path):
