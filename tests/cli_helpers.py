@@ -39,15 +39,15 @@ def sackli_cli(*args: str, cwd, module: bool = False) -> subprocess.CompletedPro
     return subprocess.run([*command, *args], cwd=cwd, capture_output=True, timeout=60)
 
 
-def ok(*args: str, cwd) -> bytes:
-    result = sackli_cli(*args, cwd=cwd)
+def ok(*args: str, cwd, module: bool = False) -> bytes:
+    result = sackli_cli(*args, cwd=cwd, module=module)
     assert (result.returncode, result.stderr) == (0, b""), result.stderr.decode()
     return result.stdout
 
 
-def fails(*args: str, cwd, status: int = 1) -> str:
+def fails(*args: str, cwd, status: int = 1, module: bool = False) -> str:
     """Runs a failing command; returns its one stderr line."""
-    result = sackli_cli(*args, cwd=cwd)
+    result = sackli_cli(*args, cwd=cwd, module=module)
     assert result.returncode == status
     lines = result.stderr.decode().splitlines()
     assert "Traceback" not in result.stderr.decode()
@@ -79,7 +79,7 @@ def _corrupt_set(folder):
 
 
 def on_terminal(*args: str, cwd, stdout_on_terminal: bool = False,
-                feed=None) -> tuple[int, bytes, str]:
+                feed=None, module: bool = False) -> tuple[int, bytes, str]:
     """Runs the CLI with stderr (and optionally stdout) on a pseudo-terminal
     of 100 columns; `feed(stdin)` writes standard input (then closed).
     Returns (status, stdout, what the terminal showed)."""
@@ -91,7 +91,7 @@ def on_terminal(*args: str, cwd, stdout_on_terminal: bool = False,
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     process = subprocess.Popen(
-        ["sackli", *args], cwd=cwd, stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+        [*([sys.executable, "-m", "sackli"] if module else ["sackli"]), *args], cwd=cwd, stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
         stderr=slave, stdout=slave if stdout_on_terminal else subprocess.PIPE)
     os.close(slave)
     shown: list[bytes] = []

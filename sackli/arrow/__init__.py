@@ -31,10 +31,11 @@ except ImportError as _error:  # pragma: no cover - depends on the install
 
 from ._decode import records_array
 from ._read import read_batches, read_table
+from ._row_decoder import RowDecoder
 from ._schema_file import find_schema_file, read_schema_file, read_set_schema, schema_path
 from ._write import write_table
 
-__all__ = ["read_batches", "read_schema", "read_table", "records_array", "row_encoding",
+__all__ = ["RowDecoder", "read_batches", "read_schema", "read_table", "records_array", "row_encoding",
            "schema_path", "write_table"]
 
 

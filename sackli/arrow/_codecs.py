@@ -14,18 +14,21 @@ stability promise. Each name is defined and documented where it says:
   schema file asks for), `make_decoder` (`_decode`) and `dump_row`
   (`_json_types`: a row as JSON text, as `encoding="json"` writes it);
 - a Parquet file or folder opened as a dataset, with its messages:
-  `parquet_dataset` (`_inputs`).
+  `parquet_dataset` (`_inputs`);
+- a stream of record batches whose length is known, for `write_table`
+  (`sackli convert` from samples): `TableStream` (`_inputs`).
 """
 
 from __future__ import annotations
 
 from ._decode import make_decoder
 from ._encode import ColumnEncoder, make_encoder
-from ._inputs import _parquet_dataset as parquet_dataset
+from ._inputs import TableStream, _parquet_dataset as parquet_dataset
 from ._json_types import dump_row
 from ._read import resolve_rows
 from ._row_codec import default_encoding
 from ._schema_file import find_schema_file, read_set_schema, schema_message
 
-__all__ = ["ColumnEncoder", "default_encoding", "dump_row", "find_schema_file", "make_decoder",
-           "make_encoder", "parquet_dataset", "read_set_schema", "resolve_rows", "schema_message"]
+__all__ = ["ColumnEncoder", "TableStream", "default_encoding", "dump_row", "find_schema_file",
+           "make_decoder", "make_encoder", "parquet_dataset", "read_set_schema", "resolve_rows",
+           "schema_message"]

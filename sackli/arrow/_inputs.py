@@ -46,7 +46,11 @@ def _from_dataset(dataset: ds.Dataset) -> TableStream:
 def open_table_stream(data: Any) -> TableStream:
     """`data` (Table, RecordBatch, RecordBatchReader, Dataset, Parquet path,
     or an object with `__arrow_c_stream__` / `__arrow_c_array__`) as a
-    TableStream. Raises TypeError for anything else."""
+    TableStream; a TableStream as it is (how sackli's own callers, e.g.
+    `sackli convert` from an image folder, pass a stream whose length they
+    know). Raises TypeError for anything else."""
+    if isinstance(data, TableStream):
+        return data
     if isinstance(data, pa.Table):
         return TableStream(data.schema, iter(data.to_batches()), data.num_rows)
     if isinstance(data, pa.RecordBatch):

@@ -156,7 +156,8 @@ def build_parser(program: str) -> argparse.ArgumentParser:
 
     convert = _add(
         subparsers, "convert", _convert.convert,
-        "Recompress, reshard, or import/export TFRecord, JSON Lines, text and Parquet.",
+        "Recompress, reshard, import/export TFRecord, JSON Lines, text and Parquet; import "
+        "image folders and WebDataset tars.",
         "sackli convert train.bag train.bagz --level 9\n"
         "sackli convert 'in@*.bagz' out@16.bagz\n"
         "sackli convert in.bagz 'out@*.bagz' --max-shard-bytes 100MB\n"
@@ -165,21 +166,26 @@ def build_parser(program: str) -> argparse.ArgumentParser:
         "zcat data.jsonl.gz | sackli convert - data.bagz --from jsonl\n"
         "sackli convert data.bagz - --to jsonl | head\n"
         "sackli convert events.parquet events@8.bagz\n"
-        "sackli convert 'events@*.bagz' events.parquet",
+        "sackli convert 'events@*.bagz' events.parquet\n"
+        "sackli convert imgs/ 'train@8.bagz'\n"
+        "sackli convert 'shards-*.tar' 'train@8.bagz'",
         [reader_options_parser(dictionary_flag="--source-dictionary")],
         "Formats follow the file names: .bag (raw) and .bagz (zstd) bags, TFRecord "
         "(.tfrecord, .tfrecords, .gz for gzip), JSON Lines (.jsonl, .ndjson; a file of "
         "strings gives their text, any other file each line's JSON text, and the bag is "
         "marked so that it exports the same values; see --jsonl-base64) and text "
         "(.txt, one record per line). Parquet (.parquet, a file or a folder of them) converts "
-        "to and from bags through sackli.arrow (needs pyarrow): a row becomes a record. "
+        "to and from bags through sackli.arrow (needs pyarrow): a row becomes a record. An "
+        "image folder (imgs/<class>/<image>, as torchvision's ImageFolder) or WebDataset tars "
+        "(.tar, .tar.gz, .tgz) become a row bag: image, label and path, or __key__ and a "
+        "column per extension (needs pyarrow). "
         "Records stream in bounded memory; a progress bar shows on a terminal. An existing "
         "destination is refused unless --force is given.",
     )
     _print.add_skip_corrupt_argument(convert)
     convert.add_argument("src", metavar="SRC", help="source: a bag spec, or TFRecord, JSON "
-                         "Lines or text files (a path, a glob or a shard spec); - is standard "
-                         "input (with --from)")
+                         "Lines or text files (a path, a glob or a shard spec); an image "
+                         "folder; WebDataset tars; - is standard input (with --from)")
     convert.add_argument("dst", metavar="DST", help="destination: a path, name@N.ext (N "
                          "shards) or name@*.ext (with --max-shard-bytes); - is standard "
                          "output (with --to)")

@@ -41,6 +41,7 @@ from ._escapes import escape_name
 from ._full_disk import naming_target
 from ._json_records import finish_bag_set, records_are_json_texts, row_json_printer, rows_as_json
 from ._parquet import convert_parquet
+from ._samples import convert_samples, sample_source
 from ._streams import (
     STDIO, convert_progress, destination_format, source_name, standard_streams, write_standard_output,
 )
@@ -163,6 +164,9 @@ def _convert(args: argparse.Namespace) -> int:
         refuse_glob(args.dst, args.dst)  # a writer needs a name, not a pattern
     except ValueError as error:
         raise UsageError(str(error)) from None
+    samples = sample_source(args.src) if args.src != STDIO else None
+    if samples is not None:  # an image folder or WebDataset tars: rows out
+        return convert_samples(samples, args, _FORCE_ADVICE)
     source_kind, kind = format_of(args.src), destination_format(args)
     check_output_options(kind, args.dst, args)
     if args.skip_corrupt and (source_kind != BAG or kind == PARQUET):

@@ -89,6 +89,13 @@ def array_encode(value: Any, dtype: str, *shape: str) -> bytes:
 
 
 def array_decode(buffer: bytes, dtype: str, *shape: str) -> Any:
-    """`array(dtype,*shape)`: a read-only numpy array over the buffer."""
+    """`array(dtype,*shape)`: a writable numpy array of the buffer's values.
+
+    `bags` returns a read-only view of the (immutable) record bytes, which
+    torch warns about and training code cannot modify in place. The values
+    here are the same, and a buffer of the wrong size fails the same way
+    (the view and reshape come first), but the array owns its memory: one
+    copy of the record, no more, so writing to it changes no other value.
+    """
     np = needs_numpy()
-    return np.frombuffer(buffer, dtype).reshape(_shape(shape))
+    return np.frombuffer(buffer, dtype).reshape(_shape(shape)).copy()

@@ -56,9 +56,14 @@ def png_encode(value: Any, *args: str) -> bytes:
 
 
 def image_decode(buffer: bytes, *args: str) -> Any:
-    """`jpeg` / `png`: the image as a numpy array."""
+    """`jpeg` / `png`: the image as a writable numpy array (the pixels
+    `bags` gives, which are read-only there).
+
+    Pillow hands numpy its pixels as immutable bytes; copying them once
+    costs a small part of decoding the image (docs/datasets.md).
+    """
     np = needs_numpy()
-    return np.asarray(_pillow_image().open(io.BytesIO(buffer)))
+    return np.array(_pillow_image().open(io.BytesIO(buffer)))
 
 
 def mp4_encode(array: Any, fps: str | float = 15) -> bytes:
