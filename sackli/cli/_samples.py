@@ -29,13 +29,12 @@ from typing import Any, Iterator
 
 import sackli
 
-from .._sets import check_shard_count, refuse_other_sets
+from .._sets import check_shard_count, refuse_other_sets, sniff_folder
 from ._endpoints import BAG, bag_writer_options, format_of, refuse_existing
 from ._errors import UsageError
 from ._escapes import escape_name
 from ._image_folder import scan_image_folder
 from ._json_records import mark_bag_set
-from ._sniff import sniff_folder
 from ._webdataset import WEBDATASET_SUFFIXES, samples, scan_tars
 
 __all__ = ["IMAGE_FOLDER", "WEBDATASET", "convert_samples", "sample_source"]
