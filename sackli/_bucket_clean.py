@@ -139,14 +139,14 @@ def _clean_staging(unit: str, objects: list[ListedObject], now: float, older_tha
             journal = read_bucket_journal(journal_url)
             state = decided_state(unit, journal)
         except FileNotFoundError:
-            journal, state = None, None  # removed since it was listed
+            state = None  # removed since it was listed
         except ValueError as error:  # a journal or manifest we cannot read: named, left
             return Cleaned(unit, "kept", str(error), len(objects), size)
-        if journal is not None and state == "publishing":
+        if state == "publishing":
             target = unit.rstrip("/").rpartition("/")[0] + "/" + journal["target"]
             return Cleaned(unit, "kept", f"its publish was decided: `sackli recover {target}` "
                            "finishes it", len(objects), size)
-        if journal is not None and state == "complete":
+        if state == "complete":
             return _remove(unit, objects, size, dry_run, "its write ended (the set it made is "
                            "complete); it was killed while it cleaned up")
     if idle < older_than:

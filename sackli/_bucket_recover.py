@@ -159,7 +159,7 @@ def _recover_one(journal_url: str) -> BucketRecovery:
     except ValueError as error:
         return BucketRecovery(f"{folder}/{_named_target(journal_url)}", "neither", str(error), 0)
     target = f"{folder}/{journal['target']}"
-    if journal.get("state") != "staged" or not _decided(prefix, journal):
+    if journal.get("state") != "staged" or decided_state(prefix, journal) is None:
         remove_staging(prefix)
         return BucketRecovery(target, "rolled back", f"nothing was published; removed {prefix}", 0)
     manifest = SetManifest(finals(prefix, journal), journal["writer"])
@@ -171,11 +171,6 @@ def _recover_one(journal_url: str) -> BucketRecovery:
     records = sum(entry.get("records", 0) for entry in journal["objects"])
     return BucketRecovery(target, "rolled forward",
                           f"published {len(shards)} shard(s), {records} record(s)", records)
-
-
-def _decided(prefix: str, journal: dict[str, Any]) -> bool:
-    """Whether the set's manifest says this write was being published."""
-    return decided_state(prefix, journal) is not None
 
 
 def decided_state(prefix: str, journal: dict[str, Any]) -> str | None:

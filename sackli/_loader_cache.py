@@ -64,16 +64,17 @@ def with_loader_cache(source: Any) -> Any:
 
     if os.environ.get(ENV_CACHE_DIR):
         return source  # every reader caches already
+    if isinstance(source, Reader):
+        if (source.closed or source.options.cache_dir is not None
+                or not any(is_remote(path) for path in source.paths)):
+            return source
+        folder = loader_cache_dir()
+        if folder is None:
+            return source
+        return reopened_with(source, dataclasses.replace(source.options, cache_dir=folder))
+    # A sackli.datasets reader reopens itself (it knows its options).
     reopen = getattr(source, "reopened_with_cache", None)
-    if not isinstance(source, Reader):
-        # A sackli.datasets reader reopens itself (it knows its options).
-        folder = loader_cache_dir() if callable(reopen) else None
-        return source if folder is None else reopen(folder)
-    if source.closed or source.options.cache_dir is not None:
-        return source
-    if not any(is_remote(path) for path in source.paths):
+    if not callable(reopen):
         return source
     folder = loader_cache_dir()
-    if folder is None:
-        return source
-    return reopened_with(source, dataclasses.replace(source.options, cache_dir=folder))
+    return source if folder is None else reopen(folder)

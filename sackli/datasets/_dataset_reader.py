@@ -23,7 +23,7 @@ from .. import CorruptionError, Reader
 from .. import _engine
 from .._bulk import DEFAULT_MAX_RECORD_BYTES, reader_core
 from .._sets import explained_missing
-from .._storage import folder_path, is_remote, join_path, read_object
+from .._storage import folder_path, join_path, read_object
 from ._bag import open_records
 from ._batch_values import NATIVE_BYTES, BatchRead, batch_read, native_kind
 from ._builtin_codecs import decoders as builtin_decoders, one_argument
@@ -34,6 +34,7 @@ from ._field_files import COMPRESSION_KEY, field_file, parse_compression
 from ._shard_folders import SPEC_FILE
 from ._mask import FieldSpecs, MaskPlans
 from ._refs import unpack_refs
+from ._reopening import ReopensWithCache
 from ._spec import FieldType, ShardFolder, parse_spec
 
 __all__ = ["DatasetReader", "read_spec"]
@@ -74,7 +75,7 @@ def read_spec(directory: str) -> tuple[dict[str, FieldType], dict[str, str]]:
     return fields, {field: field_file(field, field in compressed) for field in fields}
 
 
-class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
+class DatasetReader(DatapointSequence, ShardFolder, ReopensWithCache, ClosesOnExit):
     """Reads a dataset folder: `len(r)`, `r.size`, `r.spec`, `r[i]` (a dict
     of decoded fields), `r[i, mask]`, `r[a:b]` views, batch reads
     (`read_indices`, `read_indices_iter`) and iteration. Thread-safe.
@@ -114,7 +115,7 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         self._directory = folder_path(directory)
-        # How it was opened: `reopened_with_cache` opens it so again.
+        # How it was opened (`ReopensWithCache` opens it so again).
         self._opened = {"decoders": decoders, "cache_index": cache_index, "cache_dir": cache_dir,
                         "cache_max_bytes": cache_max_bytes, "max_record_bytes": max_record_bytes}
         self._fields, self._files = read_spec(self._directory)
@@ -157,15 +158,6 @@ class DatasetReader(DatapointSequence, ShardFolder, ClosesOnExit):
     def _path(self, name: str) -> str:
         return join_path(self._directory, self._files[name])
 
-    def reopened_with_cache(self, cache_dir: str | os.PathLike[str]) -> "DatasetReader":
-        """This dataset read through the read cache in `cache_dir`: a new
-        reader with the same options; this one itself when it reads local
-        files or was given a `cache_dir` of its own. `sackli.EpochStream`
-        reads a remote dataset so (docs/cache.md, "Loaders cache by
-        default")."""
-        if self._opened["cache_dir"] is not None or not is_remote(self._directory):
-            return self
-        return DatasetReader(self._directory, **{**self._opened, "cache_dir": cache_dir})
 
     @property
     def size(self) -> int:

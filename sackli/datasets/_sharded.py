@@ -13,12 +13,13 @@ from typing import Any, Mapping
 
 from .._bulk import DEFAULT_MAX_RECORD_BYTES
 from .._sets import unfinished_writes
-from .._storage import folder_path, is_remote, join_path
+from .._storage import folder_path, join_path
 from ._closing import ClosesOnExit, DiscardsOnError
 from ._concurrent import concurrently_on
 from ._dataset_reader import DatasetReader
 from ._dataset_writer import DatasetWriter
 from ._datapoints import Datapoint, DatapointSequence, Mask
+from ._reopening import ReopensWithCache
 from ._shard_folders import shard_folder_names, shard_name, shard_sizes
 from ._spec import FieldType
 
@@ -179,7 +180,7 @@ def _numbered(directory: str, names: list[str]) -> list[str]:
     return [join_path(directory, name) for name in names]
 
 
-class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
+class ShardedDatasetReader(DatapointSequence, ReopensWithCache, ClosesOnExit):
     """Reads the shards shard_start, shard_start + shard_step, ... of a
     dataset folder as one sequence of datapoints (shard by shard), with the
     DatasetReader interface: `r[i]`, `r[i, mask]`, views, `read_indices`
@@ -207,7 +208,7 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
             raise ValueError(
                 f"need shard_start >= 0 and shard_step >= 1, not {shard_start} and {shard_step}")
         self._directory = folder_path(directory)
-        # How it was opened: `reopened_with_cache` opens it so again.
+        # How it was opened (`ReopensWithCache` opens it so again).
         self._opened = {"decoders": decoders, "cache_index": cache_index,
                         "shard_start": shard_start, "shard_step": shard_step,
                         "cache_dir": cache_dir, "cache_max_bytes": cache_max_bytes,
@@ -231,15 +232,6 @@ class ShardedDatasetReader(DatapointSequence, ClosesOnExit):
     def directory(self) -> str:
         """The dataset folder."""
         return self._directory
-
-    def reopened_with_cache(self, cache_dir: str | os.PathLike[str]) -> "ShardedDatasetReader":
-        """These shards read through the read cache in `cache_dir`: a new
-        reader with the same options; this one itself when it reads local
-        files or was given a `cache_dir` of its own (see
-        `DatasetReader.reopened_with_cache`)."""
-        if self._opened["cache_dir"] is not None or not is_remote(self._directory):
-            return self
-        return ShardedDatasetReader(self._directory, **{**self._opened, "cache_dir": cache_dir})
 
     @property
     def shards(self) -> int:
