@@ -7,11 +7,14 @@ instead of spelling a fact out again (`8`, `"limits."`, `".bagz"`, 99999).
 
 from __future__ import annotations
 
+import os
+
 from . import _engine
 
 __all__ = [
     "LIMIT_BYTES", "LIMITS_PREFIX", "LOCAL_PREFIXES", "MAX_SHARDS", "PARTIAL_MARKER",
-    "has_zstd_suffix", "limits_path_for", "partial_folder_prefix", "stored_bytes",
+    "checksums_path_for", "has_zstd_suffix", "limits_path_for", "move_checks", "partial_folder_prefix",
+    "stored_bytes",
     "without_local_prefix",
 ]
 
@@ -35,6 +38,26 @@ def limits_path_for(records_path: str) -> str:
     write in progress) keeps the limits. Works for local paths and for
     `gs://` / `s3://` URLs alike (it splits at the last '/')."""
     return _engine.limits_path_for(records_path)
+
+
+def checksums_path_for(records_path: str) -> str:
+    """`dir/name.crc32c` for `dir/name`: the CRC-32C sidecar that
+    `record_checksums=True` writes beside a raw bag (docs/format.md).
+    Local paths and URLs alike."""
+    return _engine.checksums_path_for(records_path)
+
+
+def move_checks(source: str, target: str) -> None:
+    """Moves the CRC-32C sidecar of the local bag `source` onto `target`'s
+    (before the bag itself moves); without one, deletes a sidecar beside
+    `target`: it checked the records being replaced."""
+    try:
+        os.replace(checksums_path_for(source), checksums_path_for(target))
+    except FileNotFoundError:
+        try:
+            os.remove(checksums_path_for(target))
+        except FileNotFoundError:
+            pass
 
 
 LIMITS_PREFIX: str = limits_path_for("")

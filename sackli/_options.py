@@ -383,6 +383,15 @@ class WriterOptions:
         them (4 bytes smaller each; a damaged record may then decode to
         wrong bytes). Raw records (`*.bag`) are not affected; frames
         with a dictionary always carry it.
+      record_checksums: False (the default): raw records (`*.bag`) carry no
+        check, as in bagz. True: every record is checked when it is read.
+        A raw bag gets a CRC-32C sidecar, `<name>.crc32c` beside it
+        (docs/format.md), which every sackli reader, `sackli verify`, the
+        Beam source and `sackli.datasets` use when it is there; the bag
+        itself stays byte for byte what bagz writes, and bagz reads it
+        (ignoring the sidecar). A compressed bag needs no sidecar: its
+        frames' content checksums check it (`checksum=True`, which True
+        here requires).
     """
 
     limits_placement: LimitsPlacement = LimitsPlacement.TAIL
@@ -391,6 +400,7 @@ class WriterOptions:
     atomic: bool = True
     durable: bool = False
     checksum: bool = True
+    record_checksums: bool = False
 
     def __post_init__(self) -> None:
         _set_checked(self, "limits_placement", _check_enum("limits_placement", self.limits_placement, LimitsPlacement))
@@ -399,6 +409,7 @@ class WriterOptions:
         _check_bool("atomic", self.atomic)
         _check_bool("durable", self.durable)
         _check_bool("checksum", self.checksum)
+        _check_bool("record_checksums", self.record_checksums)
         object.__setattr__(self, "_engine_options", _engine.WriterBindingOptions(
             **_engine_compression(self.compression),
             limits_placement=int(self.limits_placement),
@@ -406,6 +417,7 @@ class WriterOptions:
             atomic=self.atomic,
             durable=self.durable,
             checksum=self.checksum,
+            record_checksums=self.record_checksums,
         ))
 
     __getstate__ = _state_without_engine_options

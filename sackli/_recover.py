@@ -10,7 +10,7 @@ from typing import Iterable, NamedTuple
 
 from . import _engine
 from ._bucket_recover import missing_error, recover_bucket_writes
-from ._format import PARTIAL_MARKER, limits_path_for, partial_folder_prefix
+from ._format import PARTIAL_MARKER, limits_path_for, move_checks, partial_folder_prefix
 from ._partial_trust import check_partial_folder
 from ._reader import Reader
 from ._set_recover import recover_set
@@ -249,6 +249,7 @@ def _complete_partial(partial: str, target: str) -> RecoveryReport:
     else:  # finished, but not yet renamed
         with Reader(partial) as complete:
             report = RecoveryReport(len(complete), 0, 0)
+    move_checks(partial, target)
     os.replace(partial, target)
     try:
         os.rmdir(os.path.dirname(partial))

@@ -15,7 +15,7 @@ import os
 import uuid
 
 from . import _bulk
-from ._format import limits_path_for
+from ._format import checksums_path_for, limits_path_for
 from ._options import LimitsPlacement, WriterOptions
 from ._shard_set import BagShard
 from ._storage import WriteDestination, copy_object, delete_objects
@@ -47,13 +47,23 @@ class RemoteBagShard(BagShard):
         self._writer.close()  # the hidden object (and its limits object) appear
 
     def _files(self, path: str) -> list[str]:
-        return [limits_path_for(path), path] if self._separate else [path]
+        # What a reader needs before the records: their limits, their checks.
+        before = [limits_path_for(path)] if self._separate else []
+        if self._writer._core.record_checksums:
+            before.append(checksums_path_for(path))
+        return [*before, path]
+
+    def _stale(self, target: str) -> list[str]:
+        """Objects an older bag of that name may have left beside it that
+        would describe other records: a SEPARATE bag's limits, a raw bag's
+        sidecar."""
+        stale = [] if self._separate else [limits_path_for(target)]
+        if self._writer._raw() and not self._writer._core.record_checksums:
+            stale.append(checksums_path_for(target))
+        return stale
 
     def publish(self, target: str) -> list[str]:
-        if not self._separate:
-            # A limits object left by an older SEPARATE bag of that name
-            # would describe other records.
-            delete_objects([limits_path_for(target)])
+        delete_objects(self._stale(target))
         if target == self._temp:
             return self._files(target)
         # A SEPARATE limits object goes first: a reader finds the records
@@ -66,7 +76,7 @@ class RemoteBagShard(BagShard):
         return published
 
     def targets(self, target: str) -> list[str]:
-        return [limits_path_for(target), target]
+        return [limits_path_for(target), checksums_path_for(target), target]
 
     def staged(self, target: str) -> tuple[list[tuple[str, str, int]], list[str]]:
         """For a journaled set (`_bucket_journal`): (hidden URL, final URL,
@@ -75,7 +85,7 @@ class RemoteBagShard(BagShard):
         records = self.records_written
         objects = [(temp, final, records if final == target else 0)
                    for temp, final in zip(self._files(self._temp), self._files(target))]
-        return objects, [] if self._separate else [limits_path_for(target)]
+        return objects, self._stale(target)
 
     def discard(self) -> None:
         """Deletes what this shard wrote: an unfinished upload leaves

@@ -25,7 +25,7 @@ import shutil
 from typing import Any, NamedTuple
 
 from . import _engine
-from ._format import limits_path_for
+from ._format import limits_path_for, move_checks
 from ._options import LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._set_conflicts import refuse_other_sets
@@ -167,6 +167,7 @@ def _move_bag(source: str, target: str, options: WriterOptions) -> None:
         except FileNotFoundError:
             pass
     if source != target:
+        move_checks(source, target)
         os.replace(source, target)
 
 

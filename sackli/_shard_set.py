@@ -50,7 +50,7 @@ from . import _bulk
 from ._batching import Gatherer, records_per_batch
 from ._bucket_journal import BucketSetJournal, publish_staged
 from ._consistency import SetManifest
-from ._format import limits_path_for, stored_bytes
+from ._format import checksums_path_for, limits_path_for, stored_bytes
 from ._options import CompressionNone, LimitsPlacement, WriterOptions
 from ._reader import Reader
 from ._record_iterables import refuse_single_record
@@ -86,8 +86,9 @@ def even_split(total: int, shards: int) -> list[int]:
 
 
 def files_of(path: str) -> list[str]:
-    """The files a bag at `path` may consist of: the bag and its limits file."""
-    return [path, limits_path_for(path)]
+    """The files a bag at `path` may consist of: the bag, its limits file and
+    its CRC-32C sidecar."""
+    return [path, limits_path_for(path), checksums_path_for(path)]
 
 
 def pending_shard_name(base: str, index: int, suffix: str) -> str:

@@ -8,12 +8,15 @@ from typing import Any, Iterable
 
 from . import _engine
 from ._consistency import limits_metadata
-from ._format import limits_path_for
-from ._options import LimitsPlacement, WriterOptions, with_overrides
+from ._format import checksums_path_for, has_zstd_suffix, limits_path_for
+from ._options import (
+    CompressionAutoDetect, CompressionNone, LimitsPlacement, WriterOptions, with_overrides,
+)
 from ._record_iterables import refuse_single_record
 from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
 from ._storage import (
-    OpenUpload, StagedFile, UploadDestination, WriteDestination, path_argument, write_destination,
+    OpenUpload, StagedFile, UploadDestination, WriteDestination, delete_objects, path_argument,
+    write_destination,
 )
 
 __all__ = ["Writer"]
@@ -108,6 +111,9 @@ class Writer:
     """
 
     Options = WriterOptions
+    # Whether close() deletes a CRC-32C sidecar an older object of this
+    # name left (a bag of its own; a shard set's shards do that themselves).
+    _clears_old_checks = False
 
     def __init__(
         self,
@@ -123,6 +129,7 @@ class Writer:
         destination = write_destination(self._path)  # decided once, where the path enters
         check_placement(self._path, self._options, destination)
         self._open(destination.stage_file())
+        self._clears_old_checks = True
 
     @classmethod
     def _at(cls, path: str, options: WriterOptions, destination: WriteDestination) -> "Writer":
@@ -250,10 +257,28 @@ class Writer:
             if self._options.limits_placement == LimitsPlacement.SEPARATE:
                 beside.append((limits_path_for(self._staged.local_path),
                                limits_path_for(self._path)))
+            if self._core.record_checksums:  # an object's sidecar, renamed locally
+                beside.append((checksums_path_for(self._staged.local_path),
+                               checksums_path_for(self._path)))
             self._staged.publish(beside, self._limits_metadata if self._tag_limits else None)
+            if self._staged.url and self._clears_old_checks and self._raw():
+                self._delete_old_checks()
         except BaseException:
             self._staged.discard()
             raise
+
+    def _raw(self) -> bool:
+        """Whether the records are stored raw (those a sidecar checks)."""
+        compression = self._options.compression
+        if isinstance(compression, CompressionAutoDetect):
+            return not has_zstd_suffix(self._path)
+        return isinstance(compression, CompressionNone)
+
+    def _delete_old_checks(self) -> None:
+        """Deletes the sidecar of the object this write replaced, unless
+        this write has its own: it checked other records."""
+        if not self._core.record_checksums:
+            delete_objects([checksums_path_for(self._path)])
 
     def _limits_metadata(self, version: str) -> dict[str, str]:
         # A limits object names the version of its records (_consistency).

@@ -105,6 +105,10 @@ void DecodeStored(const StoredRecord& record, char* dst) {
   }
   const Shard& shard = *record.shard;
   Guarded(shard.records(), [&] {
+    if (!shard.codec().compressed()) {
+      shard.CopyChecked(record.local, record.begin, record.stored, record.length, dst);
+      return;
+    }
     try {
       shard.codec().Decode(record.stored, record.length, dst,
                            static_cast<size_t>(record.decoded_size));
@@ -464,6 +468,10 @@ void ReadPlan::DecodeEntry(size_t i, char* dst) const {
   }
   const Shard& shard = bag_->shard(e.shard);
   Guarded(shard.records(), [&] {
+    if (!shard.codec().compressed()) {
+      shard.CopyChecked(e.local, e.begin, e.stored, static_cast<size_t>(e.end - e.begin), dst);
+      return;
+    }
     try {
       shard.codec().Decode(e.stored, static_cast<size_t>(e.end - e.begin), dst,
                            static_cast<size_t>(e.decoded_size));
@@ -660,6 +668,8 @@ bool MappedRun(const Bag& bag, uint64_t first, uint64_t count,
   for (size_t k = 1; k <= count; ++k) offsets[k] -= begin;
   offsets[0] = 0;
   *data = mapped + begin;
+  // Lent without a copy: a bag with a sidecar has its records checked here.
+  shard.CheckRun(head.local, count, begin, *data, offsets.data());
   return true;
 }
 

@@ -155,6 +155,7 @@ void RecordIndex::BuildInPlace(const std::function<void()>& checkpoint) {
             data[k] = shard.records().mapped() + begin;
             sizes[k] = stop - begin;
             hashes[k] = Guarded(shard.records(), [&] {
+              shard.CheckStored(loc.local, begin, data[k], static_cast<size_t>(sizes[k]));
               return HashRecord({data[k], static_cast<size_t>(sizes[k])});
             }) & hash_mask_;
           }

@@ -1,15 +1,24 @@
 #include "bagz/shard.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <new>
 #include <string>
 
+#include "bagz/crc32c.h"
 #include "bagz/errors.h"
 #include "bagz/fault_guard.h"
 #include "bagz/format.h"
 
 namespace sackli {
 namespace {
+
+std::string HexCrc(uint32_t crc) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "0x%08x", crc);
+  return text;
+}
 
 [[noreturn]] void ThrowInterruptedWrite(const std::string& path,
                                         const std::string& limits_path) {
@@ -93,6 +102,7 @@ std::unique_ptr<Shard> Shard::Open(const std::string& path, const Codec& codec,
     }
   }
 
+  if (!codec.compressed()) shard->LoadChecksums(opener);
   if (shard->num_records_ == 0) return shard;
   if (options.storage == LimitsStorage::kOnDisk &&
       shard->limits_source_->remote()) {
@@ -250,6 +260,46 @@ void Shard::ThrowOutOfMemory(uint64_t i, uint64_t offset,
                              const std::string& what) const {
   throw Error(ErrorKind::kOutOfMemory,
               NameRecord(i, offset) + ": out of memory " + what, path());
+}
+
+void Shard::LoadChecksums(const SourceOpener& opener) {
+  const std::string sidecar = ChecksumsPathFor(path());
+  if (!opener.exists(sidecar)) return;
+  checksums_ = RecordChecksums::Load(opener.open(sidecar), num_records_,
+                                     records_end_, path());
+}
+
+uint32_t Shard::Crc32cOf(const char* data, size_t n) { return Crc32c(data, n); }
+
+void Shard::CheckAgainstSidecar(uint64_t i, uint64_t offset, uint32_t crc) const {
+  const uint32_t expected = checksums_->at(i);
+  if (crc == expected) return;
+  ThrowCorruption(path(), offset,
+                  "record " + std::to_string(i) +
+                      " is corrupt: its bytes do not match its CRC-32C in " +
+                      checksums_->path() + " (" + HexCrc(crc) + " read, " +
+                      HexCrc(expected) + " written)");
+}
+
+void Shard::CopyChecked(uint64_t i, uint64_t offset, const char* stored,
+                        size_t length, char* dst) const {
+  if (!checksums_) {
+    if (length > 0) std::memcpy(dst, stored, length);
+    return;
+  }
+  CheckAgainstSidecar(i, offset, Crc32cCopy(stored, length, dst));
+}
+
+void Shard::CheckRun(uint64_t first, uint64_t count, uint64_t begin,
+                     const char* data, const uint64_t* offsets) const {
+  if (!checksums_) return;
+  Guarded(*records_, [&] {
+    for (uint64_t k = 0; k < count; ++k) {
+      CheckAgainstSidecar(first + k, begin + offsets[k],
+                          Crc32c(data + offsets[k],
+                                 static_cast<size_t>(offsets[k + 1] - offsets[k])));
+    }
+  });
 }
 
 std::string Shard::DecodeUnsized(uint64_t i, uint64_t offset,

@@ -26,6 +26,7 @@
 #include "bagz/codec.h"
 #include "bagz/errors.h"
 #include "bagz/limits_cache.h"
+#include "bagz/record_checksums.h"
 
 namespace sackli {
 
@@ -101,6 +102,25 @@ class Shard {
   [[noreturn]] void ThrowOutOfMemory(uint64_t i, uint64_t offset,
                                      const std::string& what) const;
 
+  // The CRC-32C sidecar (record_checksums.h) found beside an uncompressed
+  // bag at open, or nullptr.
+  const RecordChecksums* checksums() const { return checksums_.get(); }
+  // Throws kCorruption for record i, stored at `offset`, unless its stored
+  // bytes match its CRC-32C in the sidecar; nothing without a sidecar.
+  void CheckStored(uint64_t i, uint64_t offset, const char* stored,
+                   size_t length) const {
+    if (checksums_) CheckAgainstSidecar(i, offset, Crc32cOf(stored, length));
+  }
+  // Copies the stored bytes of raw record i into dst, checked against the
+  // sidecar on the way when there is one (one pass over the bytes).
+  void CopyChecked(uint64_t i, uint64_t offset, const char* stored,
+                   size_t length, char* dst) const;
+  // Records [first, first + count) of a mapped run at `data`, which is at
+  // byte offset `begin` of the file (record k at data[offsets[k],
+  // offsets[k + 1])), each checked as CheckStored does.
+  void CheckRun(uint64_t first, uint64_t count, uint64_t begin,
+                const char* data, const uint64_t* offsets) const;
+
   // Decodes record i, a frame without its content size stored at `offset`,
   // stopping at max_record_bytes(); every failure named for the record
   // (kCorruption, kTooLarge, kOutOfMemory).
@@ -114,6 +134,11 @@ class Shard {
                                   const std::string& why) const;
   // "<path>: record i (byte offset o)", how errors of a record begin.
   std::string NameRecord(uint64_t i, uint64_t offset) const;
+  static uint32_t Crc32cOf(const char* data, size_t n);
+  // Throws kCorruption unless `crc` is record i's CRC-32C in the sidecar.
+  void CheckAgainstSidecar(uint64_t i, uint64_t offset, uint32_t crc) const;
+  // Finds and loads the sidecar of an uncompressed bag.
+  void LoadChecksums(const SourceOpener& opener);
 
   std::shared_ptr<ByteSource> records_;
   std::shared_ptr<ByteSource> limits_source_;  // records_ itself for TAIL
@@ -126,6 +151,7 @@ class Shard {
   uint64_t records_end_ = 0;
   uint64_t max_record_bytes_ = kUnlimitedRecordBytes;
   Codec codec_;
+  std::unique_ptr<RecordChecksums> checksums_;
 };
 
 }  // namespace sackli

@@ -11,6 +11,7 @@
 #include <random>
 #include <utility>
 
+#include "bagz/crc32c.h"
 #include "bagz/errors.h"
 #include "bagz/format.h"
 #include "bagz/posix_io.h"
@@ -233,10 +234,20 @@ Writer::Writer(std::string path, WriterConfig options,
       records_ = std::move(file);
     }
     limits_.Open(LimitsPathFor(partial_path_));
+    if (options_.record_checksums) {
+      if (options_.codec.compressed()) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    path_ + ": record_checksums is for uncompressed bags; a compressed "
+                            "record is checked by its zstd frame's content checksum",
+                    path_);
+      }
+      checksums_.Open(UnfinishedChecksumsPathFor(partial_path_));
+    }
   } catch (...) {
     if (options_.atomic) {
       RemoveQuietly(partial_path_);
       RemoveQuietly(LimitsPathFor(partial_path_));
+      RemoveQuietly(UnfinishedChecksumsPathFor(partial_path_));
       ::rmdir(partial_folder_.c_str());
     }
     throw;
@@ -272,8 +283,25 @@ void Writer::AppendLocked(std::string_view stored) {
   StoreU64(limit, bytes_written_);
   // A limit must never reach the disk before the bytes it points past.
   if (limits_.buffered() + kLimitBytes > kBufferBytes) records_->FlushBuffer();
-  if (handed_on) limits_.FlushBuffer();
+  if (handed_on) {
+    limits_.FlushBuffer();
+    if (options_.record_checksums) checksums_.FlushBuffer();
+  }
   limits_.Append(limit, kLimitBytes);
+  if (options_.record_checksums) {
+    char crc[kChecksumBytes];
+    checksums_state_.Add(Crc32c(stored.data(), stored.size()), bytes_written_, crc);
+    checksums_.Append(crc, kChecksumBytes);
+  }
+}
+
+void Writer::FinishChecksumsLocked() {
+  const std::string trailer = checksums_state_.Trailer();
+  checksums_.Append(trailer.data(), trailer.size());
+  checksums_.FlushBuffer();
+  if (options_.durable) checksums_.Sync();
+  checksums_.Close();
+  Rename(checksums_.path(), ChecksumsPathFor(partial_path_));
 }
 
 void Writer::Write(std::string_view record) {
@@ -449,6 +477,7 @@ void Writer::Flush() {
   WaitLocked(lock, 0);
   records_->FlushBuffer();
   limits_.FlushBuffer();
+  if (options_.record_checksums) checksums_.FlushBuffer();
 }
 
 void Writer::AppendLimitsToRecordsLocked() {
@@ -496,6 +525,7 @@ void Writer::Close(bool publish) {
         records_->Close();
         limits_.Close();
       }
+      if (options_.record_checksums) FinishChecksumsLocked();
       finished_ = true;
       spare_frame_ = {};
     }
@@ -525,6 +555,15 @@ void Writer::Publish(const std::string& target, bool sync_folder) {
     const std::string limits_target = ResolveWriteLinks(LimitsPathFor(target));
     if (move) MoveFile(LimitsPathFor(partial_path_), limits_target, durable);
     folders[0] = FolderOf(limits_target);
+  }
+  // The sidecar goes first: a reader that finds the new records finds their
+  // checks (one that opens between the two renames is told the sidecar is
+  // another version's).
+  const std::string checksums_target = ResolveWriteLinks(ChecksumsPathFor(target));
+  if (options_.record_checksums) {
+    if (move) MoveFile(ChecksumsPathFor(partial_path_), checksums_target, durable);
+  } else if (!streamed_) {
+    RemoveQuietly(checksums_target);  // the old content's
   }
   // Streamed records are published by the sink's owner.
   if (!streamed_) {
@@ -569,6 +608,7 @@ void Writer::Stop(bool keep) {
       DrainLocked();
       records_->FlushBuffer();
       limits_.FlushBuffer();
+      if (options_.record_checksums) checksums_.FlushBuffer();
     } catch (...) {
       // What reached the file is recoverable; the rest is lost with the write.
     }
@@ -576,12 +616,14 @@ void Writer::Stop(bool keep) {
   try {
     records_->Close();
     limits_.Close();
+    checksums_.Close();
   } catch (const Error&) {
     // The files go anyway.
   }
   if (!keep) {
     RemoveQuietly(partial_path_);
     RemoveQuietly(LimitsPathFor(partial_path_));
+    RemoveQuietly(UnfinishedChecksumsPathFor(partial_path_));
     ::rmdir(partial_folder_.c_str());
   }
   spare_frame_ = {};
@@ -658,6 +700,75 @@ int OpenEntryForRecovery(int folder_fd, const std::string& name, const std::stri
 
 }  // namespace
 
+namespace {
+
+// RecoverBag's sidecar: `<path>.crc32c.unfinished`'s CRCs of the first
+// `records` records (those it lacks computed from the records file) and a
+// trailer become `<path>.crc32c`; without an unfinished sidecar, a
+// `<path>.crc32c` of older content is deleted. Every name is opened through
+// `folder_fd`, without following links.
+void RecoverChecksums(int folder_fd, const std::string& path, int records_fd,
+                      int limits_fd, uint64_t records) {
+  const std::string unfinished = UnfinishedChecksumsPathFor(path);
+  const std::string finished = ChecksumsPathFor(path);
+  const int in = OpenEntryForRecovery(folder_fd, BaseName(unfinished), unfinished, O_RDONLY);
+  if (in < 0) {
+    if (::unlinkat(folder_fd, BaseName(finished).c_str(), 0) != 0 && errno != ENOENT) {
+      ThrowOsError(errno, "delete", finished);
+    }
+    return;
+  }
+  FdCloser close_in{in};
+  const uint64_t kept = std::min(records, FileSize(in, unfinished) / kChecksumBytes);
+  int out;
+  do {
+    out = ::openat(folder_fd, BaseName(finished).c_str(),
+                   O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+  } while (out < 0 && errno == EINTR);
+  if (out < 0) ThrowOsError(errno, "open for writing", finished);
+  FdCloser close_out{out};
+  ChecksumsBuilder builder;
+  const uint64_t per_chunk = kBufferBytes / kLimitBytes;
+  std::string crcs, limits, record, written;
+  uint64_t begin = 0;
+  for (uint64_t first = 0; first < records; first += per_chunk) {
+    const uint64_t count = std::min(per_chunk, records - first);
+    limits.resize(static_cast<size_t>(count * kLimitBytes));
+    PreadFully(limits_fd, first * kLimitBytes, limits.size(), limits.data(),
+               LimitsPathFor(path));
+    const uint64_t from_file = first < kept ? std::min(count, kept - first) : 0;
+    crcs.resize(static_cast<size_t>(from_file * kChecksumBytes));
+    if (from_file > 0) {
+      PreadFully(in, first * kChecksumBytes, crcs.size(), crcs.data(), unfinished);
+    }
+    written.clear();
+    for (uint64_t k = 0; k < count; ++k) {
+      const uint64_t end = LoadU64(limits.data() + k * kLimitBytes);
+      uint32_t crc;
+      if (k < from_file) {
+        crc = LoadU32(crcs.data() + k * kChecksumBytes);
+      } else {  // written, but its CRC had not reached the file
+        record.resize(static_cast<size_t>(end - begin));
+        PreadFully(records_fd, begin, record.size(), record.data(), path);
+        crc = Crc32c(record.data(), record.size());
+      }
+      char bytes[kChecksumBytes];
+      builder.Add(crc, end, bytes);
+      written.append(bytes, kChecksumBytes);
+      begin = end;
+    }
+    WriteFully(out, written.data(), written.size(), finished);
+  }
+  const std::string trailer = builder.Trailer();
+  WriteFully(out, trailer.data(), trailer.size(), finished);
+  if (::fsync(out) != 0) ThrowOsError(errno, "fsync", finished);
+  if (::unlinkat(folder_fd, BaseName(unfinished).c_str(), 0) != 0) {
+    ThrowOsError(errno, "delete", unfinished);
+  }
+}
+
+}  // namespace
+
 RecoverResult RecoverBag(const std::string& path) {
   const std::string limits_path = LimitsPathFor(path);
   const std::string folder = FolderOf(path);
@@ -727,6 +838,7 @@ RecoverResult RecoverBag(const std::string& path) {
   CopyFileContents(limits_fd, limits_path, result.records * kLimitBytes,
                    [&](const char* data, size_t n) { WriteFully(records_fd, data, n, path); });
   if (::fsync(records_fd) != 0) ThrowOsError(errno, "fsync", path);
+  RecoverChecksums(folder_fd, path, records_fd, limits_fd, result.records);
   if (::unlinkat(folder_fd, BaseName(limits_path).c_str(), 0) != 0) {
     ThrowOsError(errno, "delete", limits_path);
   }

@@ -39,6 +39,7 @@
 
 #include "bagz/append_sink.h"
 #include "bagz/codec.h"
+#include "bagz/record_checksums.h"
 #include "bagz/shard.h"
 
 namespace sackli {
@@ -57,6 +58,13 @@ struct WriterConfig {
   // fsync the files before the rename that publishes them, and the folder
   // after it: a Close that returned survives power loss.
   bool durable = false;
+  // Write a CRC-32C sidecar (record_checksums.h) beside the bag: its
+  // records' CRCs go to `<partial>.crc32c.unfinished` as they are written,
+  // the trailer on Close, and Publish moves `<partial>.crc32c` onto
+  // `<target>.crc32c` before the records. Uncompressed bags only (the
+  // bindings refuse it for others). Without it, Publish removes a sidecar
+  // beside the target: it belonged to the old content.
+  bool record_checksums = false;
 };
 
 class Writer {
@@ -137,6 +145,8 @@ class Writer {
   // writer, the name its limits file is derived from; no records there);
   // the target itself when not atomic.
   const std::string& partial_path() const { return partial_path_; }
+  // Whether it writes a CRC-32C sidecar (WriterConfig::record_checksums).
+  bool record_checksums() const { return options_.record_checksums; }
   // Whether the records go to a sink given to the constructor.
   bool streamed() const { return streamed_; }
   // Records accepted so far (compressed ones may still be in flight).
@@ -170,6 +180,9 @@ class Writer {
   void AppendLocked(std::string_view stored);
   void CheckOpenLocked() const;
   void AppendLimitsToRecordsLocked();
+  // Close with record_checksums: appends the sidecar's trailer and renames
+  // it to `<partial>.crc32c`.
+  void FinishChecksumsLocked();
   // Appends a record, or for compressed records, enqueues it.
   void AcceptLocked(std::string_view record, std::unique_lock<std::mutex>& lock);
   // Adds a record to the open batch; submits the batch once full.
@@ -197,6 +210,8 @@ class Writer {
   mutable std::mutex mutex_;
   std::unique_ptr<AppendSink> records_;
   AppendFile limits_;
+  AppendFile checksums_;  // with record_checksums: the CRCs so far
+  ChecksumsBuilder checksums_state_;
   uint64_t records_accepted_ = 0;  // appended or in a batch
   uint64_t bytes_written_ = 0;
   bool closed_ = false;
@@ -216,6 +231,10 @@ class Writer {
 // complete bag with TAIL limits: keeps the longest prefix of whole limits that
 // is monotonic and inside the records file, truncates the records file after
 // the last kept record, appends the limits and deletes the limits file.
+// A write with record_checksums left `<name>.crc32c.unfinished`: its CRCs
+// of the kept records become `<name>.crc32c` (with its trailer; CRCs that
+// had not reached the file are computed from the records). Any other
+// `<name>.crc32c` belonged to older content and is deleted.
 struct RecoverResult {
   uint64_t records = 0;          // records in the recovered bag
   uint64_t dropped_limits = 0;   // limits found but not usable

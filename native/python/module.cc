@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bagz/format.h"
+#include "bagz/record_checksums.h"
 #include "python/gil.h"
 #include "python/register.h"
 #include "bagz/thread_pool.h"
@@ -23,6 +24,7 @@ namespace {
 // Format facts the Python side reads instead of re-deriving them.
 void RegisterFormat(py::module_& m) {
   m.def("limits_path_for", &LimitsPathFor);
+  m.def("checksums_path_for", &ChecksumsPathFor);
   m.def("partial_folder_prefix", &PartialFolderPrefix);
   m.attr("PARTIAL_MARKER") = kPartialMarker;
   m.def("has_zstd_suffix", &HasZstdSuffix);

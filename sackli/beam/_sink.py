@@ -39,8 +39,8 @@ from apache_beam.transforms import display
 from .. import CompressionAutoDetect, CompressionNone, CompressionZstd, LimitsPlacement
 from .._bulk import ReaderOptions, WriterOptions
 from .._sets import (
-    LIMITS_PREFIX, has_zstd_suffix, limits_path_for, manifest_url, other_sets_error, set_files,
-    spec_of,
+    LIMITS_PREFIX, checksums_path_for, has_zstd_suffix, limits_path_for, manifest_url,
+    other_sets_error, set_files, spec_of,
 )
 from ._display import describe_compression
 from ._shard_file import ShardFile
@@ -75,6 +75,7 @@ def _resolved(options: WriterOptions, suffix: str) -> WriterOptions:
         compression=compression,
         max_parallelism=options.max_parallelism,
         checksum=options.checksum,
+        record_checksums=options.record_checksums,
     )
 
 
@@ -191,6 +192,11 @@ class BagSink(filebasedsink.FileBasedSink):
     def _separate(self) -> bool:
         return self._options.limits_placement == LimitsPlacement.SEPARATE
 
+    @property
+    def _raw(self) -> bool:
+        # Raw records are the ones a CRC-32C sidecar may check.
+        return isinstance(self._options.compression, CompressionNone)
+
     def reader_options(self) -> ReaderOptions:
         """How to read back a shard this sink wrote (streaming merges
         shard files of one pane, `_stream_write`)."""
@@ -259,6 +265,13 @@ class BagSink(filebasedsink.FileBasedSink):
         if self._separate:
             # A shard never reaches its final name without its limits.
             self._move([(limits_path_for(t), limits_path_for(f)) for t, f in pairs])
+        if self._raw and self._options.record_checksums:
+            # Nor without its checks (the sidecar goes first, as Writer's does).
+            self._move([(checksums_path_for(t), checksums_path_for(f)) for t, f in pairs])
+        elif self._raw:
+            # A sidecar beside a final name checked the records it replaces.
+            stale_checks = [checksums_path_for(f) for f in finals]
+            delete_quietly(sorted(_existing(stale_checks)))
         self._move(pairs)
         # A manifest a sackli writer left for a set of these names describes
         # the objects just replaced: readers would take the new set as torn.
@@ -340,7 +353,7 @@ class BagSink(filebasedsink.FileBasedSink):
         about = list(about)
         for paths in sets:
             set_own, set_about = set_files(_shards(paths))
-            own += paths + set_own
+            own += paths + set_own + [checksums_path_for(p) for p in _shards(paths)]
             about += set_about
         present = _existing(own + about) if own or about else set()
         for batch in (own, about):

@@ -14,6 +14,7 @@ from . import _datasets
 from ._errors import opening_error
 from ._progress import progress, progress_shown
 from ._reading import batch_records, reader_options
+from ._sidecar_check import has_sidecar, sidecar_problems
 from ._verdict import FailFast, reporter, verdict
 
 
@@ -41,26 +42,36 @@ class _Coverage:
 
     checksummed: int = 0
     structure_only: int = 0
+    sidecar: int = 0  # raw records checked against a CRC-32C sidecar
 
     def add(self, frames: list[bytes]) -> None:
         checked = sum(1 for frame in frames if not frame or _has_checksum(frame))
         self.checksummed += checked
         self.structure_only += len(frames) - checked
 
-    def add_raw(self, count: int) -> None:
-        self.structure_only += count
+    def add_raw(self, count: int, sidecar: bool) -> None:
+        if sidecar:
+            self.sidecar += count
+        else:
+            self.structure_only += count
 
     def summary(self) -> str:
-        if not self.structure_only and not self.checksummed:
+        if not self.structure_only and not self.checksummed and not self.sidecar:
             return "no records to check"
+        checked = [(self.checksummed, "against their zstd checksum"),
+                   (self.sidecar, "against their CRC-32C sidecar")]
+        checked = [(count, how) for count, how in checked if count]
         if not self.structure_only:
-            return "every record checked against its zstd checksum"
-        if not self.checksummed:
-            return ("structure only: no record carries a checksum (raw records, or zstd "
-                    "frames written without one), so damaged bytes would go unnoticed")
-        return (f"{self.checksummed} checked against their zstd checksum, "
-                f"{self.structure_only} for structure only (raw records, or zstd frames "
-                "written without a checksum)")
+            if len(checked) == 1:
+                return f"every record checked {checked[0][1]}"
+            return "every record checked: " + ", ".join(f"{n} {how}" for n, how in checked)
+        if not checked:
+            return ("structure only: no record carries a checksum (raw records without a "
+                    "CRC-32C sidecar, or zstd frames written without one), so damaged bytes "
+                    "would go unnoticed")
+        return (", ".join(f"{n} checked {how}" for n, how in checked) +
+                f", {self.structure_only} for structure only (raw records without a sidecar, "
+                "or zstd frames written without a checksum)")
 
 
 def _has_checksum(frame: bytes) -> bool:
@@ -90,6 +101,10 @@ def _check_shard(
     frames = (sackli.Reader(check.path, limits_placement=args.limits_placement,
                             compression=sackli.CompressionNone())
               if _compressed(check.path, args) else None)
+    sidecar = not _compressed(check.path, args) and has_sidecar(check.path)
+    if sidecar:
+        for problem in sidecar_problems(check.path, reader):
+            report(f"shard {check.shard}: {problem}")
     step = batch_records(reader)
     for start in range(0, len(reader), step):
         count = min(step, len(reader) - start)
@@ -100,7 +115,7 @@ def _check_shard(
             global_text = "unknown" if where is None else str(where)
             report(f"global index {global_text} (shard {check.shard}, record {local}): {error}")
         if frames is None:
-            coverage.add_raw(count)
+            coverage.add_raw(count, sidecar)
         elif not skipped:  # (with problems, no OK line says what was checked)
             coverage.add(frames.read_range(start, count))
         bar.update(count)

@@ -66,6 +66,9 @@ class BagWriter(DiscardsOnError):
         `.bagz` so readers detect it).
       durable: fsync the file before the rename that publishes it, and its
         folder after (see sackli.Writer.Options).
+      record_checksums: give a raw file a CRC-32C sidecar (`<name>.crc32c`,
+        a sackli extension that `bags` ignores) that sackli's readers check
+        every record against (see sackli.Writer.Options).
 
     Raises:
       FileExistsError: `path` exists.
@@ -73,7 +76,7 @@ class BagWriter(DiscardsOnError):
 
     def __init__(
         self, path: str | os.PathLike[str], compression: CompressionZstd | None = None,
-        *, durable: bool = False,
+        *, durable: bool = False, record_checksums: bool = False,
     ) -> None:
         self._path = path_argument(path, "path")
         # An object is replaced whole: only a local name counts as taken.
@@ -81,7 +84,7 @@ class BagWriter(DiscardsOnError):
             raise FileExistsError(f"{self._path}: already exists")
         self._compressed = compression is not None
         self._writer = Writer(self._path, compression=compression or CompressionNone(),
-                              durable=durable)
+                              durable=durable, record_checksums=record_checksums)
         # The leading empty record (see the module doc) goes first.
         self._pending: list[bytes] = [b""]
         self._pending_bytes = 0

@@ -71,6 +71,10 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
       durable: fsync every file, then the folder, before the rename that
         publishes the shard, and the parent folder after it: a `close()`
         that returned survives power loss (a sackli extension).
+      record_checksums: give every raw bag of the shard a CRC-32C sidecar
+        (`<name>.crc32c`, which `bags` ignores), so that sackli's readers
+        raise CorruptionError for a damaged value instead of returning it
+        (a sackli extension; compressed fields are checked by zstd).
 
     Raises:
       FileExistsError: `directory` exists.
@@ -89,6 +93,7 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
         compression: Mapping[str, str] | None = None,
         *,
         durable: bool = False,
+        record_checksums: bool = False,
     ) -> None:
         self._directory = folder_path(directory)
         self._durable = durable
@@ -112,10 +117,12 @@ class DatasetWriter(ShardFolder, DiscardsOnError):
                 # needs to finish the shard after a crash.
                 write_journal(self._partial,
                               dataset_journal(self._directory, self._raw_spec, durable))
-            self._refs = BagWriter(join_path(self._partial, "refs.bag"), durable=durable)
+            self._refs = BagWriter(join_path(self._partial, "refs.bag"), durable=durable,
+                                   record_checksums=record_checksums)
             self._writers = {
                 field: BagWriter(join_path(self._partial, self._field_file(field)),
-                                 self._compression.get(field), durable=durable)
+                                 self._compression.get(field), durable=durable,
+                                 record_checksums=record_checksums)
                 for field in self._fields}
         except BaseException:
             self._destination.discard_folder(self._partial)

@@ -37,6 +37,7 @@ from typing import Any, Mapping
 
 from .. import CorruptionError, Reader, RecoveryReport
 from .. import _engine
+from .._format import move_checks
 from .._sets import JOURNAL as JOURNAL_FILE, limits_path_for, partial_folder_prefix
 from .._storage import LocalDestination, write_object
 from ._bag import BagWriter, open_records
@@ -156,6 +157,7 @@ def _complete_bag(path: str) -> tuple[int, int]:
     for partial in _unfinished_bag(path):  # a sackli.Writer's records, unfinished
         if os.path.exists(limits_path_for(partial)):
             dropped = _engine.recover(partial)[1:]
+        move_checks(partial, path)
         os.replace(partial, path)
     if os.path.exists(limits_path_for(path)):  # a cut (_cut_bag) interrupted
         dropped = _engine.recover(path)[1:]

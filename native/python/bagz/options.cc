@@ -94,10 +94,12 @@ void RegisterOptions(py::module_& m) {
       .def(py::init([](int compression_mode, int level, py::bytes dictionary,
                        bool raw_literals,
                        int limits_placement, size_t max_parallelism,
-                       bool atomic, bool durable, bool checksum) {
+                       bool atomic, bool durable, bool checksum,
+                       bool record_checksums) {
              WriterBindingOptions o;
              o.atomic = atomic;
              o.durable = durable;
+             o.record_checksums = record_checksums;
              o.compression = MakeChoice(compression_mode, level, dictionary, raw_literals);
              o.compression.checksum = checksum;
              o.placement = ToEnum<LimitsPlacement>("limits_placement", limits_placement);
@@ -108,7 +110,8 @@ void RegisterOptions(py::module_& m) {
            py::arg("dictionary"), py::arg("raw_literals") = false,
            py::arg("limits_placement"),
            py::arg("max_parallelism"), py::arg("atomic") = true,
-           py::arg("durable") = false, py::arg("checksum") = true);
+           py::arg("durable") = false, py::arg("checksum") = true,
+           py::arg("record_checksums") = false);
 }
 
 }  // namespace sackli::python

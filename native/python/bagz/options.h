@@ -40,6 +40,7 @@ struct WriterBindingOptions {
   size_t max_parallelism = 1;
   bool atomic = true;
   bool durable = false;
+  bool record_checksums = false;
 };
 
 }  // namespace sackli::python

@@ -51,6 +51,16 @@ Writer* NewWriter(const std::string& path, const WriterBindingOptions& options,
   engine.max_parallelism = options.max_parallelism;
   engine.atomic = options.atomic;
   engine.durable = options.durable;
+  // A compressed bag's records are checked by their frames' content
+  // checksums: a sidecar is only for raw records.
+  engine.record_checksums = options.record_checksums && !engine.codec.compressed();
+  if (options.record_checksums && engine.codec.compressed() && !engine.codec.checksum()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                path + ": record_checksums=True with checksum=False: a compressed "
+                       "bag's records are checked by their zstd frames' content checksum, "
+                       "which checksum=False leaves out",
+                path);
+  }
   std::unique_ptr<AppendSink> sink;
   if (!stream.is_none()) sink = MakeUploadSink(std::move(stream), url.empty() ? path : url);
   ReleaseGil release;
@@ -201,6 +211,7 @@ void RegisterWriter(py::module_& m) {
       .def("abandon", Released(&Writer::Abandon))
       .def_property_readonly("path", &Writer::path)
       .def_property_readonly("partial_path", &Writer::partial_path)
+      .def_property_readonly("record_checksums", &Writer::record_checksums)
       // The lock-taking getters release the GIL (see the top of the file).
       .def_property_readonly("records_written",
                              [](const Writer& writer) {
