@@ -58,20 +58,21 @@ class _Coverage:
     def summary(self) -> str:
         if not self.structure_only and not self.checksummed and not self.sidecar:
             return "no records to check"
-        checked = [(self.checksummed, "against their zstd checksum"),
-                   (self.sidecar, "against their CRC-32C sidecar")]
+        checked = [(self.checksummed, "their zstd checksum"),
+                   (self.sidecar, "their CRC-32C sidecar")]
         checked = [(count, how) for count, how in checked if count]
         if not self.structure_only:
             if len(checked) == 1:
-                return f"every record checked {checked[0][1]}"
-            return "every record checked: " + ", ".join(f"{n} {how}" for n, how in checked)
+                one = "its zstd checksum" if self.checksummed else "its CRC-32C sidecar"
+                return f"every record checked against {one}"
+            return "every record checked: " + ", ".join(
+                f"{n} against {how}" for n, how in checked)
         if not checked:
-            return ("structure only: no record carries a checksum (raw records without a "
-                    "CRC-32C sidecar, or zstd frames written without one), so damaged bytes "
-                    "would go unnoticed")
-        return (", ".join(f"{n} checked {how}" for n, how in checked) +
-                f", {self.structure_only} for structure only (raw records without a sidecar, "
-                "or zstd frames written without a checksum)")
+            return ("structure only: no record carries a checksum (raw records, or zstd "
+                    "frames written without one), so damaged bytes would go unnoticed")
+        return (", ".join(f"{n} checked against {how}" for n, how in checked) +
+                f", {self.structure_only} for structure only (raw records, or zstd frames "
+                "written without a checksum)")
 
 
 def _has_checksum(frame: bytes) -> bool:

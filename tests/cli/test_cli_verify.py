@@ -74,3 +74,45 @@ def test_verify_finds_each_bad_record_in_a_large_compressed_bag(tmp_path) -> Non
         f"(byte offset {offset_of_7})",
         "verify: 2 problem(s) in z.bagz",
     ]
+
+
+# --- verify: raw bags with a CRC-32C sidecar ------------------------------------
+
+
+def test_verify_checks_raw_records_against_their_sidecar(tmp_path) -> None:
+    write_bag(tmp_path / "c.bag", [b"record %d" % i for i in range(30)], record_checksums=True)
+    assert ok("verify", "c.bag", cwd=tmp_path) == (
+        b"verify: OK, 30 records in 1 shard(s); every record checked against its "
+        b"CRC-32C sidecar\n")
+    data = bytearray((tmp_path / "c.bag").read_bytes())
+    data[12] ^= 0x04  # in record 1
+    (tmp_path / "c.bag").write_bytes(bytes(data))
+    result = sackli_cli("verify", "c.bag", cwd=tmp_path)
+    assert result.returncode == 1
+    assert ("global index 1 (shard 0, record 1): c.bag: record 1 is corrupt: its bytes do not "
+            "match its CRC-32C in c.bag.crc32c") in result.stdout.decode()
+
+
+def test_verify_checks_the_sidecar_itself(tmp_path) -> None:
+    """What a read does not look at: the sidecar's own CRC, and the CRC of
+    the limits it recorded (a damaged limit that moves no record)."""
+    write_bag(tmp_path / "c.bag", [b"a", b"", b"b"], record_checksums=True)
+    sidecar = tmp_path / "c.bag.crc32c"
+    data = bytearray(sidecar.read_bytes())
+    data[-5] ^= 0x01  # the recorded CRC of the limits
+    sidecar.write_bytes(bytes(data))
+    result = sackli_cli("verify", "c.bag", cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.decode().splitlines()
+    assert lines[:2] == [
+        "shard 0: c.bag.crc32c: its own CRC-32C does not match: the sidecar is damaged",
+        "shard 0: c.bag.crc32c: the CRC-32C of c.bag's limits does not match the one it "
+        "recorded: the limits are damaged (or the sidecar is)"]
+
+
+def test_verify_says_how_a_mixed_set_was_checked(tmp_path) -> None:
+    write_bag(tmp_path / "m-00000-of-00002.bag", [b"x", b"y"], record_checksums=True)
+    write_bag(tmp_path / "m-00001-of-00002.bag", [b"z"])
+    assert ok("verify", "m@2.bag", cwd=tmp_path).decode() == (
+        "verify: OK, 3 records in 2 shard(s); 2 checked against their CRC-32C sidecar, "
+        "1 for structure only (raw records, or zstd frames written without a checksum)\n")
