@@ -272,7 +272,8 @@ class ShardSetWriter:
         self._finished: list[ShardFile] = []
         # Every target a publish may have reached (deleted on failure).
         self._published: list[str] = []
-        self._companions: list[Callable[[list[str]], tuple[str, bytes]]] = []
+        # By rule: (path, content) of each companion file, from the shards' paths.
+        self._companions: dict[str, Callable[[list[str]], tuple[str, bytes]]] = {}
         # (path, old content or None) of companion files written.
         self._replaced: list[tuple[str, bytes | None]] = []
         self._manifest: SetManifest | None = None
@@ -527,16 +528,18 @@ class ShardSetWriter:
         `COMPANION_RULES[rule]` gives from the set's first shard: it is
         written (atomically) before any shard is published, so the set
         never appears without it, and put back as it was if the write
-        fails. The journal keeps it too, for a recovered set."""
+        fails. The journal keeps it too, for a recovered set. Registering a
+        rule again (before `close`) replaces its content: what a writer
+        learns from the records (a row set's dictionaries) goes in last."""
         path_for = COMPANION_RULES[rule]
-        self._companions.append(lambda paths: (path_for(paths[0]), content))
+        self._companions[rule] = lambda paths: (path_for(paths[0]), content)
         if self._journal is not None:
             self._journal.add_companion(rule, content)
 
     def _write_companions(self) -> list[str]:
         """Writes the companion files (once), keeping what they replace."""
         written = []
-        for make in self._companions:
+        for make in self._companions.values():
             path, data = make(self.paths)
             try:
                 old = read_object(path)
@@ -578,7 +581,7 @@ class ShardSetWriter:
             staged, stale = shard.staged(target)  # type: ignore[attr-defined]
             objects.extend(staged)
             absent.extend(stale)
-        companions = [make(self.paths) for make in self._companions]
+        companions = [make(self.paths) for make in self._companions.values()]
         self._companions.clear()
         staging.stage(objects, companions, absent)
         self._manifest = staging.manifest()

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 
 #include "bagz/errors.h"
 #include "bagz/format.h"
@@ -15,10 +16,22 @@ namespace {
 // Thrown inside this file only: why a row does not decode. DecodeRows turns
 // it into a CorruptionError naming the bag and the record.
 struct BadRow {
-  const char* what;
+  std::string what;
 };
 
-[[noreturn]] void Bad(const char* what) { throw BadRow{what}; }
+[[noreturn]] void Bad(std::string what) { throw BadRow{std::move(what)}; }
+
+// A value must end where its header says (a struct body at its last end,
+// list elements at their last slot or end): a record of another schema
+// (a narrower or wider column, columns in another order) is seldom exactly
+// as long as a row of this one, and this is what tells them apart where
+// every offset still lies inside the record.
+void CheckLength(const char* what, uint64_t size, uint64_t expected) {
+  if (size != expected) {
+    Bad(std::string(what) + " holds " + std::to_string(size) + " bytes where its header says " +
+        std::to_string(expected));
+  }
+}
 
 // Thrown inside this file only: a part's values outgrow 32-bit offsets
 // (string, binary and list columns); not corruption, too many rows at once.
@@ -93,6 +106,10 @@ class StructView {
   StructView(const RowType& type, Span body) : type_(type), body_(body) {
     if (body.size < type.header_bytes()) Bad("a struct is shorter than its fixed part");
     area_ = body.Sub(type.header_bytes(), body.size - type.header_bytes());
+    const uint64_t ends = uint64_t{type.bitmap_bytes} + type.fixed_bytes;
+    const uint64_t used =
+        type.variable_count == 0 ? 0 : body.U32(ends + 4 * uint64_t{type.variable_count - 1});
+    CheckLength("a struct body", body.size, type.header_bytes() + used);
   }
   bool Valid(size_t c) const { return body_.Bit(c); }
   const uint8_t* Slot(size_t c) const {
@@ -233,6 +250,7 @@ class Builder {
     const Span rest = bytes.Sub(bitmap_bytes, bytes.size - bitmap_bytes);
     if (child.type_.is_fixed()) {
       const uint64_t width = child.type_.fixed_width();
+      CheckLength("a list's elements", rest.size, width * count);
       const Span values = rest.Sub(0, width * count);
       for (uint32_t e = 0; e < count; ++e) {
         if (bitmap.Bit(e)) {
@@ -257,6 +275,7 @@ class Builder {
       }
       begin = end;
     }
+    CheckLength("a list's elements", area.size, begin);
   }
 
   const RowType& type_;

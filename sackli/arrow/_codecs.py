@@ -10,9 +10,10 @@ stability promise. Each name is defined and documented where it says:
   `default_encoding` (`_row_codec`);
 - a set's schema file: found (`find_schema_file`), read with its encoding
   (`read_set_schema`) and its bytes (`schema_message`) (`_schema_file`);
-- decoding records as rows: `resolve_rows` (`_read`: the decoding a bag's
-  schema file asks for), `make_decoder` (`_decode`) and `dump_row`
-  (`_json_types`: a row as JSON text, as `encoding="json"` writes it);
+- decoding records as rows: `resolve_rows` (`_set_rows`: the decoding a
+  bag's schema file asks for, as a `SetRows` whose `decoder` decodes them),
+  `make_decoder` (`_decode`) and `dump_row` (`_json_types`: a row as JSON
+  text, as `encoding="json"` writes it);
 - a Parquet file or folder opened as a dataset, with its messages:
   `parquet_dataset` (`_inputs`);
 - a stream of record batches whose length is known, for `write_table`
@@ -25,9 +26,9 @@ from ._decode import make_decoder
 from ._encode import ColumnEncoder, make_encoder
 from ._inputs import TableStream, _parquet_dataset as parquet_dataset
 from ._json_types import dump_row
-from ._read import resolve_rows
 from ._row_codec import default_encoding
 from ._schema_file import find_schema_file, read_set_schema, schema_message
+from ._set_rows import resolve_rows
 
 __all__ = ["ColumnEncoder", "TableStream", "default_encoding", "dump_row", "find_schema_file",
            "make_decoder", "make_encoder", "parquet_dataset", "read_set_schema", "resolve_rows",

@@ -13,15 +13,10 @@ from .. import Reader
 from .. import _bulk
 from .._bulk import records_per_batch
 from ._dataset_read import dataset_batches, dataset_source_folders
-from ._decode import make_decoder
-from ._row_codec import ROW_ENCODING
-from ._schema_file import find_schema_file, read_schema_file, schema_path
+from ._set_rows import resolve_rows
 from ._types import concat_batches
 
 __all__ = ["read_batches", "read_table"]
-
-# The row encodings a schema file may name (write_table's `encoding`).
-_ROW_ENCODINGS = (ROW_ENCODING, "arrow", "json")
 
 # A batch holds about this many stored bytes (and at most _MAX_BATCH rows).
 _BATCH_BYTES = 16 << 20
@@ -36,48 +31,6 @@ def _as_reader(source: Any) -> tuple[Reader, bool]:
     if isinstance(source, (str, os.PathLike)):
         return Reader(source), True
     raise TypeError(f"source must be a sackli.Reader or a file spec, not {type(source).__name__}")
-
-
-def resolve_rows(reader: Reader, decode: Any,
-                 schema: pa.Schema | None) -> tuple[Any, pa.Schema | None]:
-    """(decode, schema) for reading `reader`'s records, the schema file
-    found and read at most once (on a bucket each costs requests).
-
-    `decode` with "auto", "arrow" and "raw" resolved: "auto" is the encoding
-    the schema file names (None, raw records, without a schema file or for
-    an encoding read_batches has no decoder for); "arrow" means Arrow rows of
-    either codec, "row" or IPC ("arrow"), as the schema file says. The
-    schema is the one given, else for rows the schema file's (None for JSON
-    rows without one: inferred from the records)."""
-    if decode == "raw":
-        return None, schema
-    first = reader.paths[0]
-    found: list[tuple[str | None, Any]] = []
-
-    def schema_file() -> tuple[str | None, Any]:
-        # (path, (schema, encoding) or None)
-        if not found:
-            path = find_schema_file(first)
-            found.append((path, read_schema_file(path) if path is not None else None))
-        return found[0]
-
-    if decode in ("auto", "arrow"):
-        contents = schema_file()[1]
-        encoding = contents[1] if contents is not None else None
-        if decode == "arrow":
-            decode = ROW_ENCODING if encoding == ROW_ENCODING else "arrow"
-        else:
-            decode = encoding if encoding in _ROW_ENCODINGS else None
-    if schema is not None or decode not in _ROW_ENCODINGS:
-        return decode, schema
-    path, contents = schema_file()
-    if path is None and decode == "json":
-        return decode, None
-    stored, encoding = contents if contents is not None else read_schema_file(schema_path(first))
-    if encoding != decode:
-        raise ValueError(f"{path}: the rows were written with encoding={encoding!r}, "
-                         f"not {decode!r}")
-    return decode, stored
 
 
 def _default_batch_size(reader: Reader) -> int:
@@ -285,8 +238,7 @@ def read_batches(
                          "written by write_table, select with columns=")
     reader, owned = _as_reader(source)
     try:
-        decode, schema = resolve_rows(reader, decode, schema)
-        decoder = make_decoder(decode, schema, columns)
+        decoder = resolve_rows(reader, decode, schema).decoder(columns)
         batches = iter(_Batches(reader, decoder, indices,
                                 batch_size or _default_batch_size(reader), index_column, owned))
     except BaseException:

@@ -16,8 +16,10 @@ from typing import Any, Iterable, Sequence
 import pyarrow as pa
 
 from .._storage import path_argument
-from ._decode import make_decoder
-from ._schema_file import read_set_schema
+from ._schema_file import (
+    StoredSchema, read_set_stored_schema, schema_message, stored_schema_of,
+)
+from ._set_rows import SetRows
 
 __all__ = ["RowDecoder"]
 
@@ -48,21 +50,20 @@ class RowDecoder:
     def __init__(self, file_spec: str | os.PathLike[str],
                  columns: Sequence[str] | None = None) -> None:
         spec = path_argument(file_spec, "file_spec")
-        schema, encoding = read_set_schema(spec)
-        self._setup(spec, schema, encoding, columns)
+        self._setup(spec, read_set_stored_schema(spec), columns)
 
-    def _setup(self, spec: str, schema: pa.Schema, encoding: str,
-               columns: Sequence[str] | None) -> None:
+    def _setup(self, spec: str, stored: StoredSchema, columns: Sequence[str] | None) -> None:
         self._spec = spec
-        self._schema = schema
-        self._encoding = encoding
+        self._stored = stored
         self._columns = None if columns is None else list(columns)
-        self._decoder = make_decoder(encoding, schema, self._columns)
+        # Dictionary columns come out with the set's recorded dictionaries.
+        rows = SetRows(stored.encoding, stored.schema, stored.dictionaries)
+        self._decoder = rows.decoder(self._columns)
 
     @property
     def schema(self) -> pa.Schema:
         """The schema of the set's rows (all columns), as written."""
-        return self._schema
+        return self._stored.schema
 
     def __call__(self, record: bytes) -> dict[str, Any]:
         """One record as a dict of its (chosen) columns."""
@@ -86,15 +87,15 @@ class RowDecoder:
         return self._decoder.decode(data, memoryview(offsets), self._spec, 0)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_restore, (self._spec, self._schema.serialize().to_pybytes(), self._encoding,
-                           self._columns))
+        stored = self._stored
+        return (_restore, (self._spec, schema_message(stored.schema, stored.encoding,
+                                                      stored.dictionaries), self._columns))
 
     def __repr__(self) -> str:
         return f"sackli.arrow.RowDecoder({self._spec!r}, columns={self._columns!r})"
 
 
-def _restore(spec: str, schema: bytes, encoding: str,
-             columns: Sequence[str] | None) -> RowDecoder:
+def _restore(spec: str, message: bytes, columns: Sequence[str] | None) -> RowDecoder:
     decoder = RowDecoder.__new__(RowDecoder)
-    decoder._setup(spec, pa.ipc.read_schema(pa.py_buffer(schema)), encoding, columns)
+    decoder._setup(spec, stored_schema_of(message, spec), columns)
     return decoder

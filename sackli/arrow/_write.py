@@ -18,6 +18,7 @@ from .._sets import (
 )
 from .._storage import path_argument
 from ._dataset_write import write_dataset_table
+from ._dictionaries import DictionaryUnifier
 from ._decode import RECORD_COLUMN, holds_raw_records
 from ._encode import make_encoder
 from ._inputs import open_table_stream
@@ -196,10 +197,14 @@ def write_table(
         else:
             encoding = default_encoding(stream.schema)
     encoder = make_encoder(stream.schema, column, encoding, skip_nulls)
+    rows = column is None and encoding in (ROW_ENCODING, "arrow", "json")
+    # The set's one dictionary per dictionary column, from every piece.
+    unifier = DictionaryUnifier(stream.schema if rows else pa.schema([]))
     # Nulls left out make the number of records unknown until the end.
     num_records = None if column is not None and skip_nulls else stream.num_rows
     # (rows, records) of each piece, encoded as the loop below asks for it.
-    encoded = ((piece.num_rows, encoder.encode(piece)) for piece in _pieces(stream.batches))
+    encoded = ((piece.num_rows, encoder.encode(unifier.observe(piece)))
+               for piece in _pieces(stream.batches))
     first = next(encoded, None)
     if column is None and encoding == ROW_ENCODING:
         # Row-encoded records: the first rows decide how zstd stores literals.
@@ -211,7 +216,7 @@ def write_table(
     sink = ShardedWriter(target, options, max_shard_bytes=max_shard_bytes,
                          num_records=num_records, overwrite=overwrite)
     try:
-        if column is None and encoding in (ROW_ENCODING, "arrow", "json"):
+        if rows:
             # Rows cannot be decoded without their schema: it is written
             # before any shard appears (and put back if the write fails),
             # and kept in the set's journal for `sackli.recover`.
@@ -229,6 +234,10 @@ def write_table(
                 bar.update(rows)
             if in_flight is not None:
                 in_flight.result()
+        if unifier:
+            # Every row seen: the schema file gets the set's dictionaries.
+            sink._write_first("arrow_schema", schema_message(
+                stream.schema, str(encoding), unifier.dictionaries()))
         paths = sink.close()
     except BaseException:
         sink.abort()

@@ -52,16 +52,16 @@ def row_printer(reader: sackli.Reader, args: argparse.Namespace) -> "RowPrinter 
     if choice == "raw" or args.format in ("raw", "hex"):
         return None
     try:
-        from ..arrow._codecs import make_decoder, resolve_rows
+        from ..arrow._codecs import resolve_rows
     except ImportError:
         if choice == "auto":
             return None
         raise ValueError(f"--decode {choice} needs pyarrow: pip install 'sackli-bagz[arrow]'") from None
 
-    decode, schema = resolve_rows(reader, choice, None)
-    if decode is None:
+    rows = resolve_rows(reader, choice, None)
+    if rows.decode is None:
         return None
-    decoder = make_decoder(decode, schema, None)
+    decoder = rows.decoder(None)
     return RowPrinter(decoder, args.format, reader.paths[0])
 
 

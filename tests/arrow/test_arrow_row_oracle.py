@@ -78,6 +78,8 @@ def _elements(t: pa.DataType, data: bytes, count: int) -> list[Any]:
     rest = data[len(bitmap):]
     width = _fixed_width(t)
     if width is not None:
+        if len(rest) != width * count:
+            raise Reject("elements of another length")
         slots = _take(rest, 0, width * count)
         return [_fixed_value(t, slots[e * width:(e + 1) * width]) if _bit(bitmap, e) else None
                 for e in range(count)]
@@ -90,6 +92,8 @@ def _elements(t: pa.DataType, data: bytes, count: int) -> list[Any]:
         value = _take(area, begin, end - begin)
         values.append(_variable_value(t, value) if _bit(bitmap, e) else None)
         begin = end
+    if len(area) != begin:
+        raise Reject("elements of another length")
     return values
 
 
@@ -102,6 +106,8 @@ def _struct_body(fields: list[pa.Field], data: bytes) -> dict[str, Any]:
     bitmap = _take(data, 0, bitmap_size)
     ends = [_u32(data, bitmap_size + fixed_size + 4 * v) for v in range(variable)]
     area = _take(data, header, len(data) - header)
+    if len(area) != (ends[-1] if ends else 0):
+        raise Reject("a struct body of another length")  # it ends at its last end
     out, slot, v = {}, bitmap_size, 0
     for j, (field, width) in enumerate(zip(fields, widths)):
         valid = _bit(bitmap, j)

@@ -211,6 +211,38 @@ TEST(RowCodecTest, EveryTruncationIsCorruption) {
   }
 }
 
+TEST(RowCodecTest, ALengthOtherThanItsHeaderSaysIsCorruption) {
+  const RowType type = RowTypeOf(ThreeColumns()->c);
+  ThreeColumnData data;
+  const EncodedRows rows = EncodeRows(type, data.batch->c, 1);
+  const std::string row(rows.data.data() + rows.offsets[0], rows.data.data() + rows.offsets[1]);
+  ExpectCorruptOrValid(type, row, false);
+  ExpectCorruptOrValid(type, row + std::string(1, '\0'), true);   // a byte after the last end
+  ExpectCorruptOrValid(type, row + std::string(4, '\x7f'), true);
+  // A row of one int32 column read as rows of an int64 column, and back:
+  // every offset lies inside the record, only the length tells.
+  std::vector<std::unique_ptr<Schema>> narrow, wide;
+  narrow.push_back(S("i", "x"));
+  wide.push_back(S("l", "x"));
+  const RowType int32_row = RowTypeOf(S("+s", "", std::move(narrow))->c);
+  const RowType int64_row = RowTypeOf(S("+s", "", std::move(wide))->c);
+  const std::string five("\x01\x01\x05\x00\x00\x00", 6);
+  const int64_t offsets[2] = {0, 6};
+  EXPECT_NO_THROW(Batches{DecodeRows(int32_row, five.data(), 6, offsets, 1, {0}, 1, {})});
+  try {
+    Batches out{DecodeRows(int64_row, five.data(), 6, offsets, 1, {0}, 1, RowSource{"t.bag", 3})};
+    ADD_FAILURE() << "an int32 row decoded as an int64 row";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kCorruption);
+    EXPECT_NE(std::string(error.what()).find("t.bag: record 3 is not a row"), std::string::npos)
+        << error.what();
+  }
+  const std::string wide_five = five + std::string(4, '\0');
+  const int64_t wide_offsets[2] = {0, 10};
+  EXPECT_THROW(Batches{DecodeRows(int32_row, wide_five.data(), 10, wide_offsets, 1, {0}, 1, {})},
+               Error);
+}
+
 TEST(RowCodecTest, RandomBytesNeverCrash) {
   const RowType type = RowTypeOf(ThreeColumns()->c);
   std::mt19937 random(5);
