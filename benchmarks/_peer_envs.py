@@ -42,6 +42,14 @@ class Peer:
 PEERS = {
     "bagz": Peer("bagz", "bagz", ("bagz==0.3.8", "bagz-gcs==0.3.8"), (3, 10), (3, 15)),
     "upstream": Peer("upstream", "sackli", ("sackli==0.3.4", _NUMPY), (3, 12), (3, 15)),
+    # The loaders of loader_peers.py, each with the module its worker imports.
+    "arrayrecord": Peer("arrayrecord", "array_record", ("array-record==0.8.6",), (3, 10), (3, 14)),
+    "tfrecord": Peer("tfrecord", "tensorflow", ("tensorflow-cpu==2.21.0",), (3, 10), (3, 14)),
+    "webdataset": Peer("webdataset", "webdataset", ("webdataset==1.0.2", "awscli==1.46.3", _NUMPY), (3, 10), (3, 15)),
+    # `import streaming` imports torchvision, whose PyPI wheels need PyPI's
+    # (CUDA) torch: `===` keeps pip off a local `2.13.0+cpu` build.
+    "mosaicml": Peer("mosaicml", "streaming", ("mosaicml-streaming==0.13.0", "torch===2.13.0",
+                                               "torchvision==0.28.0", "numpy==2.1.3"), (3, 10), (3, 14)),
 }
 
 

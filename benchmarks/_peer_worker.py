@@ -23,6 +23,10 @@ the length), so the caller can check every record against the data it wrote.
 `options` holds `limits_storage` (an enum member's name) and, for this
 project's sackli, any other `Reader` keyword (`cache_dir`, ...). An empty
 line or end of input ends the worker.
+
+A request with a "loader" key is one of loader_peers.py's instead (write a
+format, a shuffled epoch, reads by index, a resume), run by
+benchmarks/_loader_formats.py, loaded from beside this file; see there.
 """
 
 from __future__ import annotations
@@ -65,7 +69,24 @@ def _workloads() -> dict[str, Callable[[Any, list[int]], tuple[int, int]]]:
     }
 
 
+def _loader_formats() -> Any:
+    """benchmarks/_loader_formats.py, by path (`-P` keeps this folder off
+    sys.path), loaded once."""
+    import importlib.util
+    import os
+
+    if "_loader_formats" not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_loader_formats.py")
+        spec = importlib.util.spec_from_file_location("_loader_formats", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["_loader_formats"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["_loader_formats"]
+
+
 def _run(module: Any, request: dict[str, Any]) -> dict[str, Any]:
+    if "loader" in request:
+        return _loader_formats().run(request)
     work = _workloads()[request["workload"]]
     indices = request.get("indices") or []
     start = time.perf_counter()
