@@ -6,12 +6,14 @@ import collections.abc
 import operator
 import os
 import warnings
-from typing import Any, Iterable, Iterator, Sequence, overload
+from typing import Any, Callable, Iterable, Iterator, Sequence, overload
 
 from . import _engine
 from ._engine import CorruptionError
 from ._batching import records_per_batch
-from ._options import LimitsStorage, ReaderOptions, with_overrides
+from ._options import (
+    Compression, CompressionNone, CompressionZstd, LimitsStorage, ReaderOptions, with_overrides,
+)
 from ._index_stream import IndexStream
 from ._read_ahead import index_batches, iterate_range
 from ._open_hints import with_open_hint
@@ -21,7 +23,7 @@ from ._skipping import (
     SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
 )
 from ._consistency import OpenCheck
-from ._format import LIMITS_PREFIX
+from ._format import LIMITS_PREFIX, checksums_path_for, has_zstd_suffix
 from ._storage import (
     TAIL_BYTES, TRAILER_BYTES, ObjectStat, base_name, opener_for, path_argument, remembering_listings,
     use_cache_engine,
@@ -63,7 +65,9 @@ def _open_core(paths: list[str], options: ReaderOptions,
                         # What the engine reads of each bag's end at open
                         # comes with its size, in one request.
                         tail_bytes=(TAIL_BYTES if options.limits_storage == LimitsStorage.IN_MEMORY
-                                    else TRAILER_BYTES))
+                                    else TRAILER_BYTES),
+                        sidecar_of=_sidecar_rule(options.compression),
+                        listed_names=frozenset(listed) if listed else frozenset())
     if remote is None:
         return _engine.open_reader(paths, options._engine_options, None)
     # The sets' manifests are read while the engine opens the shards (on
@@ -74,6 +78,16 @@ def _open_core(paths: list[str], options: ReaderOptions,
     opened, remote.opened = remote.opened or {}, None  # recorded for this check only
     check.check(opened)
     return core
+
+
+def _sidecar_rule(compression: Compression) -> Callable[[str], str | None]:
+    """The CRC-32C sidecar the engine looks for beside a bag read with
+    `compression` (raw bags only; docs/format.md, section 12), or None."""
+    if isinstance(compression, CompressionZstd):
+        return lambda url: None
+    if isinstance(compression, CompressionNone):
+        return checksums_path_for
+    return lambda url: None if has_zstd_suffix(url) else checksums_path_for(url)
 
 
 def _records_objects(listed: dict[str, ObjectStat]) -> dict[str, ObjectStat]:

@@ -55,12 +55,10 @@ class RemoteBagShard(BagShard):
 
     def _stale(self, target: str) -> list[str]:
         """Objects an older bag of that name may have left beside it that
-        would describe other records: a SEPARATE bag's limits, a raw bag's
-        sidecar."""
-        stale = [] if self._separate else [limits_path_for(target)]
-        if self._writer._raw() and not self._writer._core.record_checksums:
-            stale.append(checksums_path_for(target))
-        return stale
+        would describe other records: a SEPARATE bag's limits. (An older
+        CRC-32C sidecar is ignored: the shard's metadata says whether it
+        has one of its own, `Writer`.)"""
+        return [] if self._separate else [limits_path_for(target)]
 
     def publish(self, target: str) -> list[str]:
         delete_objects(self._stale(target))

@@ -15,7 +15,7 @@ from ._options import (
 from ._record_iterables import refuse_single_record
 from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
 from ._storage import (
-    OpenUpload, StagedFile, UploadDestination, WriteDestination, delete_objects, path_argument,
+    CHECKS_KEY, OpenUpload, StagedFile, UploadDestination, WriteDestination, path_argument,
     write_destination,
 )
 
@@ -111,9 +111,6 @@ class Writer:
     """
 
     Options = WriterOptions
-    # Whether close() deletes a CRC-32C sidecar an older object of this
-    # name left (a bag of its own; a shard set's shards do that themselves).
-    _clears_old_checks = False
 
     def __init__(
         self,
@@ -129,7 +126,6 @@ class Writer:
         destination = write_destination(self._path)  # decided once, where the path enters
         check_placement(self._path, self._options, destination)
         self._open(destination.stage_file())
-        self._clears_old_checks = True
 
     @classmethod
     def _at(cls, path: str, options: WriterOptions, destination: WriteDestination) -> "Writer":
@@ -156,6 +152,12 @@ class Writer:
         # (only for sackli's own objects: not for Beam's temporary objects,
         # which Beam renames by copying).
         self._tag_limits = tag_limits
+        metadata = getattr(staged.stream, "metadata", None)  # sackli's own uploads
+        if isinstance(metadata, dict) and self._raw():
+            # Readers of the object then know without asking whether a
+            # sidecar lies beside it, and ignore one an older object of this
+            # name left (docs/format.md, section 12).
+            metadata[CHECKS_KEY] = "crc32c" if self._options.record_checksums else "none"
         try:
             self._core = _engine.WriterCore(staged.local_path, self._options._engine_options,
                                             stream=staged.stream, url=staged.url)
@@ -261,8 +263,6 @@ class Writer:
                 beside.append((checksums_path_for(self._staged.local_path),
                                checksums_path_for(self._path)))
             self._staged.publish(beside, self._limits_metadata if self._tag_limits else None)
-            if self._staged.url and self._clears_old_checks and self._raw():
-                self._delete_old_checks()
         except BaseException:
             self._staged.discard()
             raise
@@ -273,12 +273,6 @@ class Writer:
         if isinstance(compression, CompressionAutoDetect):
             return not has_zstd_suffix(self._path)
         return isinstance(compression, CompressionNone)
-
-    def _delete_old_checks(self) -> None:
-        """Deletes the sidecar of the object this write replaced, unless
-        this write has its own: it checked other records."""
-        if not self._core.record_checksums:
-            delete_objects([checksums_path_for(self._path)])
 
     def _limits_metadata(self, version: str) -> dict[str, str]:
         # A limits object names the version of its records (_consistency).

@@ -66,7 +66,8 @@ from ._links import resolve_write_links
 from ._local import LocalStore
 from ._paths import path_argument
 from ._objects import (
-    REMOTE_OPENER, TAIL_BYTES, TRAILER_BYTES, RemoteObject, RemoteOpener, abort_upload, atomic_output,
+    CHECKS_KEY, REMOTE_OPENER, TAIL_BYTES, TRAILER_BYTES, RemoteObject, RemoteOpener, abort_upload,
+    atomic_output,
     copy_object, delete_object, delete_objects, list_modified, list_objects, object_exists, open_local, open_upload, opener_for, put_file, read_object,
     remembering_listings, reset_clients, stat_object, sync_folders, unfinished_uploads, write_object,
 )
@@ -80,7 +81,7 @@ from ._traits import MAX_PARALLEL_REQUESTS, by_upload, on_this_machine, parallel
 from ._upload import OpenUpload, Upload, UploadFile
 from ._urls import RemotePath, base_name, canonical_path, is_remote, normalize, parse
 
-__all__ = ["DEFAULT_REMOTE_PARALLELISM", "ENV_CACHE_DIR", "GcsSettings", "ListedObject", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS",
+__all__ = ["CHECKS_KEY", "DEFAULT_REMOTE_PARALLELISM", "ENV_CACHE_DIR", "GcsSettings", "ListedObject", "LocalDestination", "LocalStore", "MAX_PARALLEL_REQUESTS",
            "MAX_REQUEST_THREADS", "ObjectStat", "OpenUpload", "OwnFile", "Prefetch", "REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener", "RemotePath",
            "S3Settings", "StagedFile", "StorageSettings", "Store", "UncachedReadWarning", "UnfinishedUpload", "Upload",
            "UploadDestination", "UploadFile", "WriteDestination", "abort_upload", "atomic_output", "base_name", "by_upload",

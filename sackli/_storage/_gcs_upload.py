@@ -58,6 +58,13 @@ class GcsUpload(PartedUpload):
     def _blob(self) -> Any:
         return self._client().bucket(self._path.bucket).blob(self._path.key)
 
+    def _start_session(self) -> str:
+        blob = self._blob()
+        if self.metadata:
+            blob.metadata = dict(self.metadata)
+        return blob.create_resumable_upload_session(
+            content_type="application/octet-stream", retry=None, timeout=request_timeout())
+
     def _send_part(self, part: bytes) -> None:
         self._call(f"upload bytes {self._offset}-{self._offset + len(part) - 1}", self._path.url,
                    self._chunk_request(part, final=False))
@@ -68,10 +75,7 @@ class GcsUpload(PartedUpload):
         it answers the object's metadata once the upload is complete."""
         if self._session is None:
             self._session = self._call(
-                "start resumable upload", self._path.url,
-                lambda: self._blob().create_resumable_upload_session(
-                    content_type="application/octet-stream", retry=None,
-                    timeout=request_timeout()))
+                "start resumable upload", self._path.url, self._start_session)
         start, end = self._offset, self._offset + len(chunk)
         total = str(end) if final else "*"
         attempts = 0
@@ -128,6 +132,8 @@ class GcsUpload(PartedUpload):
             return self._publish(f"upload bytes {self._offset}-{end - 1} (the last)",
                                  self._chunk_request(rest, final=True), _generation)
         blob = self._blob()
+        if self.metadata:
+            blob.metadata = dict(self.metadata)
 
         def upload() -> dict:
             blob.upload_from_string(rest, content_type="application/octet-stream", retry=None,

@@ -21,7 +21,7 @@ from ._upload import Upload, UploadFile
 from ._uncached_reads import OutOfOrderWatch
 from ._urls import RemotePath, is_remote, parse, remote_path
 
-__all__ = ["REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener",
+__all__ = ["CHECKS_KEY", "REMOTE_OPENER", "TAIL_BYTES", "TRAILER_BYTES", "RemoteObject", "RemoteOpener",
            "abort_upload", "atomic_output", "copy_object", "delete_object", "delete_objects",
            "list_modified", "list_objects", "unfinished_uploads",
            "object_exists", "open_local", "open_upload", "opener_for", "put_file", "read_object",
@@ -37,6 +37,12 @@ T = TypeVar("T")
 TAIL_BYTES = 64 * 1024
 # ... and when it reads them as needed (ON_DISK): the trailer alone.
 TRAILER_BYTES = 8
+
+# The metadata key of a raw bag sackli uploads: whether a CRC-32C sidecar
+# lies beside it ("crc32c") or not ("none"). Readers then need not ask;
+# objects without it (uploaded by other tools) are asked about.
+CHECKS_KEY = "sackli-record-checks"
+_CHECKS_MARKS = {"crc32c": True, "none": False}
 
 _LOCAL = LocalStore()
 # The stores of the standard configuration.
@@ -204,7 +210,9 @@ class RemoteOpener:
                  cache: ReadCache | None = None,
                  parallelism: int = DEFAULT_PARALLELISM,
                  listed: dict[str, ObjectStat] | None = None,
-                 tail_bytes: int = TAIL_BYTES) -> None:
+                 tail_bytes: int = TAIL_BYTES,
+                 sidecar_of: Callable[[str], str | None] | None = None,
+                 listed_names: frozenset[str] = frozenset()) -> None:
         self.opened: dict[str, RemoteObject] | None = {} if record else None
         self._settings = current_settings()
         self._known = known or {}
@@ -214,6 +222,16 @@ class RemoteOpener:
         self._tail_bytes = tail_bytes
         # Reads with no cache are watched for a shuffled epoch (a warning).
         self._watch = OutOfOrderWatch()
+        # `sidecar_of(url)`: the CRC-32C sidecar the engine will look for
+        # beside the bag `url` (None: it will not look). A bag sackli uploaded
+        # says in its metadata whether it has one (CHECKS_KEY), so the
+        # engine's question (`exists`) costs no request: sidecar -> answer.
+        self._sidecar_of = sidecar_of
+        # Every URL the listings that found the bags returned: a listing of
+        # a prefix that holds a bag's name holds its sidecar's too.
+        self._listed_names = listed_names
+        self._sidecars: dict[str, bool] = {}
+        self._sidecars_lock = threading.Lock()
 
     def _parsed(self, path: str) -> RemotePath | None:
         return self._known[path] if path in self._known else remote_path(path)
@@ -232,15 +250,29 @@ class RemoteOpener:
         remote = RemoteObject(parsed, _store(parsed, self._settings_now()), cache,
                               self._parallelism, self._listed.get(parsed.url), self._tail_bytes,
                               self._watch if cache is None else None)
+        sidecar = self._sidecar_of(parsed.url) if self._sidecar_of is not None else None
+        if sidecar is not None:
+            mark = remote.metadata.get(CHECKS_KEY)
+            known = (_CHECKS_MARKS[mark] if mark in _CHECKS_MARKS
+                     else sidecar in self._listed_names if parsed.url in self._listed_names
+                     else None)
+            if known is not None:
+                with self._sidecars_lock:
+                    self._sidecars[sidecar] = known
         if self.opened is not None:
             self.opened[remote.url] = remote
         return remote
 
     def exists(self, path: str) -> bool | None:
+        with self._sidecars_lock:
+            known = self._sidecars.pop(path, None)
+        if known is not None:
+            return known
         remote = self._parsed(path)
         if remote is None:
             return None
         return _store(remote, self._settings_now()).exists(remote)
+
 
 
 class _FollowingOpener(RemoteOpener):
@@ -266,7 +298,9 @@ def opener_for(paths: list[str], cache_dir: str | None = None,
                parallelism: int = DEFAULT_PARALLELISM,
                listed: dict[str, ObjectStat] | None = None,
                shared_cache: bool | None = None,
-               tail_bytes: int = TAIL_BYTES) -> RemoteOpener | None:
+               tail_bytes: int = TAIL_BYTES,
+               sidecar_of: Callable[[str], str | None] | None = None,
+               listed_names: frozenset[str] = frozenset()) -> RemoteOpener | None:
     """The engine's opener for a bag of `paths` (canonical, see
     `canonical_path`): a recording `RemoteOpener` when any is remote, None
     when all are local (the engine then opens them without calling back
@@ -276,7 +310,10 @@ def opener_for(paths: list[str], cache_dir: str | None = None,
     says); their
     batches keep at most `parallelism` requests in flight; `listed`
     objects open without a request of their own; the others fetch the last
-    `tail_bytes` bytes with their size (`RemoteOpener`)."""
+    `tail_bytes` bytes with their size; `sidecar_of` names the sidecar the
+    engine will ask for beside each bag, answered without a request where
+    the bag's metadata or `listed_names` (every URL the listings returned)
+    tell (`RemoteOpener`)."""
     known: dict[str, RemotePath | None] = {}
     any_remote = False
     for path in paths:
@@ -289,7 +326,8 @@ def opener_for(paths: list[str], cache_dir: str | None = None,
     if not any_remote:
         return None
     return RemoteOpener(record=True, known=known, cache=read_cache(cache_dir, cache_max_bytes, shared_cache),
-                        parallelism=parallelism, listed=listed, tail_bytes=tail_bytes)
+                        parallelism=parallelism, listed=listed, tail_bytes=tail_bytes,
+                        sidecar_of=sidecar_of, listed_names=listed_names)
 
 
 def reset_clients() -> None:

@@ -68,10 +68,13 @@ class S3Upload(PartedUpload):
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         return isinstance(status, int) and 400 <= status < 500 and status != 408
 
+    def _metadata_argument(self) -> dict[str, Any]:
+        return {"Metadata": self.metadata} if self.metadata else {}
+
     def _start(self) -> None:
         bucket, key = self._path.bucket, self._path.key
-        attempts = Attempts(lambda: self._client().create_multipart_upload(Bucket=bucket, Key=key),
-                            self._answered)
+        attempts = Attempts(lambda: self._client().create_multipart_upload(
+            Bucket=bucket, Key=key, **self._metadata_argument()), self._answered)
         began = time.time()
         try:
             response = self._call("start multipart upload", self._path.url, attempts)
@@ -96,7 +99,8 @@ class S3Upload(PartedUpload):
         bucket, key = self._path.bucket, self._path.key
         if self._upload_id is None:
             return self._publish(
-                "PUT", lambda: self._client().put_object(Bucket=bucket, Key=key, Body=rest), upload_etag)
+                "PUT", lambda: self._client().put_object(
+                    Bucket=bucket, Key=key, Body=rest, **self._metadata_argument()), upload_etag)
         self._send_part(rest)  # not empty: write() keeps a byte back
         parts = list(self._parts)
         return self._publish(

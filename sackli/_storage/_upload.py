@@ -100,6 +100,9 @@ class PartedUpload:
         self._written = 0  # bytes given to _account (sent or being sent)
         self.identity: str | None = None
         self.size: int | None = None
+        # The user metadata the object is created with (S3 x-amz-meta-*,
+        # GCS metadata): set it before the first write.
+        self.metadata: dict[str, str] = {}
 
     def _check_not_aborted(self) -> None:
         if self._aborted:

@@ -13,7 +13,7 @@ import sackli
 
 from .._bulk import record_offsets
 from .._format import checksums_path_for
-from .._storage import object_exists, read_object
+from .._storage import CHECKS_KEY, is_remote, object_exists, read_object, stat_object
 
 _TRAILER = struct.Struct("<8sQQII")
 _MAGIC = b"SKLCRC32"
@@ -22,7 +22,13 @@ _LIMITS_PER_STEP = 1 << 16
 
 
 def has_sidecar(path: str) -> bool:
-    """Whether the bag at `path` has a sidecar beside it."""
+    """Whether the bag at `path` has a sidecar beside it, as readers decide:
+    a bag sackli uploaded says so in its metadata (an older object's
+    sidecar beside it does not count); otherwise, whether one exists."""
+    if is_remote(path):
+        mark = stat_object(path).metadata.get(CHECKS_KEY)
+        if mark is not None:
+            return mark == "crc32c"
     return object_exists(checksums_path_for(path))
 
 

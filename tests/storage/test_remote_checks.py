@@ -1,7 +1,8 @@
 """CRC-32C sidecars of raw bags on buckets (docs/format.md): a remote
 `Writer` / `ShardedWriter` with `record_checksums=True` uploads
 `<name>.crc32c` beside each bag; readers of the bucket check every record
-against it; a write without the option removes an older object's sidecar.
+against it; a write without the option marks its object so that readers
+ignore an older object's sidecar.
 On moto and fake-gcs-server."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 import sackli
+from sackli.cli._sidecar_check import has_sidecar
 from remote_helpers import make_records, remote, servers, write_bag  # noqa: F401
 
 
@@ -34,11 +36,31 @@ def test_a_remote_bag_and_its_sidecar(remote) -> None:
             reader[first]
 
 
-def test_a_remote_write_without_checks_removes_the_old_sidecar(remote) -> None:
+def test_a_remote_write_without_checks_makes_readers_ignore_the_old_sidecar(remote) -> None:
+    """The new object's metadata says it has no sidecar: the old one beside
+    it (a bucket write deletes nothing it need not) is never read."""
     write_bag(remote.url("c.bag"), [b"old"] * 3, record_checksums=True)
     write_bag(remote.url("c.bag"), [b"new"] * 5)
-    assert "c.bag.crc32c" not in remote.objects()
+    assert "c.bag.crc32c" in remote.objects()
+    remote.proxy.reset_counts()
     assert sackli.Reader(remote.url("c.bag")).read() == [b"new"] * 5
+    assert "HEAD" not in remote.proxy.counts
+    assert not [entry for entry in remote.proxy.log if "crc32c" in entry[1]]  # never asked for
+    assert not has_sidecar(remote.url("c.bag"))
+
+
+def test_a_bag_uploaded_by_another_tool_is_checked_against_its_sidecar(remote, tmp_path) -> None:
+    """Objects without sackli's metadata (copied up with another tool)
+    are asked about: their sidecar is found and used."""
+    local = tmp_path / "c.bag"
+    with sackli.Writer(local, record_checksums=True) as writer:
+        writer.write_many([b"record %d" % i for i in range(10)])
+    remote.put("c.bag", local.read_bytes())
+    remote.put("c.bag.crc32c", (tmp_path / "c.bag.crc32c").read_bytes())
+    _flip(remote, "c.bag", 3)
+    with sackli.Reader(remote.url("c.bag")) as reader:
+        with pytest.raises(sackli.CorruptionError, match="record 0 is corrupt"):
+            reader[0]
 
 
 def test_a_remote_shard_set_with_sidecars(remote) -> None:
@@ -52,5 +74,6 @@ def test_a_remote_shard_set_with_sidecars(remote) -> None:
     with sackli.Reader(remote.url("s@2.bag")) as reader:
         assert reader.read() == records
     with sackli.ShardedWriter(remote.url("s@2.bag"), overwrite=True) as writer:
-        writer.write_many(records)
-    assert not any(name.endswith(".crc32c") for name in remote.objects())
+        writer.write_many(records[::-1])
+    with sackli.Reader(remote.url("s@2.bag")) as reader:  # the old sidecars are ignored
+        assert reader.read() == records[::-1]
