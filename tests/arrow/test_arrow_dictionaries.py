@@ -70,7 +70,8 @@ def test_three_batches_round_trip_with_identical_dictionary_and_codes(tmp_path, 
     # Indices and projections too.
     picked = sackli.arrow.read_table(target.replace("@2", "@*"), indices=[8, 0], columns=["kind"])
     assert picked.column("kind").chunk(0).dictionary.equals(DICTIONARY)
-    assert picked.column("kind").chunk(0).indices.to_pylist() == [CODES[8].as_py(), CODES[0].as_py()]
+    assert picked.column("kind").chunk(0).indices.to_pylist() == [CODES[8].as_py(),
+                                                                  CODES[0].as_py()]
 
 
 def test_the_dictionary_is_in_the_schema_file_and_read_schema_hides_it(tmp_path):
@@ -86,7 +87,8 @@ def test_a_stream_of_batches_is_unified_as_it_comes(tmp_path):
     target = str(tmp_path / "stream@3.bagz")
     reader = pa.RecordBatchReader.from_batches(THREE.schema, THREE.to_batches())
     sackli.arrow.write_table(reader, target)
-    _assert_recorded_dictionary(sackli.arrow.read_table(str(tmp_path / "stream@*.bagz")).column("kind"))
+    got = sackli.arrow.read_table(str(tmp_path / "stream@*.bagz"))
+    _assert_recorded_dictionary(got.column("kind"))
 
 
 def test_row_decoder_gives_the_recorded_dictionary_also_when_pickled(tmp_path):
@@ -154,7 +156,8 @@ def test_dictionaries_that_outgrow_the_index_type_are_refused(tmp_path):
 
 
 def test_nested_dictionaries_keep_their_values(tmp_path):
-    table = pa.table({"tags": pa.array([["x", "y"], ["y"]], pa.list_(pa.dictionary(pa.int8(), pa.string())))})
+    tags = pa.list_(pa.dictionary(pa.int8(), pa.string()))
+    table = pa.table({"tags": pa.array([["x", "y"], ["y"]], tags)})
     target = str(tmp_path / "nested.bagz")
     sackli.arrow.write_table(table, target)
     got = sackli.arrow.read_table(target)
@@ -181,7 +184,8 @@ def test_duckdb_and_polars_read_the_recorded_dictionary(tmp_path):
     target = str(tmp_path / "t.bagz")
     sackli.arrow.write_table(THREE, target)
     batches = sackli.arrow.read_batches(target, batch_size=3)
-    counts = duckdb.sql("select kind, count(*) as n from batches group by kind order by kind").fetchall()
+    counts = duckdb.sql("select kind, count(*) as n from batches group by kind "
+                        "order by kind").fetchall()
     assert counts == [("a", 2), ("b", 3), ("c", 2), ("d", 1), (None, 1)]
     frame = pl.from_arrow(sackli.arrow.read_table(target))
     assert frame["kind"].dtype == pl.Categorical
