@@ -210,8 +210,12 @@ def read_batches(
         each part comes out as a batch of its own (at least 2,048 rows).
       with_index: add an int64 column with each row's position in the
         reader (named `index`, or the string given).
-      schema: the schema for "row"/"arrow"/"json" instead of the schema
-        file.
+      schema: for "row"/"arrow"/"json": with a schema file, a view of the
+        stored schema, matched by name: a subset of its fields in any
+        order, types widened where every value converts exactly (int32 ->
+        int64, float32 -> float64, ...); anything else is a ValueError
+        naming the first field that differs. Without a schema file, the
+        rows' schema (records of another length are corruption).
 
     Returns:
       A `pyarrow.RecordBatchReader` (read it once).
@@ -220,6 +224,7 @@ def read_batches(
       FileNotFoundError: the bag, or for "arrow" its schema file, is missing.
       sackli.CorruptionError: records that do not decode (a ValueError), naming
         the bag and record.
+      ValueError: a `schema` that differs from the schema file (see above).
       IndexError: an index outside the reader.
 
     Example:

@@ -4,8 +4,9 @@ through the Arrow C data interface, with no Python object per row.
 
 The engine holds the storage types (dictionaries replaced by their values,
 see _types); dictionary columns are re-encoded after decoding, as for IPC
-rows. Schemas the codec cannot hold (unions, maps, views, extension
-types, ...) are written as IPC rows instead (`row_codec_unsupported`)."""
+rows (and given the set's recorded dictionaries by _set_rows). Schemas the
+codec cannot hold (unions, maps, views, extension types, ...) are written as
+IPC rows instead (`row_codec_unsupported`)."""
 
 from __future__ import annotations
 

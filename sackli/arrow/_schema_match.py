@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["matched_fields", "widens"]
+__all__ = ["check_requested", "widens"]
 
 # Bits of an exactly represented integer in each float type's mantissa.
 _MANTISSA_BITS = {16: 11, 32: 24, 64: 53}
@@ -109,10 +109,10 @@ def widens(source: pa.DataType, target: pa.DataType) -> bool:
     return False
 
 
-def matched_fields(stored: pa.Schema, requested: pa.Schema, where: str) -> list[pa.Field]:
-    """The fields of `requested`, each checked to be a stored field of that
-    name whose type widens to it (see the module's docstring). ValueError
-    naming the first field that is not, and the schema file (`where`)."""
+def check_requested(stored: pa.Schema, requested: pa.Schema, where: str) -> None:
+    """Checks that each field of `requested` is a stored field of that name
+    whose type widens to it (see the module's docstring). ValueError naming
+    the first field that is not, and the schema file (`where`)."""
     seen: set[str] = set()
     for field in requested:
         if field.name in seen:
@@ -135,4 +135,3 @@ def matched_fields(stored: pa.Schema, requested: pa.Schema, where: str) -> list[
             raise ValueError(
                 f"schema= differs from the set's schema file ({where}) at field "
                 f"{field.name!r}: non-nullable asked, nullable stored")
-    return list(requested)

@@ -22,7 +22,7 @@ from ._decode import make_decoder
 from ._dictionaries import DictionaryRecoder
 from ._row_codec import ROW_ENCODING
 from ._schema_file import StoredSchema, find_schema_file, read_stored_schema, schema_path
-from ._schema_match import matched_fields
+from ._schema_match import check_requested
 
 __all__ = ["ROW_ENCODINGS", "SetRows", "resolve_rows"]
 
@@ -155,5 +155,5 @@ def resolve_rows(reader: Reader, decode: Any, schema: pa.Schema | None) -> SetRo
         raise ValueError(f"{path}: the rows were written with encoding={stored.encoding!r}, "
                          f"not {decode!r}")
     if schema is not None:
-        matched_fields(stored.schema, schema, str(path))
+        check_requested(stored.schema, schema, str(path))
     return SetRows(decode, stored.schema, stored.dictionaries, schema)

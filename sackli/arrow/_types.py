@@ -4,7 +4,8 @@ A one-row Arrow IPC message cannot carry a dictionary (dictionaries travel in
 messages of their own), so rows are encoded with every dictionary type, at
 any depth, replaced by its value type, and turned back into dictionaries
 when decoded. The values survive; the dictionary of a decoded batch is
-rebuilt from them.
+rebuilt from them, and where the set records its dictionaries the batch
+then gets the set's (_dictionaries).
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ def test_the_stored_schema_reads_as_without_it(written):
     assert sackli.arrow.read_table(written, schema=TABLE.schema).equals(TABLE)
 
 
-@pytest.mark.parametrize("names", [["score", "id"], ["name"], ["ratio", "n", "name", "score", "id"]])
+@pytest.mark.parametrize("names", [["score", "id"], ["name"],
+                                   ["ratio", "n", "name", "score", "id"]])
 def test_a_projection_gives_those_columns_by_name_in_that_order(written, names):
     schema = pa.schema([TABLE.schema.field(n) for n in names])
     got = sackli.arrow.read_table(written, schema=schema)
@@ -145,7 +146,8 @@ def test_nested_and_dictionary_widening_reads_exactly(tmp_path):
     })
     path = str(tmp_path / "nested.bagz")
     sackli.arrow.write_table(table, path)
-    schema = pa.schema([("k", pa.string()), ("st", pa.struct([("a", pa.int64()), ("b", pa.string())])),
+    schema = pa.schema([("k", pa.string()),
+                        ("st", pa.struct([("a", pa.int64()), ("b", pa.string())])),
                         ("l", pa.large_list(pa.int64()))])
     got = sackli.arrow.read_table(path, schema=schema)
     assert got.schema == schema

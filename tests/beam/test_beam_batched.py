@@ -77,6 +77,40 @@ class TestBatchedReads:
             batches = p | ReadFromSackliBatched(spec, "arrow", ["name", "id"], batch_size=50)
             assert_that(batches | beam.FlatMap(lambda b: b.to_pylist()), equal_to(expected))
 
+    def test_a_schema_that_differs_from_the_schema_file_fails_naming_the_field(self, table_set):
+        spec, _ = table_set
+        wrong = pa.schema([("id", pa.int64()), ("score", pa.float32())])
+        with pytest.raises(ValueError, match=r"schema= differs from the set's schema file .* "
+                                             r"at field 'score'"):
+            with make_pipeline() as p:
+                _ = p | ReadFromSackliBatched(spec, "arrow", schema=wrong, batch_size=50)
+
+    def test_a_projection_with_a_widening_cast_reads_by_name(self, table_set):
+        spec, table = table_set
+        schema = pa.schema([("score", pa.float64()), ("id", pa.int64()),
+                            ("name", pa.large_string())])
+        expected = table.select(["score", "id", "name"]).to_pylist()
+        with make_pipeline() as p:
+            batches = p | ReadFromSackliBatched(spec, "arrow", schema=schema, batch_size=50)
+            assert_that(batches | beam.FlatMap(lambda b: b.to_pylist()), equal_to(expected),
+                        label="rows")
+            assert_that(batches | beam.Map(lambda b: str(b.schema)) | beam.Distinct(),
+                        equal_to([str(schema)]), label="schema")
+
+    def test_dictionary_columns_keep_the_recorded_dictionary(self, tmp_path):
+        kinds = pa.Table.from_batches([
+            pa.record_batch({"kind": pa.array(["b", "a", "b"]).dictionary_encode()}),
+            pa.record_batch({"kind": pa.array(["c", "a"]).dictionary_encode()}),
+        ])
+        spec = str(tmp_path / "k@2.bagz")
+        sackli.arrow.write_table(kinds, spec)
+        with make_pipeline() as p:
+            batches = p | ReadFromSackliBatched(spec, "arrow", batch_size=2)
+            assert_that(batches | beam.Map(lambda b: tuple(b.column("kind").dictionary.to_pylist()))
+                        | beam.Distinct(), equal_to([("b", "a", "c")]), label="dictionary")
+            assert_that(batches | beam.FlatMap(lambda b: b.column("kind").indices.to_pylist()),
+                        equal_to([0, 1, 0, 2, 1]), label="codes")
+
     def test_multi_processing_runner(self, shard_set):
         spec, records = shard_set
         with make_pipeline("multi_processing") as p:

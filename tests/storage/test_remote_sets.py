@@ -109,6 +109,19 @@ def test_write_table_and_read_it_back_with_its_schema(remote, encoding, spec):
     assert sackli.arrow.read_table(remote.url(read_spec), decode=encoding).equals(table)
 
 
+@pytest.mark.parametrize("spec", ["kinds.bagz", "kinds@2.bagz"])
+def test_a_remote_set_records_its_dictionaries(remote, spec):
+    table = pa.Table.from_batches([
+        pa.record_batch({"k": pa.array(["b", "a", "b"]).dictionary_encode()}),
+        pa.record_batch({"k": pa.array(["c", "a"]).dictionary_encode()}),
+    ])
+    sackli.arrow.write_table(table, remote.url(spec))
+    got = sackli.arrow.read_table(remote.url(spec.replace("@2", "@*")), batch_size=2)
+    assert {tuple(c.dictionary.to_pylist()) for c in got.column("k").chunks} == {("b", "a", "c")}
+    assert pa.chunked_array([c.indices for c in got.column("k").chunks]).to_pylist() == [
+        0, 1, 0, 2, 1]
+
+
 def test_a_schema_that_cannot_be_read_is_an_error(remote):
     sackli.arrow.write_table(typed_table(), remote.url("bad.bagz"), encoding="json")
     remote.put("bad.bagz.arrow_schema", b"not a schema")
