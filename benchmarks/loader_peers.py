@@ -150,6 +150,7 @@ class Run:
 
 
 def start_workers(run: Run, pythons: dict[str, str], endpoint: str, log) -> None:
+    (run.folder / "tmp").mkdir(exist_ok=True)
     for name in FORMATS:
         if name not in pythons:
             continue
@@ -157,6 +158,8 @@ def start_workers(run: Run, pythons: dict[str, str], endpoint: str, log) -> None
         env["S3_ENDPOINT_URL"] = endpoint  # MosaicML Streaming's endpoint override
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+        # The peers' own temporary files (MosaicML's file locks) go with the run's folder.
+        env["TMPDIR"] = str(run.folder / "tmp")
         worker = Worker(pythons[name], MODULES[name], env, run.folder / f"worker-{name}.log")
         if "error" in worker.hello:
             for measurement in ("write", *EPOCHS, "random", "resume"):
