@@ -50,7 +50,8 @@ def _finish(figure: Any, axis: Any, labels: list[str], note: str, path: pathlib.
     axis.grid(axis="x", alpha=0.3)
     axis.spines[["top", "right"]].set_visible(False)
     figure.text(0.01, 0.01, note, fontsize=FONT - 4, color="#555555")
-    figure.tight_layout(rect=(0, 0.04, 1, 1))
+    bottom = 0.11 if figure.legends else 0.04  # room for the legend and the footnote
+    figure.tight_layout(rect=(0, bottom, 1, 1))
     figure.savefig(path, dpi=90)
     plt.close(figure)
     return path
@@ -59,23 +60,35 @@ def _finish(figure: Any, axis: Any, labels: list[str], note: str, path: pathlib.
 def _bars(axis: Any, series: list[tuple[str, list[float | None], list[str]]], fmt: str,
           height: float) -> None:
     """Grouped horizontal bars: per series (name, values, n/a notes); a
-    value is annotated with `fmt`, a missing one with its short reason."""
+    value is annotated with `fmt`, a missing one with its short reason (a
+    row with no value at all gets one line)."""
     shown = [v for _, values, _ in series for v in values if v]
     low = min(shown) if shown else 1.0
     offsets = [(i - (len(series) - 1) / 2) * height for i in range(len(series))]
-    for (name, values, notes), offset in zip(series, offsets):
-        labelled = False  # one legend entry per series
-        for row, (value, note) in enumerate(zip(values, notes)):
-            y = row + offset
+    labelled: set[str] = set()  # one legend entry per series
+    for row in range(len(series[0][1])):
+        if not any(values[row] for _, values, _ in series):
+            axis.annotate(short_reason(series[0][2][row]), (low / 3, row), va="center",
+                          fontsize=FONT - 3, color="#777777")
+            continue
+        for (name, values, notes), offset in zip(series, offsets):
+            value, y = values[row], row + offset
             if value:
-                axis.barh(y, value, height * 0.92, color=COLORS[name], label=None if labelled else name)
-                labelled = True
+                axis.barh(y, value, height * 0.92, color=COLORS[name],
+                          label=None if name in labelled else name)
+                labelled.add(name)
                 axis.annotate(format(value, fmt), (value, y), xytext=(4, 0), textcoords="offset points",
                               va="center", fontsize=FONT - 3)
             else:
-                axis.annotate(f"{name}: {short_reason(note)}", (low / 3, y), va="center",
+                axis.annotate(f"{name}: {short_reason(notes[row])}", (low / 3, y), va="center",
                               fontsize=FONT - 4, color="#777777")
     axis.set_xlim(low / 4, max(shown) * 6 if shown else 10)
+
+
+def _legend(figure: Any, axis: Any) -> None:
+    """Under the x axis, in a row, so that it covers no bar."""
+    figure.legend(*axis.get_legend_handles_labels(), loc="lower center", bbox_to_anchor=(0.5, 0.035),
+                  ncol=3, fontsize=FONT - 2, frameon=False)
 
 
 def throughput(result: dict[str, Any], path: pathlib.Path, footnote: str) -> pathlib.Path:
@@ -89,7 +102,7 @@ def throughput(result: dict[str, Any], path: pathlib.Path, footnote: str) -> pat
         series.append((kind, values, notes))
     _bars(axis, series, ",.0f", 0.28)
     axis.set_xlabel("records per second (log scale)")
-    axis.legend(loc="lower right", fontsize=FONT - 2)
+    _legend(figure, axis)
     return _finish(figure, axis, [row["label"] for row in rows.values()], footnote, path)
 
 
@@ -102,7 +115,7 @@ def random_access(result: dict[str, Any], path: pathlib.Path, footnote: str) -> 
         series.append((name, values, [row["na"].get("random", "") for row in rows.values()]))
     _bars(axis, series, ",.1f", 0.36)
     axis.set_xlabel("microseconds per read (log scale)")
-    axis.legend(loc="lower right", fontsize=FONT - 2)
+    _legend(figure, axis)
     return _finish(figure, axis, [row["label"] for row in rows.values()], footnote, path)
 
 

@@ -1,4 +1,5 @@
-"""The peers' virtualenvs for remote_peers.py, and what they can reach.
+"""The peers' virtualenvs for remote_peers.py and loader_peers.py, and what
+they can reach.
 
 Each peer lives in a virtualenv of its own under a cache folder, made once
 from PyPI with pinned versions and reused while its requirements and
@@ -8,7 +9,11 @@ interpreter stay the same (`installed.json` records both):
     (C++, google-cloud-cpp, which honours CLOUD_STORAGE_EMULATOR_ENDPOINT);
   * "upstream": upstream Säckli 0.3.4 (PyPI `sackli`, a module also named
     `sackli`, hence a virtualenv of its own), which needs Python 3.12-3.14
-    and imports numpy.
+    and imports numpy;
+  * loader_peers.py's loaders: "arrayrecord" (array-record), "tfrecord"
+    (tensorflow-cpu, for tf.data), "webdataset" (with the AWS CLI, for its
+    `pipe:aws s3 cp` bucket URLs) and "mosaicml" (mosaicml-streaming, with
+    PyPI's torch and torchvision: `import streaming` needs torchvision).
 
 A peer that cannot be installed gives a `reason` instead of a Python, and
 the benchmark prints that reason in the peer's rows.

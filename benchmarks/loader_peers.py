@@ -37,7 +37,7 @@ loader_throughput.png, loader_random_access.png and loader_resume.png
 (benchmarks/_loader_charts.py, matplotlib).
 
     python benchmarks/loader_peers.py --quick                      # 1,000 images, 2 rounds: a smoke run
-    python benchmarks/loader_peers.py --charts docs                # 4,000 images, 3 rounds: docs/loaders.md's run
+    python benchmarks/loader_peers.py --charts docs                # 4,000 images, 5 rounds: docs/loaders.md's run (~1 min)
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ import os
 import pathlib
 import platform
 import random
+import re
 import shlex
 import signal
 import statistics
@@ -71,7 +72,7 @@ MODULES = {"sackli": "sackli", "arrayrecord": "array_record", "tfrecord": "tenso
 BUCKET = "sackli-bench-loaders"
 EPOCHS = ("local", "bucket cold", "bucket warm")
 QUICK = dict(records=1_000, repeat=2, singles=200)
-FULL = dict(records=4_000, repeat=3, singles=1_000)
+FULL = dict(records=4_000, repeat=5, singles=1_000)
 
 
 # --- the images -----------------------------------------------------------------
@@ -104,7 +105,9 @@ def save_samples(samples: list[tuple[bytes, int]], source: pathlib.Path) -> None
 # --- the run ----------------------------------------------------------------------
 
 def _error(answer: dict[str, Any]) -> str:
-    return " ".join(str(answer.get("error", "")).split())[:240]
+    """A worker's error on one line, without TensorFlow's op-name prefix."""
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", str(answer.get("error", "")))
+    return " ".join(text.split())[:240]
 
 
 class Run:
@@ -140,13 +143,14 @@ class Run:
             self.na[(name, kind)] = (f"failed: {answer['records']:,} records read, not the "
                                      f"{self.expected[1]:,} written (or other bytes)")
             return
-        sample = {"seconds": answer["seconds"]}
+        sample = {"seconds": answer["seconds"], "first": answer["first_seconds"]}
         if proxy is not None:
             sample["requests"] = sum(proxy.counts.values())
         self.epochs.setdefault((name, kind), []).append(sample)
 
 
 def start_workers(run: Run, pythons: dict[str, str], endpoint: str, log) -> None:
+    (run.folder / "tmp").mkdir(exist_ok=True)
     for name in FORMATS:
         if name not in pythons:
             continue
@@ -154,6 +158,8 @@ def start_workers(run: Run, pythons: dict[str, str], endpoint: str, log) -> None
         env["S3_ENDPOINT_URL"] = endpoint  # MosaicML Streaming's endpoint override
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+        # The peers' own temporary files (MosaicML's file locks) go with the run's folder.
+        env["TMPDIR"] = str(run.folder / "tmp")
         worker = Worker(pythons[name], MODULES[name], env, run.folder / f"worker-{name}.log")
         if "error" in worker.hello:
             for measurement in ("write", *EPOCHS, "random", "resume"):
@@ -255,6 +261,7 @@ def results(run: Run) -> dict[str, Any]:
             if samples:
                 seconds = statistics.median(s["seconds"] for s in samples)
                 row[kind] = {"records_per_s": n / seconds, "runs": len(samples),
+                             "first_ms": statistics.median(s["first"] for s in samples) * 1000,
                              "requests": (statistics.median(s["requests"] for s in samples)
                                           if "requests" in samples[0] else None)}
             else:
@@ -282,7 +289,8 @@ def tables(result: dict[str, Any]) -> list[str]:
     records/s above 1 is faster than sackli, for times above 1 is slower)."""
     rows = result["formats"]
     sackli = rows["sackli"]
-    lines = ["| format | epoch | records/s | x sackli | requests | note |", "|---|---|--:|--:|--:|---|"]
+    lines = ["| format | epoch | records/s | x sackli | first record ms | requests | note |",
+             "|---|---|--:|--:|--:|--:|---|"]
     for name, row in rows.items():
         for kind in EPOCHS:
             if kind in row:
@@ -290,9 +298,10 @@ def tables(result: dict[str, Any]) -> list[str]:
                 reference = sackli.get(kind, {}).get("records_per_s")
                 requests = row[kind]["requests"]
                 lines.append(f"| {row['label']} | {kind} | {value:,.0f} | {_ratio(value, reference)} | "
+                             f"{row[kind]['first_ms']:,.1f} | "
                              f"{'-' if requests is None else f'{requests:,.0f}'} | |")
             else:
-                lines.append(f"| {row['label']} | {kind} | - | - | - | {row['na'][kind]} |")
+                lines.append(f"| {row['label']} | {kind} | - | - | - | - | {row['na'][kind]} |")
     lines += ["", "| format | median µs | p99 µs | median x sackli | note |", "|---|--:|--:|--:|---|"]
     for name, row in rows.items():
         if "random" in row:
@@ -314,7 +323,7 @@ def tables(result: dict[str, Any]) -> list[str]:
 
 
 def header(args: argparse.Namespace, result: dict[str, Any], image_bytes: int, seconds: float,
-           argv: list[str] | None) -> list[str]:
+           argv: list[str] | None, load: float = 0.0) -> list[str]:
     rows = result["formats"]
     versions = ", ".join(f"{row['label']} {row['version']}" for row in rows.values() if row["version"])
     stored = ", ".join(f"{row['label']} {row['shards']} shards / {row['bytes'] / 1e6:.1f} MB"
@@ -329,8 +338,8 @@ def header(args: argparse.Namespace, result: dict[str, Any], image_bytes: int, s
         f"# bucket: moto's S3 server on 127.0.0.1 behind the tests' FaultProxy (no added latency); "
         f"requests: all kinds, median per epoch",
         f"# versions: {versions}",
-        f"# machine: {os.cpu_count()} cores, {platform.system()} {platform.release()}, Python "
-        f"{platform.python_version()}",
+        f"# machine: {os.cpu_count()} cores, {platform.system()} {platform.release()}, load average "
+        f"{load:.1f} at start (other work shares the machine); Python {platform.python_version()}",
         f"# command: {command.strip()}  ({seconds / 60:.1f} min)",
     ]
 
@@ -342,7 +351,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="1,000 images, 2 rounds, 200 reads by index")
     parser.add_argument("--records", type=int, help="images (default 4,000; --quick 1,000)")
     parser.add_argument("--shards", type=int, default=8, help="shards of every sharded format")
-    parser.add_argument("--repeat", type=int, help="rounds, medians taken (default 3; --quick 2)")
+    parser.add_argument("--repeat", type=int, help="rounds, medians taken (default 5; --quick 2)")
     parser.add_argument("--singles", type=int, help="reads by index per round (default 1,000; --quick 200)")
     parser.add_argument("--only", help="comma-separated formats (sackli always runs), of " + ", ".join(FORMATS))
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one request may take")
@@ -370,6 +379,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 def run_benchmark(argv: list[str] | None) -> dict[str, Any]:
     args = parse_args(argv)
     began = time.perf_counter()
+    load = os.getloadavg()[0]
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -422,7 +432,7 @@ def run_benchmark(argv: list[str] | None) -> dict[str, Any]:
             for worker in list(run.workers.values()):
                 worker.close()
     result = results(run)
-    lines = header(args, result, image_bytes, time.perf_counter() - began, argv)
+    lines = header(args, result, image_bytes, time.perf_counter() - began, argv, load)
     print("\n".join(lines + [""] + tables(result)))
     result["header"] = lines
     if args.json:

@@ -50,6 +50,7 @@ def test_sackli_side_reads_back_what_it_wrote(samples, tmp_path):
     request = {"format": "sackli", "where": where, "meta": written["meta"]}
     epoch = _loader_formats.run({**request, "loader": "epoch", "seed": 5})
     assert (epoch["checksum"], epoch["records"]) == _loader_formats.digest(iter(samples))
+    assert 0 < epoch["first_seconds"] <= epoch["seconds"]
     order = list(sackli_side.epoch(where, written["meta"], 5))
     assert sorted(order) == sorted(samples) and order != samples  # shuffled, each sample once
     singles = _loader_formats.run({**request, "loader": "random", "indices": [0, 59, 7]})
@@ -67,9 +68,10 @@ def _run_with(na):
     run = loader_peers.Run(args, pathlib.Path("."), (0, 100))
     run.versions = {"sackli": "1", "webdataset": "1.0.2"}
     run.meta = {"sackli": {"shards": 8, "bytes": 10}, "webdataset": {"shards": 8, "bytes": 12}}
-    run.epochs = {("sackli", "local"): [{"seconds": 0.01}, {"seconds": 0.02}, {"seconds": 0.03}],
-                  ("webdataset", "local"): [{"seconds": 0.08}],
-                  ("sackli", "bucket cold"): [{"seconds": 0.1, "requests": 9}]}
+    run.epochs = {("sackli", "local"): [{"seconds": 0.01, "first": 0.001}, {"seconds": 0.02, "first": 0.002},
+                                        {"seconds": 0.03, "first": 0.004}],
+                  ("webdataset", "local"): [{"seconds": 0.08, "first": 0.05}],
+                  ("sackli", "bucket cold"): [{"seconds": 0.1, "first": 0.01, "requests": 9}]}
     run.random = {"sackli": [float(i) for i in range(1, 101)]}
     run.resumes = {"sackli": [0.001], "webdataset": [0.004]}
     run.resume_how = {"sackli": "EpochStream.load_state_dict", "webdataset": "skip to the position"}
@@ -83,15 +85,16 @@ def test_results_and_tables_say_why_a_row_is_missing():
                      ("tfrecord", "bucket cold"): "n/a: UnimplementedError: File system scheme 's3' not implemented"})
     result = loader_peers.results(run)
     sackli_row, wds = result["formats"]["sackli"], result["formats"]["webdataset"]
-    assert sackli_row["local"] == {"records_per_s": 100 / 0.02, "runs": 3, "requests": None}
+    assert sackli_row["local"] == {"records_per_s": 100 / 0.02, "runs": 3, "first_ms": 2.0, "requests": None}
     assert sackli_row["bucket cold"]["requests"] == 9
     assert sackli_row["random"] == {"median_us": 50.5, "p99_us": 99.0, "reads": 100}
     assert wds["na"]["random"] == "n/a: WebDataset reads records in order only"
     assert result["formats"]["tfrecord"]["na"]["bucket cold"].startswith("n/a: UnimplementedError")
     assert result["formats"]["mosaicml"]["na"]["resume"] == "n/a: not run"
     lines = loader_peers.tables(result)
-    assert "| sackli | local | 5,000 | 1.00 | - | |" in lines
-    assert "| WebDataset | local | 1,250 | 0.25 | - | |" in lines
+    assert "| sackli | local | 5,000 | 1.00 | 2.0 | - | |" in lines
+    assert "| sackli | bucket cold | 1,000 | 1.00 | 10.0 | 9 | |" in lines
+    assert "| WebDataset | local | 1,250 | 0.25 | 50.0 | - | |" in lines
     assert "| WebDataset | 4.0 | 4.00 | no | skip to the position |" in lines
     assert "| WebDataset | - | - | - | n/a: WebDataset reads records in order only |" in lines
     assert _loader_charts.short_reason(result["formats"]["tfrecord"]["na"]["bucket cold"]) == "n/a: no s3:// reader"
