@@ -60,6 +60,7 @@ std::shared_ptr<const Bag> Bag::Open(const std::vector<ShardPath>& paths,
     bag->records_bytes_ += shard->records_bytes();
     bag->all_mapped_ = bag->all_mapped_ && shard->records().mapped() != nullptr;
     bag->any_compressed_ = bag->any_compressed_ || shard->codec().compressed();
+    bag->any_checked_ = bag->any_checked_ || shard->checksums() != nullptr;
   }
   bag->starts_.push_back(bag->size_);
 

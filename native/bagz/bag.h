@@ -53,6 +53,8 @@ class Bag {
   bool all_mapped() const { return all_mapped_; }
   // True when some shard's records are compressed.
   bool any_compressed() const { return any_compressed_; }
+  // True when some shard has a CRC-32C sidecar (record_checksums.h).
+  bool any_checked() const { return any_checked_; }
 
   struct Location {
     uint32_t shard;
@@ -70,6 +72,7 @@ class Bag {
   uint64_t records_bytes_ = 0;
   bool all_mapped_ = true;
   bool any_compressed_ = false;
+  bool any_checked_ = false;
 };
 
 }  // namespace sackli

@@ -22,7 +22,10 @@ namespace {
 // Records decoded this far ahead have the first bytes of their stored form
 // fetched (see PrefetchStored).
 constexpr size_t kPrefetchAheadEntries = 2;
+// Checked records are read whole, and early (by their check): further ahead.
+constexpr size_t kPrefetchAheadChecked = 6;
 constexpr uint64_t kPrefetchHeadBytes = 512;
+constexpr uint64_t kPrefetchCheckedBytes = 4096;
 
 // Below these amounts of work a batch runs on the calling thread alone: waking
 // helpers would cost more than it saves.
@@ -78,6 +81,12 @@ void LocateStored(const Bag& bag, uint64_t g, StoredRecord& record) {
   const ByteSource& source = shard.records();
   if (const char* base = source.mapped()) {
     record.stored = base + record.begin;
+    if (const RecordChecksums* checks = shard.checksums()) {
+      // Loaded while the caller allocates the record's buffer.
+      PrefetchBytes(record.stored, static_cast<size_t>(
+                                       std::min<uint64_t>(record.length, kPrefetchCheckedBytes)));
+      checks->Prefetch(loc.local);
+    }
   } else {
     record.scratch.resize(record.length);
     source.Read(record.begin, record.length, record.scratch.data());
@@ -455,7 +464,11 @@ void ReadPlan::PrefetchStored(size_t i) const {
   // The head of the record: a record read at random is a cache and TLB miss,
   // and the hardware prefetcher follows it once a few lines have missed.
   if (e.stored != nullptr) {
-    PrefetchBytes(e.stored, static_cast<size_t>(std::min<uint64_t>(e.end - e.begin, kPrefetchHeadBytes)));
+    // A checked record is read whole by its check, before the copy.
+    const RecordChecksums* checks = bag_->shard(e.shard).checksums();
+    const uint64_t ahead = checks != nullptr ? kPrefetchCheckedBytes : kPrefetchHeadBytes;
+    PrefetchBytes(e.stored, static_cast<size_t>(std::min<uint64_t>(e.end - e.begin, ahead)));
+    if (checks != nullptr) checks->Prefetch(e.local);
   }
 }
 
@@ -483,6 +496,7 @@ void ReadPlan::DecodeEntry(size_t i, char* dst) const {
 
 void ReadPlan::Fill(char* const* dst) const {
   const size_t n = entries_.size();
+  const size_t ahead = bag_->any_checked() ? kPrefetchAheadChecked : kPrefetchAheadEntries;
   const uint64_t threshold =
       bag_->any_compressed() ? kParallelDecodeBytes : kParallelCopyBytes;
   const size_t parallelism = distinct_decoded_bytes_ >= threshold && n > 1
@@ -490,7 +504,7 @@ void ReadPlan::Fill(char* const* dst) const {
                                  : 1;
   if (parallelism == 1) {
     for (size_t i = 0; i < n; ++i) {
-      if (i + kPrefetchAheadEntries < n) PrefetchStored(i + kPrefetchAheadEntries);
+      if (i + ahead < n) PrefetchStored(i + ahead);
       DecodeEntry(i, dst[PositionOfEntry(i)]);
     }
     CopyRepeats(dst);
@@ -516,7 +530,7 @@ void ReadPlan::Fill(char* const* dst) const {
         try {
           const size_t end = block_starts[b + 1];
           for (size_t i = block_starts[b]; i < end; ++i) {
-            if (i + kPrefetchAheadEntries < end) PrefetchStored(i + kPrefetchAheadEntries);
+            if (i + ahead < end) PrefetchStored(i + ahead);
             DecodeEntry(i, dst[PositionOfEntry(i)]);
           }
         } catch (...) {
