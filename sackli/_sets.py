@@ -31,7 +31,7 @@ from __future__ import annotations
 from ._bucket_recover import BucketRecovery, missing_error, recover_bucket_writes
 from ._consistency import manifest_url
 from ._format import (
-    LIMITS_PREFIX, MAX_SHARDS, checksums_path_for, has_zstd_suffix, limits_path_for,
+    LIMITS_PREFIX, MAX_SHARDS, checksums_path_for, has_zstd_suffix, limits_path_for, move_checks,
     partial_folder_prefix,
     without_local_prefix,
 )
@@ -57,7 +57,7 @@ __all__ = [
     "BucketRecovery", "JOURNAL", "describe_kind", "explain_open_failure", "sniff_folder", "LIMITS_PREFIX", "MAX_SHARDS", "OpenShard", "SCHEMA_SUFFIX", "ShardSetWriter",
     "UnfinishedWrite", "bag_shard_opener", "check_shard_count", "choose_shard_set",
     "existing_shard_sets", "expand_file_spec", "explained_missing", "files_of",
-    "checksums_path_for", "find_schema_file", "has_zstd_suffix", "limits_path_for", "make_write_folder",
+    "checksums_path_for", "find_schema_file", "has_zstd_suffix", "limits_path_for", "make_write_folder", "move_checks",
     "is_remote", "manifest_url", "missing_error", "other_sets_error", "partial_folder_prefix", "recover_write",
     "recover_bucket_writes", "refuse_glob", "refuse_other_sets", "schema_path", "set_file_path", "set_files", "shard_name",
     "spec_of", "split_shard_entry", "strip_local_prefix", "unfinished_writes",

@@ -12,7 +12,7 @@ import google_crc32c
 import sackli
 
 from .._bulk import record_offsets
-from .._format import checksums_path_for
+from .._sets import checksums_path_for
 from .._storage import CHECKS_KEY, is_remote, object_exists, read_object, stat_object
 
 _TRAILER = struct.Struct("<8sQQII")

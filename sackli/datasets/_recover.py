@@ -37,8 +37,7 @@ from typing import Any, Mapping
 
 from .. import CorruptionError, Reader, RecoveryReport
 from .. import _engine
-from .._format import move_checks
-from .._sets import JOURNAL as JOURNAL_FILE, limits_path_for, partial_folder_prefix
+from .._sets import JOURNAL as JOURNAL_FILE, limits_path_for, move_checks, partial_folder_prefix
 from .._storage import LocalDestination, write_object
 from ._bag import BagWriter, open_records
 from ._field_files import COMPRESSION_KEY, field_file, parse_compression

@@ -47,9 +47,10 @@ def test_a_second_pass_over_a_remote_dataset_fetches_no_records(remote, tmp_path
     again = datasets.ShardedDatasetReader(remote.url("ds"), cache_index=cache_index, **cache)
     assert list(again) == POINTS
     assert remote.proxy.bytes_sent["GET"] == _spec_bytes(remote)
-    # Three shards of refs and three fields, each opened (a HEAD) and asked
-    # for its CRC-32C sidecar (a HEAD: docs/format.md, section 12).
-    assert remote.proxy.counts["HEAD"] == 3 * 4 * 2
+    # Three shards of refs and three fields, each opened (a HEAD); none is
+    # asked for a CRC-32C sidecar: its metadata says it has none
+    # (docs/format.md, section 12).
+    assert remote.proxy.counts["HEAD"] == 3 * 4
     # A pickled copy (a DataLoader worker's) keeps the cache.
     remote.proxy.reset_counts()
     copy = pickle.loads(pickle.dumps(again))
