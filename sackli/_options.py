@@ -174,6 +174,15 @@ _ZSTD_LITERALS = ("huffman", "raw")
 
 
 Compression = Union[CompressionAutoDetect, CompressionNone, CompressionZstd]
+
+
+def stores_raw(compression: Compression, path: str) -> bool:
+    """Whether the bag at `path`, written or read with `compression`, stores
+    its records raw (the ones a CRC-32C sidecar checks): by its suffix for
+    `CompressionAutoDetect`, as the engine's codec decides."""
+    if isinstance(compression, CompressionAutoDetect):
+        return not _engine.has_zstd_suffix(path)
+    return isinstance(compression, CompressionNone)
 _COMPRESSIONS = (CompressionAutoDetect, CompressionNone, CompressionZstd)
 
 

@@ -11,9 +11,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, overload
 from . import _engine
 from ._engine import CorruptionError
 from ._batching import records_per_batch
-from ._options import (
-    Compression, CompressionNone, CompressionZstd, LimitsStorage, ReaderOptions, with_overrides,
-)
+from ._options import Compression, LimitsStorage, ReaderOptions, stores_raw, with_overrides
 from ._index_stream import IndexStream
 from ._read_ahead import index_batches, iterate_range
 from ._open_hints import with_open_hint
@@ -23,7 +21,7 @@ from ._skipping import (
     SCAN_BATCH_BYTES, SkipHandler, checked_handler, read_skipping, resolved_indices,
 )
 from ._consistency import OpenCheck
-from ._format import LIMITS_PREFIX, checksums_path_for, has_zstd_suffix
+from ._format import LIMITS_PREFIX, checksums_path_for
 from ._storage import (
     TAIL_BYTES, TRAILER_BYTES, ObjectStat, base_name, opener_for, path_argument, remembering_listings,
     use_cache_engine,
@@ -83,11 +81,7 @@ def _open_core(paths: list[str], options: ReaderOptions,
 def _sidecar_rule(compression: Compression) -> Callable[[str], str | None]:
     """The CRC-32C sidecar the engine looks for beside a bag read with
     `compression` (raw bags only; docs/format.md, section 12), or None."""
-    if isinstance(compression, CompressionZstd):
-        return lambda url: None
-    if isinstance(compression, CompressionNone):
-        return checksums_path_for
-    return lambda url: None if has_zstd_suffix(url) else checksums_path_for(url)
+    return lambda url: checksums_path_for(url) if stores_raw(compression, url) else None
 
 
 def _records_objects(listed: dict[str, ObjectStat]) -> dict[str, ObjectStat]:

@@ -8,10 +8,8 @@ from typing import Any, Iterable
 
 from . import _engine
 from ._consistency import limits_metadata
-from ._format import checksums_path_for, has_zstd_suffix, limits_path_for
-from ._options import (
-    CompressionAutoDetect, CompressionNone, LimitsPlacement, WriterOptions, with_overrides,
-)
+from ._format import checksums_path_for, limits_path_for
+from ._options import LimitsPlacement, WriterOptions, stores_raw, with_overrides
 from ._record_iterables import refuse_single_record
 from ._shard_spec import refuse_glob, split_shard_entry, strip_local_prefix
 from ._storage import (
@@ -269,10 +267,7 @@ class Writer:
 
     def _raw(self) -> bool:
         """Whether the records are stored raw (those a sidecar checks)."""
-        compression = self._options.compression
-        if isinstance(compression, CompressionAutoDetect):
-            return not has_zstd_suffix(self._path)
-        return isinstance(compression, CompressionNone)
+        return stores_raw(self._options.compression, self._path)
 
     def _limits_metadata(self, version: str) -> dict[str, str]:
         # A limits object names the version of its records (_consistency).

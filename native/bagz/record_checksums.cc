@@ -95,10 +95,9 @@ std::unique_ptr<RecordChecksums> RecordChecksums::Load(
 }
 
 uint32_t RecordChecksums::at(uint64_t i) const {
-  if (!loaded_.empty() || source_->mapped() == nullptr) return loaded_[i];
-  return Guarded(*source_, [&] {
-    return LoadU32(source_->mapped() + i * kChecksumBytes);
-  });
+  const char* base = source_->mapped();
+  if (base == nullptr) return loaded_[i];
+  return Guarded(*source_, [&] { return LoadU32(base + i * kChecksumBytes); });
 }
 
 }  // namespace sackli

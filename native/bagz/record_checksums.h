@@ -82,11 +82,9 @@ class RecordChecksums {
   uint32_t at(uint64_t i) const;
   // Starts loading at(i)'s bytes into the cache (a read at random misses).
   void Prefetch(uint64_t i) const {
-    if (loaded_.empty()) {
-      if (const char* base = source_->mapped()) __builtin_prefetch(base + i * kChecksumBytes);
-    } else {
-      __builtin_prefetch(loaded_.data() + i);
-    }
+    const char* base = source_->mapped();
+    __builtin_prefetch(base != nullptr ? base + i * kChecksumBytes
+                                       : reinterpret_cast<const char*>(loaded_.data() + i));
   }
   const ChecksumsTrailer& trailer() const { return trailer_; }
 
