@@ -39,7 +39,7 @@ __all__ = ["build_corpus", "load_corpus", "GOLDEN_DIR", "CORPUS_VERSION"]
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GOLDEN_DIR = REPO / "tests" / "data"
 # Bumped when the seeds change, so a cached corpus is rebuilt.
-CORPUS_VERSION = 9
+CORPUS_VERSION = 10
 
 
 def _meta(name: str, spec: str, files: list[str], *, placement: str = "TAIL",
@@ -109,10 +109,11 @@ class _Builder:
 
 
 def _write_with_sackli(path: pathlib.Path, records: list[bytes], placement: str = "TAIL",
-                       dictionary: bytes | None = None) -> None:
+                       dictionary: bytes | None = None, record_checksums: bool = False) -> None:
     import sackli
 
-    options = {"limits_placement": placement, "max_parallelism": 1}
+    options = {"limits_placement": placement, "max_parallelism": 1,
+               "record_checksums": record_checksums}
     if dictionary is not None:
         options["compression"] = sackli.CompressionZstd(dictionary=dictionary)
     with sackli.Writer(str(path), **options) as writer:
@@ -173,6 +174,15 @@ def build_corpus(out_dir: str | os.PathLike, seed: int = 0, golden: bool = True)
         _write_with_sackli(folder / "data.bagz", texts, placement)
         b.add(_meta(f"w_{tag}_bagz", "data.bagz", _files_of(folder, ["data.bagz"], placement),
                     placement=placement, origin="writer"))
+
+    # Raw bags with a CRC-32C sidecar (format.md section 12), both placements.
+    for placement in ("TAIL", "SEPARATE"):
+        name = f"w_{placement.lower()}_bag_checked"
+        folder = b.folder(name)
+        _write_with_sackli(folder / "data.bag", b.varied(14, compressible=False), placement,
+                           record_checksums=True)
+        files = _files_of(folder, ["data.bag"], placement) + ["data.bag.crc32c"]
+        b.add(_meta(name, "data.bag", files, placement=placement, origin="writer"))
 
     # Byte by byte: every framing, both placements.
     hand = _frames_by_hand(b)

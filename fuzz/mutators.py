@@ -72,8 +72,8 @@ def _write(path: str, data: bytes) -> None:
 
 
 def _records_files(meta: dict) -> list[str]:
-    """The bag's records files (not its limits files)."""
-    files = list(meta["files"])
+    """The bag's records files (not its limits files, nor CRC-32C sidecars)."""
+    files = [f for f in meta["files"] if not f.endswith(".crc32c")]
     if meta["placement"] != "SEPARATE":
         return files
     return [f for f in files if not (f.startswith("limits.") and f[len("limits."):] in files)]

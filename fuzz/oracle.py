@@ -17,6 +17,10 @@ module, after checking their framing itself. Everything is strict:
   verify; the header's unused bit must be clear (zstd never sets it, and a
   flip there is invisible to the checksum); a content size above `(len(stored) // 4 + 1) * 131072` is corrupt.
 * Shard specs and the CONCATENATED / INTERLEAVED layouts as sections 7-8.
+* A raw shard with `<name>.crc32c` beside it (section 12): the sidecar is
+  corrupt unless it ends in a 32-byte SKLCRC32 trailer naming the shard's
+  record count and records-section size, with exactly 4 bytes per record
+  before it; a record whose stored bytes' CRC-32C is not its entry is corrupt.
 
 Outcomes are bytes or an `OracleError` whose `kind` is one of KINDS.
 """
@@ -30,6 +34,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import google_crc32c
 import zstandard
 
 __all__ = [
@@ -46,6 +51,8 @@ BLOCK_SIZE_MAX = 128 * 1024
 LIMIT_BYTES = 8
 U64 = struct.Struct("<Q")
 MAX_SHARDS = 99999
+CHECKS_MAGIC = b"SKLCRC32"
+CHECKS_TRAILER = struct.Struct("<8sQQII")  # magic, records, records end, limits CRC, own CRC
 
 
 class OracleError(Exception):
@@ -238,6 +245,11 @@ def parse_tail(size: int, last: int) -> tuple[int, int] | None:
     return last, (size - last) // LIMIT_BYTES
 
 
+def checksums_path_for(path: str) -> str:
+    """`/d/x.bag` -> `/d/x.bag.crc32c` (format.md section 12)."""
+    return path + ".crc32c"
+
+
 def _read_file(path: str, remote: bool = False) -> bytes:
     if remote and os.path.isdir(path):  # an object store has no folders
         raise OracleError("not_found", f"{path}: no such object", path)
@@ -297,7 +309,27 @@ class OracleShard:
         else:
             raise ValueError(f"unknown placement {placement!r}")
         self.limits = [v for (v,) in U64.iter_unpack(raw)]
+        self.checks_path = checksums_path_for(path)
+        self.checks: list[int] | None = None
+        if not compressed and (os.path.isfile if remote else os.path.exists)(self.checks_path):
+            self.checks = self._load_checks(_read_file(self.checks_path, remote))
         self._cache: dict[int, bytes | OracleError] = {}
+
+    def _load_checks(self, sidecar: bytes) -> list[int]:
+        """The CRC-32C of each record, from a sidecar that must fit this shard."""
+        where = self.checks_path
+        if len(sidecar) < CHECKS_TRAILER.size:
+            raise _corrupt(f"{where}: {len(sidecar)} bytes cannot hold the trailer", where)
+        trailer_at = len(sidecar) - CHECKS_TRAILER.size
+        magic, count, records_end, _, _ = CHECKS_TRAILER.unpack_from(sidecar, trailer_at)
+        if magic != CHECKS_MAGIC:
+            raise _corrupt(f"{where}: no SKLCRC32 trailer", where)
+        if count != len(self.limits) or records_end != self.records_end:
+            raise _corrupt(f"{where}: for {count} records of {records_end} bytes, not "
+                           f"{len(self.limits)} of {self.records_end}", where)
+        if trailer_at != 4 * count:
+            raise _corrupt(f"{where}: {trailer_at} bytes of CRCs for {count} records", where)
+        return [v for (v,) in struct.iter_unpack("<I", sidecar[:trailer_at])]
 
     def __len__(self) -> int:
         return len(self.limits)
@@ -321,6 +353,9 @@ class OracleShard:
         if found is None:
             try:
                 stored = self.stored(i)
+                if self.checks is not None and google_crc32c.value(stored) != self.checks[i]:
+                    raise _corrupt(f"{self.path}: record {i} does not match its CRC-32C in "
+                                   f"{self.checks_path}", self.path)
                 found = decode_record(stored, self.dictionary) if self.compressed else stored
             except OracleError as error:
                 if error.path is None:

@@ -125,6 +125,38 @@ def test_oracle_frame_rules(tmp_path):
     assert isinstance(outcomes[1], OracleError) and outcomes[1].kind == "corrupt"
 
 
+def test_oracle_checks_the_crc32c_sidecar(tmp_path):
+    """The sidecar rules of docs/format.md section 12, as sackli writes them:
+    a record whose bytes changed is corrupt alone; a sidecar for another
+    version of the bag, or without its trailer, fails the open."""
+    _runner()
+    import sackli
+    from fuzz.oracle import OracleError, open_bag
+
+    path = tmp_path / "x.bag"
+    with sackli.Writer(str(path), record_checksums=True) as writer:
+        writer.write_many([b"ab", b"", b"cdef"])
+    assert open_bag(str(path)).outcomes() == [b"ab", b"", b"cdef"]
+    data = bytearray(path.read_bytes())
+    data[3] ^= 0x01  # inside record 2
+    path.write_bytes(bytes(data))
+    outcomes = open_bag(str(path)).outcomes()
+    assert outcomes[:2] == [b"ab", b""]
+    assert isinstance(outcomes[2], OracleError) and outcomes[2].kind == "corrupt"
+    with pytest.raises(sackli.CorruptionError):
+        sackli.Reader(str(path))[2]
+    sidecar = tmp_path / "x.bag.crc32c"
+    for broken in (sidecar.read_bytes()[:-1], sidecar.read_bytes()[4:], b""):
+        sidecar.write_bytes(broken)
+        with pytest.raises(OracleError) as error:
+            open_bag(str(path))
+        assert error.value.kind == "corrupt"
+        with pytest.raises(sackli.CorruptionError):
+            sackli.Reader(str(path))
+    sidecar.unlink()
+    assert open_bag(str(path)).outcomes()[2] == b"ceef"  # unchecked, as bagz reads it
+
+
 def test_corpus_is_deterministic(tmp_path):
     runner = _runner()
     from fuzz.corpus import build_corpus
